@@ -1,0 +1,327 @@
+"""Number formats at the bit level: bit strings, ordered keys, ULP distance, rounding.
+
+Every format Perpendis compares is described by a :class:`Format`.  NumPy has native
+dtypes for float16/32/64 and the integers; bfloat16 and the float8 formats are not
+native (Pyodide ships no ``ml_dtypes``), so arrays in those formats are held as their
+raw bits in an unsigned integer array and decoded here.  All comparisons work on raw
+bits first, because equality is bit equality: +0 and -0 differ, NaNs with the same bits
+do not.
+
+ULP distance uses the *ordered key*: a monotone map from bit patterns to unsigned
+integers in which adjacent representable values are adjacent integers and +0 and -0
+share a key.  The distance between two values is then the difference of their keys.
+It is undefined where either side is NaN, or where an infinity meets anything but the
+same infinity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Format:
+    """One element format: its name, width, layout and how NumPy stores it."""
+
+    name: str
+    kind: str  # "float", "int", "uint" or "bool"
+    width: int  # bits per element
+    exp_bits: int = 0
+    man_bits: int = 0
+    has_inf: bool = True
+    storage: str = ""  # NumPy dtype name the array is held in
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def uint(self) -> np.dtype:
+        """Unsigned dtype of the same width, used to view raw bits."""
+        return np.dtype(f"uint{self.width}")
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Half the distance from 1 to the next value: the relative error of one rounding."""
+        return 2.0 ** -(self.man_bits + 1) if self.is_float else 0.0
+
+    @property
+    def native(self) -> bool:
+        """True when NumPy computes in this format directly (not raw bits)."""
+        return self.storage == self.name
+
+
+def _float(name: str, width: int, exp_bits: int, man_bits: int, *, has_inf: bool = True, storage: str = "") -> Format:
+    return Format(name, "float", width, exp_bits, man_bits, has_inf, storage or name)
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in [
+        _float("float16", 16, 5, 10),
+        _float("bfloat16", 16, 8, 7, storage="uint16"),
+        _float("float32", 32, 8, 23),
+        _float("float64", 64, 11, 52),
+        _float("float8_e4m3fn", 8, 4, 3, has_inf=False, storage="uint8"),
+        _float("float8_e5m2", 8, 5, 2, storage="uint8"),
+        *(Format(f"int{w}", "int", w, storage=f"int{w}") for w in (8, 16, 32, 64)),
+        *(Format(f"uint{w}", "uint", w, storage=f"uint{w}") for w in (8, 16, 32, 64)),
+        Format("bool", "bool", 8, storage="bool"),
+    ]
+}
+
+
+def format_of(name: str) -> Format:
+    """The format called ``name`` (a canonical dtype name such as ``"bfloat16"``)."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise KeyError(f"unknown element format {name!r}; known: {', '.join(FORMATS)}") from None
+
+
+def native_format(dtype: np.dtype) -> Format:
+    """The format of a NumPy array held in a native dtype (float16/32/64, ints, bool)."""
+    name = np.dtype(dtype).name
+    fmt = FORMATS.get(name)
+    if fmt is None or not fmt.native:
+        raise KeyError(f"NumPy dtype {name} is not a format Perpendis compares directly")
+    return fmt
+
+
+def raw_bits(array: np.ndarray, fmt: Format) -> np.ndarray:
+    """The array's elements as unsigned integers of the format's width (a view, no copy)."""
+    return np.ascontiguousarray(array).view(fmt.uint)
+
+
+def _sign_mag(raw: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    u = raw.astype(np.uint64, copy=False)
+    shift = np.uint64(fmt.width - 1)
+    return u >> shift, u & np.uint64((1 << (fmt.width - 1)) - 1)
+
+
+def is_nan(raw: np.ndarray, fmt: Format) -> np.ndarray:
+    """Where the raw bits encode NaN."""
+    if not fmt.is_float:
+        return np.zeros(np.shape(raw), dtype=bool)
+    _, mag = _sign_mag(raw, fmt)
+    exp_all = ((1 << fmt.exp_bits) - 1) << fmt.man_bits
+    if fmt.has_inf:
+        return mag > np.uint64(exp_all)
+    return mag == np.uint64(exp_all | ((1 << fmt.man_bits) - 1))
+
+
+def is_inf(raw: np.ndarray, fmt: Format) -> np.ndarray:
+    """Where the raw bits encode +inf or -inf (never, for formats without infinities)."""
+    if not (fmt.is_float and fmt.has_inf):
+        return np.zeros(np.shape(raw), dtype=bool)
+    _, mag = _sign_mag(raw, fmt)
+    return mag == np.uint64(((1 << fmt.exp_bits) - 1) << fmt.man_bits)
+
+
+def ordered_key(raw: np.ndarray, fmt: Format) -> np.ndarray:
+    """Monotone uint64 keys: adjacent values have adjacent keys, and +0 and -0 share one.
+
+    Floats are sign-magnitude, so negative values count down from the middle of the
+    unsigned range and positive values up.  Signed integers are two's complement, for
+    which flipping the sign bit gives the order; unsigned integers and bools already are.
+    """
+    half = np.uint64(1 << (fmt.width - 1))
+    if fmt.is_float:
+        sign, mag = _sign_mag(raw, fmt)
+        return np.where(sign == 1, half - mag, half + mag)
+    u = raw.astype(np.uint64, copy=False)
+    if fmt.kind == "int":
+        return u ^ half
+    return u
+
+
+def ulp_distance(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """ULP distance between elementwise pairs, and the mask of where it is defined.
+
+    For integers the distance is the exact integer difference.  For floats it is the
+    number of representable steps between the values; undefined (mask False) where
+    either side is NaN or an infinity meets anything but identical bits.  Identical bits
+    are always distance 0 and defined, NaNs included.
+    """
+    ka = ordered_key(raw_a, fmt)
+    kb = ordered_key(raw_b, fmt)
+    dist = np.where(ka >= kb, ka - kb, kb - ka)
+    same = raw_a == raw_b
+    if fmt.is_float:
+        special = is_nan(raw_a, fmt) | is_nan(raw_b, fmt) | is_inf(raw_a, fmt) | is_inf(raw_b, fmt)
+        defined = same | ~special
+    else:
+        defined = np.ones(np.shape(dist), dtype=bool)
+    return np.where(defined, dist, np.uint64(0)), defined
+
+
+@cache
+def _value_table(fmt: Format) -> np.ndarray:
+    """float64 value of every bit pattern of a format of at most 16 bits."""
+    codes = np.arange(1 << fmt.width, dtype=np.uint64)
+    sign, mag = _sign_mag(codes, fmt)
+    exp = (mag >> np.uint64(fmt.man_bits)).astype(np.int64)
+    man = (mag & np.uint64((1 << fmt.man_bits) - 1)).astype(np.float64)
+    frac = man / float(1 << fmt.man_bits)
+    normal = np.ldexp(1.0 + frac, exp - fmt.bias)
+    subnormal = np.ldexp(frac, 1 - fmt.bias)
+    values = np.where(exp == 0, subnormal, normal)
+    values[is_inf(codes, fmt)] = np.inf
+    values[is_nan(codes, fmt)] = np.nan
+    return np.where(sign == 1, -values, values)
+
+
+def to_float64(array: np.ndarray, fmt: Format) -> np.ndarray:
+    """Exact float64 values of an array held in ``fmt``'s storage (floats and ints)."""
+    if fmt.native:
+        return np.asarray(array).astype(np.float64)
+    if fmt.name == "bfloat16":
+        widened = (np.asarray(array).astype(np.uint32) << np.uint32(16)).view(np.float32)
+        with np.errstate(invalid="ignore"):
+            return widened.astype(np.float64)
+    return _value_table(fmt)[np.asarray(array).astype(np.intp)]
+
+
+@cache
+def _rounding_grid(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Finite values of a small format sorted ascending, with the codes that hold them."""
+    values = _value_table(fmt)
+    codes = np.arange(values.size, dtype=np.uint64)
+    finite = np.isfinite(values) & ~((values == 0) & (codes >> np.uint64(fmt.width - 1) == 1))
+    order = np.argsort(values[finite], kind="stable")
+    return values[finite][order], codes[finite][order].astype(fmt.uint)
+
+
+def from_float64(values: np.ndarray | float, fmt: Format) -> np.ndarray:
+    """Round float64 values to ``fmt`` (nearest, ties to even) and return its storage array.
+
+    Used when text gives decimals for a format NumPy lacks (bfloat16, float8).  Values
+    beyond the largest finite one become infinity (or NaN in formats without infinity),
+    as a cast does in PyTorch and ml_dtypes.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if fmt.native:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return values.astype(fmt.storage)
+    grid, codes = _rounding_grid(fmt)
+    flat = values.ravel()
+    hi = np.clip(np.searchsorted(grid, flat), 1, grid.size - 1)
+    lo = hi - 1
+    d_lo = np.abs(flat - grid[lo])
+    d_hi = np.abs(grid[hi] - flat)
+    even_hi = (codes[hi] & 1) == 0
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & even_hi)
+    out = np.where(pick_hi, codes[hi], codes[lo])
+    # Round to nearest can overflow: a value past max + half a step is out of range.
+    top = grid[-1]
+    half_step = (top - grid[-2]) / 2
+    over = np.abs(flat) >= top + half_step
+    neg = np.signbit(flat)
+    if fmt.has_inf:
+        inf_code = ((1 << fmt.exp_bits) - 1) << fmt.man_bits
+        nan_code = inf_code | (1 << (fmt.man_bits - 1))
+        special = np.where(neg, inf_code | (1 << (fmt.width - 1)), inf_code)
+    else:
+        nan_code = (1 << (fmt.width - 1)) - 1
+        special = np.where(neg, nan_code | (1 << (fmt.width - 1)), nan_code)
+    out = np.where(over | np.isinf(flat), special, out)
+    out = np.where(np.isnan(flat), nan_code, out)
+    # Negative zero and negative values that round to zero keep their sign bit.
+    out = np.where((out == 0) & neg & ~np.isnan(flat), 1 << (fmt.width - 1), out)
+    return out.astype(fmt.uint).reshape(values.shape)
+
+
+def bit_string(raw: int, fmt: Format) -> str:
+    """``"s eeeee mmmmmmmmmm"`` for floats; the plain bits for integers and bools."""
+    s = format(int(raw), f"0{fmt.width}b")
+    if not fmt.is_float:
+        return s
+    return f"{s[0]} {s[1 : 1 + fmt.exp_bits]} {s[1 + fmt.exp_bits :]}"
+
+
+def hex_string(raw: int, fmt: Format) -> str:
+    """The raw bits in hexadecimal, zero padded to the format's width."""
+    return f"0x{int(raw):0{fmt.width // 4}x}"
+
+
+def value_of(raw: int, fmt: Format) -> float | int:
+    """The exact value of one bit pattern: a Python float, or an int for integer formats."""
+    stored = np.array([raw], dtype=fmt.uint)
+    if fmt.native:
+        stored = stored.view(fmt.storage)
+    if not fmt.is_float:
+        return int(stored[0])
+    return float(to_float64(stored, fmt)[0])
+
+
+def decimal_string(raw: int, fmt: Format) -> str:
+    """The shortest decimal that reads back to exactly these bits in ``fmt``.
+
+    ``repr`` of a Python float is shortest for float64 only; a float32 or bfloat16 value
+    usually has a much shorter decimal that still rounds back to the same bits.
+    """
+    value = value_of(raw, fmt)
+    if not fmt.is_float:
+        return str(value)
+    if math.isnan(value):
+        return "nan" if int(raw) >> (fmt.width - 1) == 0 else "-nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if fmt.name == "float64":
+        return repr(value)
+    for digits in range(1, 18):
+        text = f"{value:.{digits}g}"
+        if int(raw_bits(from_float64(np.array([float(text)]), fmt), fmt)[0]) == int(raw):
+            return text
+    return repr(value)
+
+
+def neighbours(raw: int, fmt: Format) -> tuple[int | None, int | None]:
+    """Bit patterns of the previous and next representable values (None past the ends)."""
+    arr = np.array([raw], dtype=np.uint64)
+    if is_nan(arr, fmt)[0]:
+        return None, None
+    key = int(ordered_key(arr, fmt)[0])
+    half = 1 << (fmt.width - 1)
+    out: list[int | None] = []
+    for step in (-1, 1):
+        k = key + step
+        if fmt.is_float:
+            code = (k - half) if k >= half else (half - k) | half
+            if is_nan(np.array([code], dtype=np.uint64), fmt)[0] or (code & (half - 1)) == 0 and k != half:
+                out.append(None)
+                continue
+        else:
+            if not 0 <= k < (1 << fmt.width):
+                out.append(None)
+                continue
+            code = k ^ half if fmt.kind == "int" else k
+        out.append(int(code))
+    return out[0], out[1]
+
+
+def fields(raw: int, fmt: Format) -> dict[str, int | str]:
+    """Sign, biased and unbiased exponent, mantissa and class of one float's bits."""
+    raw = int(raw)
+    sign = raw >> (fmt.width - 1)
+    exp = (raw >> fmt.man_bits) & ((1 << fmt.exp_bits) - 1)
+    man = raw & ((1 << fmt.man_bits) - 1)
+    arr = np.array([raw], dtype=np.uint64)
+    if is_nan(arr, fmt)[0]:
+        cls = "nan"
+    elif is_inf(arr, fmt)[0]:
+        cls = "inf"
+    elif exp == 0:
+        cls = "zero" if man == 0 else "subnormal"
+    else:
+        cls = "normal"
+    unbiased = (1 - fmt.bias) if exp == 0 else exp - fmt.bias
+    return {"sign": sign, "exponent_bits": exp, "exponent": unbiased, "mantissa_bits": man, "class": cls}

@@ -1,0 +1,32 @@
+"""The one exception type for bad input.
+
+Parsers and readers raise :class:`InputError` for anything the user gave us that we
+cannot use; the page turns it into its ``error`` field and the CLI into exit code 2.
+Any other exception escaping the core is a bug in Perpendis, not in the input.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Input that cannot be read, with a message meant for the person who gave it.
+
+    ``message`` is one or two plain sentences naming the problem and, where there is
+    one, the fix.  ``where`` says which input or which part of it (``"A"``, ``"B"``,
+    ``"line 3"``, ``"archive member 'x.npy'"``); it is kept apart so the page can show
+    the error next to the box it concerns.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, side: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.side = side
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"message": self.message, "where": self.where, "side": self.side}
+
+    def __str__(self) -> str:
+        prefix = f"{self.side}: " if self.side else ""
+        suffix = f" ({self.where})" if self.where else ""
+        return f"{prefix}{self.message}{suffix}"
