@@ -1,3 +1,17 @@
 """Perpendis: tell whether two tensors that should be equal differ by rounding or by a bug."""
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["assert_same"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so ``import perpendis`` stays cheap for the worker until the helper is wanted.
+    if name == "assert_same":
+        from .testing import assert_same
+
+        return assert_same
+    raise AttributeError(f"module 'perpendis' has no attribute {name!r}")

@@ -1,0 +1,107 @@
+// The page's handle on the Python core in app/worker.js. The worker starts as soon as this
+// module is imported, so Pyodide loads while the user is still pasting.
+// Protocol: docs/contracts.md, "Worker protocol".
+
+const WORKER_URL = new URL("./worker.js", import.meta.url);
+
+/** Rejection reason of a request the page cancelled (`err.name === "CancelledError"`). */
+export class CancelledError extends Error {
+  constructor() {
+    super("cancelled");
+    this.name = "CancelledError";
+  }
+}
+
+export class CoreClient {
+  #worker = null;
+  #nextId = 1;
+  #pending = new Map(); // id -> {resolve, reject, onProgress}
+  #listeners = new Set();
+  #status = { type: "status", state: "loading", message: "starting the Python core", fraction: 0 };
+
+  constructor(url = WORKER_URL) {
+    this.url = url;
+    this.#start();
+  }
+
+  /** Calls `cb(status)` now with the latest status and on every change; returns an unsubscribe function. */
+  onStatus(cb) {
+    this.#listeners.add(cb);
+    cb(this.#status);
+    return () => this.#listeners.delete(cb);
+  }
+
+  get status() {
+    return this.#status;
+  }
+
+  /**
+   * Sends one job; resolves with `api.handle`'s dict (`{ok: true, ...}` or `{ok: false, error}`).
+   * Buffers in `transfer` are moved, not copied: they are unusable here afterwards.
+   * Requests sent before the core is ready wait in the worker's queue.
+   */
+  request(op, payload = {}, transfer = [], onProgress = null) {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onProgress });
+      this.#worker.postMessage({ ...payload, id, op }, transfer);
+    });
+  }
+
+  /** Stops whatever runs now: the worker is terminated and a fresh one started, so the
+   * next request never waits behind a cancelled one. Pending requests reject with CancelledError. */
+  cancel() {
+    this.#restart(() => new CancelledError());
+  }
+
+  #start() {
+    const worker = new Worker(this.url);
+    worker.onmessage = (event) => this.#receive(event.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      this.#crashed(event.message || "the worker failed");
+    };
+    worker.onmessageerror = () => this.#crashed("a message from the worker could not be read");
+    this.#worker = worker;
+  }
+
+  #restart(reason) {
+    this.#worker.terminate();
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const job of pending) job.reject(reason());
+    this.#setStatus({ type: "status", state: "loading", message: "restarting the Python core", fraction: 0 });
+    this.#start();
+  }
+
+  #crashed(why) {
+    this.#restart(() => new Error(`the Python core stopped (${why}); it is restarting, try again`));
+  }
+
+  #setStatus(status) {
+    this.#status = status;
+    for (const cb of this.#listeners) cb(status);
+  }
+
+  #receive(message) {
+    if (message.type === "status") {
+      const wasReady = this.#status.state === "ready";
+      this.#setStatus(message);
+      // A core that fails after it was ready (out of memory, fatal error) is replaced; one that
+      // cannot start at all is not, or the page would loop.
+      if (message.state === "failed" && wasReady) this.#crashed(message.message);
+      return;
+    }
+    const job = this.#pending.get(message.id);
+    if (!job) return;
+    if (message.type === "progress") {
+      if (job.onProgress) job.onProgress(message.stage, message.fraction);
+    } else if (message.type === "result") {
+      this.#pending.delete(message.id);
+      job.resolve(message.result);
+    }
+  }
+}
+
+/** The one client of the page, started on import. */
+export const core = new CoreClient();

@@ -1,0 +1,510 @@
+// The page: collects the two inputs, sends them to the Python core, renders the report
+// and asks the core for anything more (an element's bits, the next difference, a slice,
+// scatter points). It computes no number itself.
+import { CancelledError, core } from "./client.js";
+import { renderAxes } from "./render/axes.js";
+import { renderElement } from "./render/bits.js";
+import { fill, formatIndex } from "./render/dom.js";
+import { renderFindings } from "./render/findings.js";
+import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
+import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
+import { renderScatter } from "./render/scatter.js";
+import { renderStats, renderSummary } from "./render/summary.js";
+import { renderTolerance } from "./render/tolerance.js";
+import { renderVerdict } from "./render/verdict.js";
+import { renderWorst } from "./render/worst.js";
+import { decodeShare, encodeShare } from "./share.js";
+
+const $ = (id) => document.getElementById(id);
+const SIDES = ["a", "b"];
+const SCATTER_POINTS = 2000;
+const SLICE_CELLS = 4096;
+
+const state = {
+  files: { a: null, b: null }, // {name, bytes: Uint8Array} when a file replaces the text
+  tolerance: {}, // what the user chose: {preset} or {atol, rtol}; empty = the core's default
+  result: null, // last successful compare/rejudge result: {report, markdown, text}
+  compared: null, // the inputs of that result, kept for the share link
+  selected: null, // flat index of the element shown in the inspector
+  selectedIndex: null,
+  view: null, // heatmap slice: {axes: [row, col], index: [...], metric}
+  job: 0, // generation counter: a result of an older job than the latest is ignored
+};
+
+// ---------------------------------------------------------------- status and errors
+
+function showStatus(status) {
+  $("status").textContent = status.state === "ready" ? "ready" : status.message;
+  $("status").dataset.state = status.state;
+  const bar = $("status-progress");
+  bar.hidden = status.state !== "loading" || typeof status.fraction !== "number";
+  if (!bar.hidden) bar.value = status.fraction;
+}
+
+function setBusy(busy, stage = "comparing", fraction = null) {
+  document.body.classList.toggle("busy", busy);
+  $("cancel").hidden = !busy;
+  const job = $("job");
+  job.hidden = !busy;
+  job.textContent = busy ? `${stage}${fraction === null ? "…" : ` ${Math.round(fraction * 100)}%`}` : "";
+}
+
+function clearError() {
+  const error = $("error");
+  error.hidden = true;
+  error.textContent = "";
+  document.querySelector(".error-home").append(error);
+  for (const side of SIDES) $(`paste-${side}`).removeAttribute("aria-invalid");
+}
+
+/** Show an error next to the input it concerns; the inputs themselves are never touched. */
+function showError({ message, where, side }) {
+  const error = $("error");
+  error.textContent = where ? `${message} (${where})` : message;
+  error.hidden = false;
+  if (side === "a" || side === "b") {
+    $(`side-${side}`).querySelector(".error-slot").append(error);
+    $(`paste-${side}`).setAttribute("aria-invalid", "true");
+  } else {
+    document.querySelector(".error-home").append(error);
+  }
+}
+
+// ---------------------------------------------------------------- inputs
+
+function renderChip(side) {
+  const chip = $(`chip-${side}`);
+  const file = state.files[side];
+  chip.hidden = !file;
+  $(`side-${side}`).classList.toggle("has-file", Boolean(file));
+  if (file) chip.querySelector(".file-name").textContent = `${file.name} (${file.bytes.length} bytes) — used instead of the text`;
+}
+
+async function setFile(side, file) {
+  state.files[side] = { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+  renderChip(side);
+}
+
+function removeFile(side) {
+  state.files[side] = null;
+  $(`file-${side}`).value = "";
+  renderChip(side);
+}
+
+/** The inputs as the share link and the core want them; files win over text. */
+function currentInputs() {
+  const inputs = {};
+  for (const side of SIDES) {
+    const file = state.files[side];
+    inputs[side] = file ? { name: file.name, bytes: file.bytes } : { text: $(`paste-${side}`).value };
+  }
+  return inputs;
+}
+
+/** Worker inputs: file bytes are copied, because transferring them would empty ours. */
+function toRequest(inputs) {
+  const transfer = [];
+  const out = {};
+  for (const side of SIDES) {
+    const input = inputs[side];
+    if (input.bytes) {
+      const buffer = input.bytes.slice().buffer;
+      transfer.push(buffer);
+      out[side] = { name: input.name, buffer };
+    } else {
+      out[side] = { text: input.text };
+    }
+  }
+  return { inputs: out, transfer };
+}
+
+function wireSide(side) {
+  const box = $(`side-${side}`);
+  $(`file-${side}`).addEventListener("change", (event) => {
+    const [file] = event.target.files;
+    if (file) setFile(side, file);
+  });
+  box.querySelector(".chip-remove").addEventListener("click", () => removeFile(side));
+  box.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    box.classList.add("dragging");
+  });
+  box.addEventListener("dragleave", (event) => {
+    if (!box.contains(event.relatedTarget)) box.classList.remove("dragging");
+  });
+  box.addEventListener("drop", (event) => {
+    event.preventDefault();
+    box.classList.remove("dragging");
+    const [file] = event.dataTransfer.files;
+    if (file) setFile(side, file);
+    else $(`paste-${side}`).value = event.dataTransfer.getData("text/plain");
+  });
+  $(`paste-${side}`).addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      compare();
+    }
+  });
+}
+
+// ---------------------------------------------------------------- talking to the core
+
+/** One request to the core; null when cancelled or superseded by a newer job. */
+async function ask(op, payload = {}, transfer = [], job = state.job) {
+  try {
+    const result = await core.request(op, payload, transfer, (stage, fraction) => {
+      if (job === state.job) setBusy(true, stage, fraction);
+    });
+    return job === state.job ? result : null;
+  } catch (err) {
+    if (err instanceof CancelledError) return null;
+    showError({ message: err.message, where: null, side: null });
+    return null;
+  }
+}
+
+function toleranceOptions() {
+  return { ...state.tolerance };
+}
+
+async function compare() {
+  clearError();
+  const job = ++state.job;
+  const inputs = currentInputs();
+  const { inputs: requestInputs, transfer } = toRequest(inputs);
+  setBusy(true);
+  const result = await ask("compare", { inputs: requestInputs, options: toleranceOptions() }, transfer, job);
+  if (job !== state.job) return;
+  setBusy(false);
+  if (!result) return;
+  if (!result.ok) {
+    $("report").hidden = true;
+    showError(result.error);
+    return;
+  }
+  state.compared = { ...inputs, options: toleranceOptions() };
+  showReport(result, { fresh: true });
+}
+
+async function rejudge() {
+  if (!state.result) return;
+  clearError();
+  const job = ++state.job;
+  const result = await ask("rejudge", { options: toleranceOptions() }, [], job);
+  if (!result) return;
+  if (!result.ok) {
+    showError(result.error);
+    return;
+  }
+  state.compared.options = toleranceOptions();
+  showReport(result, { fresh: false });
+}
+
+// ---------------------------------------------------------------- the report
+
+function showReport(result, { fresh }) {
+  state.result = result;
+  const report = result.report;
+  $("report").hidden = false;
+  renderVerdict($("verdict-box"), $("verdict"), $("evidence"), report);
+  renderSummary($("summary"), report);
+  renderFindings($("findings"), report.findings);
+  renderTolerance($("tolerance"), report, selectElement);
+  renderWorst($("worst"), report, selectElement);
+  renderStats($("stats"), report);
+  renderHistogram($("histogram"), report.ulp_histogram);
+  syncToleranceFields(report.tolerance);
+  const shape = comparedShape(report);
+  $("axes-card").hidden = !report.axes.length;
+  renderAxes($("axes"), report.axes);
+  if (!fresh) {
+    if (state.view && state.view.metric === "fail") loadSlice();
+    return;
+  }
+  $("export-status").textContent = "";
+  $("share-link").hidden = true;
+  $("verdict-box").scrollIntoView({ block: "nearest" });
+  const start = report.first_diff;
+  state.view = shape && shape.length >= 2 && report.n_bitwise_diff > 0
+    ? { axes: [shape.length - 2, shape.length - 1], index: start ? [...start.index] : shape.map(() => 0), metric: "abs" }
+    : null;
+  $("slice-card").hidden = !state.view;
+  if (state.view) loadSlice();
+  if (start) {
+    showElement(start, null);
+    selectElement(start.flat);
+  } else if (report.n_elements > 0 && report.shape_match) {
+    selectElement(0);
+  } else {
+    fill($("element"));
+    $("element-index").textContent = "";
+  }
+  loadScatter(report);
+}
+
+function comparedShape(report) {
+  if (report.compared_shape) return report.compared_shape;
+  return report.shape_match ? report.a.shape : null;
+}
+
+function showElement(element, detail) {
+  state.selected = element.flat;
+  state.selectedIndex = element.index;
+  $("element-index").textContent = formatIndex(element.index);
+  renderElement($("element"), element, detail);
+}
+
+async function selectElement(flat) {
+  const result = await ask("element", { flat });
+  if (!result || !result.ok) {
+    if (result) showError(result.error);
+    return;
+  }
+  showElement(result.element, result.element);
+  if (state.view) {
+    const outside = result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
+    if (outside) {
+      state.view = { ...state.view, index: [...result.element.index] };
+      renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView);
+      loadSlice();
+    } else {
+      markSlice();
+    }
+  }
+}
+
+async function step(direction) {
+  if (state.selected === null) return;
+  const result = await ask("step", { flat: state.selected, direction });
+  if (!result || !result.ok) {
+    if (result) showError(result.error);
+    return;
+  }
+  if (result.flat === null) {
+    $("nav-status").textContent = direction > 0 ? "No later difference." : "No earlier difference.";
+    return;
+  }
+  $("nav-status").textContent = "";
+  selectElement(result.flat);
+}
+
+async function loadScatter(report) {
+  if (report.n_bitwise_diff === 0) {
+    renderEmptyChart($("scatter"), "No differing elements to plot.");
+    return;
+  }
+  const result = await ask("scatter", { max_points: SCATTER_POINTS });
+  if (result && result.ok) renderScatter($("scatter"), result.points);
+}
+
+function changeView(view) {
+  state.view = view;
+  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+  loadSlice();
+}
+
+let lastSlice = null;
+
+async function loadSlice() {
+  const view = state.view;
+  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+  const result = await ask("slice", { axes: view.axes, index: view.index, metric: view.metric, max_cells: SLICE_CELLS });
+  if (!result || !result.ok || view !== state.view) return;
+  lastSlice = result.slice;
+  markSlice();
+}
+
+/** Redraw the heatmap with the selected element's cell marked, if it lies in this slice. */
+function markSlice() {
+  if (!lastSlice || !state.view) return;
+  const { axes, index, metric } = state.view;
+  const at = state.selectedIndex;
+  const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
+  const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
+  renderHeatmap($("heatmap"), lastSlice, metric, mark);
+}
+
+// ---------------------------------------------------------------- tolerance controls
+
+function syncToleranceFields(t) {
+  $("preset").value = state.tolerance.preset ?? (state.tolerance.atol === undefined ? "" : "custom");
+  $("atol").value = String(t.atol);
+  $("rtol").value = String(t.rtol);
+}
+
+function readNumber(id) {
+  const text = $(id).value.trim();
+  const value = Number(text);
+  if (text === "" || !Number.isFinite(value) || value < 0) {
+    showError({ message: `${id} must be a non-negative number such as 1e-5; "${text}" is not.`, where: id, side: null });
+    return null;
+  }
+  return value;
+}
+
+function wireTolerance() {
+  $("preset").addEventListener("change", () => {
+    const preset = $("preset").value;
+    state.tolerance = preset && preset !== "custom" ? { preset } : {};
+    rejudge();
+  });
+  let timer = null;
+  for (const id of ["atol", "rtol"]) {
+    $(id).addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        clearError();
+        const atol = readNumber("atol");
+        const rtol = readNumber("rtol");
+        if (atol === null || rtol === null) return;
+        state.tolerance = { atol, rtol };
+        rejudge();
+      }, 250);
+    });
+  }
+}
+
+// ---------------------------------------------------------------- export and share
+
+async function copyText(text, done) {
+  try {
+    await navigator.clipboard.writeText(text);
+    $("export-status").textContent = done;
+  } catch {
+    $("export-status").textContent = "The browser refused the clipboard; select the text below and copy it.";
+    const field = $("share-link");
+    field.value = text;
+    field.hidden = false;
+    field.select();
+  }
+}
+
+function downloadJson() {
+  const blob = new Blob([JSON.stringify(state.result.report, null, 2)], { type: "application/json" });
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = "perpendis-report.json";
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
+async function share() {
+  const { a, b, options } = state.compared;
+  const packed = await encodeShare({ a, b, options });
+  if (!packed.ok) {
+    $("export-status").textContent = packed.reason;
+    return;
+  }
+  const url = `${location.href.split("#")[0]}${packed.fragment}`;
+  history.replaceState(null, "", packed.fragment);
+  const field = $("share-link");
+  field.value = url;
+  field.hidden = false;
+  await copyText(url, `Link copied (${Math.ceil(packed.size / 1024)} kB of inputs in the link; nothing is uploaded).`);
+}
+
+async function openShared() {
+  let shared;
+  try {
+    shared = await decodeShare(location.hash);
+  } catch (err) {
+    showError({ message: err.message, where: "share link", side: null });
+    return;
+  }
+  if (!shared) return;
+  for (const side of SIDES) {
+    const input = shared[side];
+    $(`paste-${side}`).value = input.text ?? "";
+    state.files[side] = input.bytes ? { name: input.name, bytes: input.bytes } : null;
+    renderChip(side);
+  }
+  state.tolerance = shared.options;
+  compare();
+}
+
+// ---------------------------------------------------------------- comfort
+
+function swap() {
+  const [a, b] = [$("paste-a"), $("paste-b")];
+  [a.value, b.value] = [b.value, a.value];
+  [state.files.a, state.files.b] = [state.files.b, state.files.a];
+  SIDES.forEach(renderChip);
+}
+
+function clearAll() {
+  state.job += 1;
+  setBusy(false);
+  for (const side of SIDES) {
+    $(`paste-${side}`).value = "";
+    removeFile(side);
+  }
+  state.tolerance = {};
+  state.result = null;
+  $("preset").value = "";
+  $("atol").value = "";
+  $("rtol").value = "";
+  clearError();
+  $("report").hidden = true;
+  $("example-about").hidden = true;
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+async function loadExample(name) {
+  clearError();
+  const response = await fetch(`app/examples/${name}.json`);
+  if (!response.ok) {
+    showError({ message: `The example "${name}" is missing from this build.`, where: null, side: null });
+    return;
+  }
+  const example = await response.json();
+  for (const side of SIDES) {
+    $(`paste-${side}`).value = example[side];
+    removeFile(side);
+  }
+  $("example-about").textContent = example.about;
+  $("example-about").hidden = false;
+  compare();
+}
+
+async function loadPresets() {
+  const response = await fetch("app/examples/presets.json");
+  if (!response.ok) return;
+  const presets = await response.json();
+  const select = $("preset");
+  const custom = select.querySelector('option[value="custom"]');
+  for (const [name, p] of Object.entries(presets)) {
+    const option = document.createElement("option");
+    option.value = name;
+    option.textContent = p.atol === null ? `${name} (by dtype)` : `${name} (atol ${p.atol}, rtol ${p.rtol})`;
+    option.title = p.description;
+    custom.before(option);
+  }
+}
+
+function init() {
+  core.onStatus(showStatus);
+  SIDES.forEach(wireSide);
+  // A file dropped beside the drop targets must not navigate away from the page.
+  window.addEventListener("dragover", (event) => event.preventDefault());
+  window.addEventListener("drop", (event) => event.preventDefault());
+  $("compare").addEventListener("click", compare);
+  $("cancel").addEventListener("click", () => {
+    state.job += 1;
+    setBusy(false);
+    core.cancel();
+  });
+  $("swap").addEventListener("click", swap);
+  $("clear").addEventListener("click", clearAll);
+  $("example-rounding").addEventListener("click", () => loadExample("rounding"));
+  $("example-bug").addEventListener("click", () => loadExample("bug"));
+  $("prev-diff").addEventListener("click", () => step(-1));
+  $("next-diff").addEventListener("click", () => step(1));
+  $("copy-markdown").addEventListener("click", () => copyText(state.result.markdown, "Markdown report copied."));
+  $("download-json").addEventListener("click", downloadJson);
+  $("share").addEventListener("click", share);
+  wireTolerance();
+  loadPresets();
+  openShared();
+}
+
+init();

@@ -1,0 +1,53 @@
+// Small DOM helpers. Text always goes in through textContent so that anything
+// derived from the input (names, dtypes, messages quoting it) can never become markup.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function build(node, attrs, children) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** An HTML element with attributes and children (strings become text nodes). */
+export function el(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+/** An SVG element, same calling convention as el(). */
+export function svg(tag, attrs, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), attrs, children);
+}
+
+/** Replace a node's children. */
+export function fill(node, ...children) {
+  node.replaceChildren();
+  return build(node, {}, children);
+}
+
+/** A multi-index written the way NumPy prints a tuple: (1, 0, 4), (4,), (). */
+export function formatIndex(index) {
+  if (index.length === 1) return `(${index[0]},)`;
+  return `(${index.join(", ")})`;
+}
+
+/** A report number as Python wrote it: JSON numbers as they are, "inf"/"nan" strings kept. */
+export function num(value) {
+  if (value === null || value === undefined) return "—";
+  return String(value);
+}
+
+/** A definition list from [label, value, testid?] rows. */
+export function facts(rows) {
+  return el("dl", { class: "facts" },
+    rows.flatMap(([label, value, testid, cls]) => [
+      el("dt", {}, label),
+      el("dd", { "data-testid": testid, class: cls }, value),
+    ]));
+}

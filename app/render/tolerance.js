@@ -1,0 +1,22 @@
+// The allclose result under the chosen tolerance, and the smallest tolerance that passes.
+import { el, facts, fill, formatIndex, num } from "./dom.js";
+
+export function renderTolerance(node, report, onPick) {
+  const t = report.tolerance;
+  const outcome = el("p", { class: `outcome ${t.passed ? "pass" : "fail"}`, "data-testid": "tolerance-result" },
+    t.passed ? "passes" : "fails",
+    ` |A − B| ≤ atol + rtol·|B| with atol=${num(t.atol)}, rtol=${num(t.rtol)}`,
+    t.preset ? ` (preset ${t.preset})` : "");
+  const rows = [
+    ["failing elements", `${num(t.n_fail)} (${num(t.fraction_fail)} of all)`, "n-fail"],
+    ["smallest atol at this rtol", num(report.min_tolerance.atol_at_rtol), "min-atol"],
+    ["smallest rtol at this atol", num(report.min_tolerance.rtol_at_atol), "min-rtol"],
+  ];
+  const first = t.first_fail
+    ? el("p", {}, "first failure at ",
+      el("button", { type: "button", class: "link", "data-flat": t.first_fail.flat, "data-testid": "first-fail" },
+        formatIndex(t.first_fail.index)))
+    : null;
+  if (first) first.querySelector("button").addEventListener("click", () => onPick(t.first_fail.flat));
+  fill(node, outcome, facts(rows), first, t.warning ? el("p", { class: "warning" }, t.warning) : null);
+}

@@ -1,0 +1,27 @@
+// The worst elements by ULP, absolute and relative difference; each one opens its bits.
+import { el, fill, formatIndex, num } from "./dom.js";
+
+const ROWS = [["first_diff", "first difference"], ["ulp", "largest ULP"], ["abs", "largest |A − B|"],
+  ["rel", "largest relative"]];
+
+export function renderWorst(node, report, onPick) {
+  const pick = { first_diff: report.first_diff, ...report.worst };
+  const body = el("tbody", {});
+  for (const [key, label] of ROWS) {
+    const e = pick[key];
+    if (!e) continue;
+    const button = el("button", { type: "button", class: "link", "data-flat": e.flat, "data-testid": `worst-${key}` },
+      formatIndex(e.index));
+    button.addEventListener("click", () => onPick(e.flat));
+    body.append(el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, button),
+      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), el("td", {}, num(e.ulp)),
+      el("td", {}, num(e.abs_diff)), el("td", {}, num(e.rel_diff))));
+  }
+  if (!body.children.length) {
+    fill(node, el("p", {}, "No element differs."));
+    return;
+  }
+  fill(node, el("table", { class: "worst" },
+    el("thead", {}, el("tr", {}, ["", "index", "A", "B", "ULP", "|A − B|", "relative"]
+      .map((h) => el("th", { scope: "col" }, h)))), body));
+}

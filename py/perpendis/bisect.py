@@ -1,0 +1,466 @@
+"""Compare two captures of a network layer by layer and find the first layer that departs.
+
+A capture is an ordered set of named tensors: PyTorch forward-hook outputs, ONNX Runtime
+or Polygraphy runs with every node output marked, a folder of ``.npy`` files.  The two
+sides name the same layer differently (``layer1.0.conv1`` against
+``/layer1/layer1.0/conv1/Conv_output_0``), so tensors are paired by a normalised name,
+in the order of side A (the execution order of the run taken as reference).  Each pair
+goes through the same :func:`~perpendis.compare.compare` and
+:func:`~perpendis.diagnose.diagnose` as a single comparison: bisect adds no numerics of
+its own.  Tensors are decoded when their pair comes up, so a folder of files is never
+held in memory at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compare import compare
+from .errors import InputError
+from .formats.buffer import BytesLike
+from .load import load_bytes, load_path
+from .report import Report
+from .tensor import Tensor
+
+# ---------------------------------------------------------------------------------------
+# Inputs
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A named tensor that is decoded only when it is compared."""
+
+    name: str
+    load: Callable[[], Tensor]
+
+
+def as_entries(items: Iterable[Tensor | Entry]) -> list[Entry]:
+    """Entries for tensors already decoded (named by ``Tensor.name``) or lazy ones, in order."""
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, Entry):
+            out.append(item)
+            continue
+        name = item.name if item.name is not None else str(i)
+        out.append(Entry(name, lambda t=item: t))
+    return out
+
+
+def read_single(data: BytesLike, name: str) -> Tensor:
+    """The one tensor a file holds, for captures given as one file per layer."""
+    return _only(load_bytes(data, name), name)
+
+
+def _only(tensors: list[Tensor], name: str) -> Tensor:
+    if len(tensors) != 1:
+        raise InputError(
+            f"{name} holds {len(tensors)} tensors; a list of files must give one tensor per file "
+            "(pass an archive on its own to compare its members)",
+            where=name,
+        )
+    return tensors[0]
+
+
+def file_entries(paths: Sequence[Path]) -> list[Entry]:
+    """One entry per file, named by the file name without its extension, read when compared."""
+    return [Entry(p.name.rsplit(".", 1)[0], lambda p=p: _only(load_path(p), p.name)) for p in paths]
+
+
+def path_entries(path: Path) -> list[Entry]:
+    """A capture on disk: an archive (``.npz``, safetensors, torch.save, ...) or a folder of files."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise InputError(
+                f"folder {path} holds no files; give a folder of .npy files or an archive", where=str(path)
+            )
+        return file_entries(files)
+    return as_entries(load_path(path))
+
+
+# ---------------------------------------------------------------------------------------
+# Pairing
+
+_OUTPUT_SUFFIX = re.compile(r"(_output_\d+|:\d+)$")
+_OP_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*(_\d+)?$")
+
+
+def normalise_name(name: str) -> str:
+    """The module path a tensor name stands for, so both runtimes' names of a layer agree.
+
+    ONNX exporters name a node's output ``/<scope>/<OpType>[_k]_output_<n>``, where the
+    scope repeats each container's prefix (``/layer1/layer1.0/conv1``).  Dropping the
+    output suffix and the op type, then every scope component the next one restates,
+    leaves the PyTorch module name (``layer1.0.conv1``).
+    """
+    parts = [p for p in name.strip().split("/") if p]
+    if not parts:
+        return name.strip()
+    last = _OUTPUT_SUFFIX.sub("", parts[-1])
+    if len(parts) > 1 and _OP_TYPE.match(last):
+        parts = parts[:-1]
+    else:
+        parts[-1] = last
+    kept = [p for p, nxt in zip(parts, [*parts[1:], ""], strict=True) if not nxt.startswith(p + ".")]
+    return ".".join(kept)
+
+
+def _shared_prefix(keys: list[str]) -> str:
+    """The leading dotted components every key has (``module.`` from DataParallel, ``model.``)."""
+    if len(keys) < 2:
+        return ""
+    split = [k.split(".") for k in keys]
+    common: list[str] = []
+    for parts in zip(*split, strict=False):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    if any(len(s) <= len(common) for s in split):
+        common = common[:-1]
+    return ".".join(common) + "." if common else ""
+
+
+def _keys(names: list[str]) -> list[str]:
+    keys = [normalise_name(n) for n in names]
+    prefix = _shared_prefix(keys)
+    return [k.removeprefix(prefix) for k in keys]
+
+
+def pair_names(
+    a_names: Sequence[str], b_names: Sequence[str], mapping: Mapping[str, str] | None = None
+) -> tuple[list[tuple[int, int, str]], list[int], list[int]]:
+    """Pair names of A with names of B: ``(i_a, i_b, how)`` in A's order, and the unpaired.
+
+    First the explicit ``mapping`` (A name → B name), then identical names, then equal
+    normalised names.  A module's output is the last tensor computed in its scope, so
+    when several tensors share a normalised name the last ones on each side pair up
+    (``/blocks.0/Add_1`` is the block's output, ``/blocks.0/Add`` an intermediate).
+    """
+    mapping = dict(mapping or {})
+    b_index = {n: i for i, n in enumerate(b_names)}
+    a_index = {n: i for i, n in enumerate(a_names)}
+    for a_name, b_name in mapping.items():
+        if a_name not in a_index:
+            raise InputError(f"the mapping names {a_name!r}, which A does not hold", where="mapping", side="a")
+        if b_name not in b_index:
+            raise InputError(f"the mapping names {b_name!r}, which B does not hold", where="mapping", side="b")
+    matched: dict[int, tuple[int, str]] = {a_index[a]: (b_index[b], "mapping") for a, b in mapping.items()}
+    used_b = {i for i, _ in matched.values()}
+    for i, name in enumerate(a_names):
+        j = b_index.get(name)
+        if i not in matched and j is not None and j not in used_b:
+            matched[i] = (j, "exact")
+            used_b.add(j)
+
+    a_keys, b_keys = _keys(list(a_names)), _keys(list(b_names))
+    groups_b: dict[str, list[int]] = {}
+    for j, key in enumerate(b_keys):
+        if j not in used_b:
+            groups_b.setdefault(key, []).append(j)
+    groups_a: dict[str, list[int]] = {}
+    for i, key in enumerate(a_keys):
+        if i not in matched:
+            groups_a.setdefault(key, []).append(i)
+    for key, a_group in groups_a.items():
+        for i, j in zip(reversed(a_group), reversed(groups_b.get(key, [])), strict=False):
+            matched[i] = (j, "normalised")
+            used_b.add(j)
+
+    pairs = [(i, j, how) for i, (j, how) in sorted(matched.items())]
+    only_a = [i for i in range(len(a_names)) if i not in matched]
+    only_b = [j for j in range(len(b_names)) if j not in used_b]
+    return pairs, only_a, only_b
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing
+
+
+@dataclass
+class Pair:
+    """One paired layer: its names, how they were paired, and its full report."""
+
+    a_name: str
+    b_name: str
+    paired_by: str  # "mapping", "exact" or "normalised"
+    report: Report
+
+    @property
+    def verdict(self) -> str:
+        return self.report.verdict
+
+    @property
+    def fails(self) -> bool:
+        return self.report.verdict == "investigate"
+
+    def main_finding(self) -> dict[str, Any] | None:
+        """The most severe finding, the one a table row has room for."""
+        order = {"error": 0, "warning": 1, "info": 2}
+        ranked = sorted(self.report.findings, key=lambda f: order.get(f.severity, 3))
+        if not ranked:
+            return None
+        f = ranked[0]
+        return {"kind": f.kind, "severity": f.severity, "message": f.message, "where": f.where}
+
+    def summary(self) -> dict[str, Any]:
+        r = self.report
+        t = r.tolerance
+        return {
+            "shape_match": r.shape_match,
+            "dtype_match": r.dtype_match,
+            "shape_a": list(r.a["shape"]),
+            "shape_b": list(r.b["shape"]),
+            "dtype_a": r.a["dtype"],
+            "dtype_b": r.b["dtype"],
+            "max_ulp": r.max_ulp,
+            "max_abs_diff": r.max_abs_diff,
+            "max_rel_diff": r.max_rel_diff,
+            "fraction_fail": t.fraction_fail if t is not None else None,
+            "verdict": r.verdict,
+            "finding": self.main_finding(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        full = self.report.to_dict()
+        summary = {k: full.get(k, v) for k, v in self.summary().items()}  # JSON-safe floats
+        return {"a_name": self.a_name, "b_name": self.b_name, "paired_by": self.paired_by, **summary, "report": full}
+
+
+@dataclass
+class BisectReport:
+    """Every paired layer in A's order, the tensors left unpaired, and the first failure."""
+
+    pairs: list[Pair]
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+
+    @property
+    def first_failing(self) -> Pair | None:
+        return next((p for p in self.pairs if p.fails), None)
+
+    @property
+    def must_investigate(self) -> bool:
+        return self.first_failing is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_failing
+        return {
+            "pairs": [p.to_dict() for p in self.pairs],
+            "only_a": list(self.only_a),
+            "only_b": list(self.only_b),
+            "first_failing": None
+            if first is None
+            else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def to_text(self) -> str:
+        """A table of layers; ``>>`` marks the first failing row."""
+        first = self.first_failing
+        header = ["", "A", "B", "shape", "dtype", "max ulp", "max abs", "max rel", "fail", "verdict", "finding"]
+        rows = []
+        for p in self.pairs:
+            s = p.summary()
+            finding = s["finding"]
+            rows.append([
+                ">>" if p is first else "",
+                p.a_name,
+                p.b_name if p.b_name != p.a_name else "=",
+                "=" if s["shape_match"] else f"{_dims(s['shape_a'])}≠{_dims(s['shape_b'])}",
+                "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
+                _num(s["max_ulp"]),
+                _num(s["max_abs_diff"]),
+                _num(s["max_rel_diff"]),
+                "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                s["verdict"],
+                "" if finding is None else finding["message"],
+            ])
+        widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header) - 1)]
+        lines = [
+            ("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1]).rstrip()
+            for r in [header, *rows]
+        ]
+        for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
+            if unpaired:
+                lines.append(f"only in {side} ({len(unpaired)}): {_few(unpaired, 10)}")
+        if first is None:
+            lines.append(f"no layer fails: all {len(self.pairs)} paired layers agree up to rounding")
+        else:
+            names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
+            lines.append(f"first failing layer: {names}")
+        return "\n".join(lines) + "\n"
+
+
+def _dims(shape: list[int]) -> str:
+    return "(" + ",".join(str(n) for n in shape) + ")"
+
+
+def _num(x: float | int | None) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.3g}"
+
+
+def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
+    try:
+        ta = a.load()
+    except InputError as exc:
+        raise InputError(exc.message, where=exc.where or a.name, side="a") from None
+    try:
+        tb = b.load()
+    except InputError as exc:
+        raise InputError(exc.message, where=exc.where or b.name, side="b") from None
+    return compare(ta, tb, **options)
+
+
+def bisect(
+    a: Iterable[Tensor | Entry],
+    b: Iterable[Tensor | Entry],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+) -> BisectReport:
+    """Compare every layer A and B both hold, in A's order.
+
+    ``mapping`` (A name → B name) overrides the pairing for names no rule can match,
+    such as a graph output renamed to ``output``.  The tolerance options are resolved
+    per pair by :func:`~perpendis.compare.compare`, since layers may differ in format.
+    """
+    ea, eb = as_entries(a), as_entries(b)
+    pairs, only_a, only_b = pair_names([e.name for e in ea], [e.name for e in eb], mapping)
+    if not pairs:
+        raise InputError(
+            f"no tensor of A pairs with one of B (A holds {_few(e.name for e in ea)}; B holds "
+            f"{_few(e.name for e in eb)}); give a mapping of A names to B names"
+        )
+    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    return BisectReport(
+        pairs=[Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options)) for i, j, how in pairs],
+        only_a=[ea[i].name for i in only_a],
+        only_b=[eb[j].name for j in only_b],
+    )
+
+
+def _few(names: Iterable[str], limit: int = 5) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "") if names else "nothing"
+
+
+# ---------------------------------------------------------------------------------------
+# Several runs against one reference
+
+
+@dataclass
+class RunsReport:
+    """Runs × layers: each cell the verdict and max ULP of that run's layer against the reference."""
+
+    reference: str
+    layers: list[str]
+    cells: dict[str, list[dict[str, Any] | None]]
+    first_failing: dict[str, str | None]
+
+    @property
+    def departs_first(self) -> str | None:
+        """The run whose first failing layer comes earliest (the first such run on a tie)."""
+        position = {name: i for i, name in enumerate(self.layers)}
+        failing = [(position[layer], run) for run, layer in self.first_failing.items() if layer is not None]
+        return min(failing, key=lambda t: t[0])[1] if failing else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "layers": list(self.layers),
+            "runs": {run: list(cells) for run, cells in self.cells.items()},
+            "first_failing": dict(self.first_failing),
+            "departs_first": self.departs_first,
+        }
+
+
+def bisect_runs(runs: Mapping[str, Iterable[Tensor | Entry]], reference: str, **options: Any) -> RunsReport:
+    """Bisect every run against ``reference``; ``options`` are those of :func:`bisect`."""
+    if reference not in runs:
+        raise InputError(f"reference run {reference!r} is not among the runs {_few(runs)}")
+    ref = as_entries(runs[reference])
+    layers = [e.name for e in ref]
+    cells: dict[str, list[dict[str, Any] | None]] = {}
+    first: dict[str, str | None] = {}
+    for run, entries in runs.items():
+        if run == reference:
+            continue
+        result = bisect(ref, entries, **options)
+        row: list[dict[str, Any] | None] = [None] * len(layers)
+        for p in result.pairs:
+            row[layers.index(p.a_name)] = {"name": p.b_name, "verdict": p.verdict, "max_ulp": p.report.max_ulp}
+        cells[run] = row
+        failing = result.first_failing
+        first[run] = None if failing is None else failing.a_name
+    return RunsReport(reference, layers, cells, first)
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perpendis bisect",
+        description="Compare two captures layer by layer and name the first layer that departs. "
+        "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
+    )
+    p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
+    p.add_argument("b", type=Path, help="capture to check against it")
+    p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
+    p.add_argument("--preset", help="tolerance preset for every layer")
+    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
+    p.add_argument(
+        "--map", action="append", default=[], metavar="A_NAME=B_NAME",
+        help="pair these two names explicitly (repeatable)",
+    )
+    return p
+
+
+def _mapping(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        a_name, sep, b_name = item.partition("=")
+        if not sep or not a_name or not b_name:
+            raise InputError(f"--map takes A_NAME=B_NAME, got {item!r}", where="--map")
+        out[a_name] = b_name
+    return out
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
+    2 on bad input."""
+    args = _parser().parse_args(argv)
+    try:
+        a = path_entries(args.a)
+        b = path_entries(args.b)
+        result = bisect(a, b, mapping=_mapping(args.map), preset=args.preset, atol=args.atol, rtol=args.rtol)
+    except InputError as exc:
+        print(f"perpendis bisect: {exc}", file=sys.stderr)
+        return 2
+    first = result.first_failing
+    if args.json:
+        print(result.to_json(indent=1))
+        if first is not None:  # stdout holds JSON only; the answer still reaches a terminal
+            print(f"first failing layer: {first.a_name}", file=sys.stderr)
+    else:
+        print(result.to_text(), end="")
+    return 1 if result.must_investigate else 0

@@ -1,0 +1,86 @@
+"""``python -m perpendis A B``: argument parsing and exit codes only.
+
+Exit 0 when the inputs are identical or differ by rounding, 1 when they must be
+investigated, 2 when an input cannot be read (one line on stderr, no traceback).
+``python -m perpendis bisect ...`` compares two captures layer by layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .compare import compare
+from .errors import InputError
+from .load import load_path
+from .tensor import Tensor
+from .tolerance import PRESETS
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="perpendis",
+        description="Tell whether two tensors that should be equal differ by rounding or by a bug. "
+        "Inputs are tensor files (.npy, .npz, safetensors, ...) or text files of pasted REPL output; "
+        "'-' reads standard input. Use 'perpendis bisect A B' to compare captures layer by layer.",
+    )
+    p.add_argument("a", metavar="A", help="the tensor under test (or a text holding both tensors when B is left out)")
+    p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
+    p.add_argument("--ref", metavar="R", help="a higher-precision run (e.g. float64) to judge A and B against")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="tolerance preset (default: chosen from the dtypes)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
+    p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
+    return p
+
+
+def _tagged(path: str, side: str) -> list[Tensor]:
+    try:
+        return load_path(path)
+    except InputError as err:
+        err.side = err.side or side
+        raise
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
+    a_list = _tagged(args.a, "A")
+    if args.b is None:
+        if len(a_list) != 2:
+            raise InputError(f"{args.a} holds {len(a_list)} tensor(s); give B, or a text holding exactly two", side="A")
+        a, b = a_list
+    else:
+        b_list = _tagged(args.b, "B")
+        for side, tensors, path in (("A", a_list, args.a), ("B", b_list, args.b)):
+            if len(tensors) != 1:
+                raise InputError(f"{path} holds {len(tensors)} tensors; give one tensor per input", side=side)
+        a, b = a_list[0], b_list[0]
+    ref = None
+    if args.ref is not None:
+        ref_list = _tagged(args.ref, "ref")
+        if len(ref_list) != 1:
+            raise InputError(f"{args.ref} holds {len(ref_list)} tensors; give one reference tensor", side="ref")
+        ref = ref_list[0]
+    return a, b, ref
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bisect"]:
+        from .bisect import cli_main
+
+        return cli_main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        a, b, ref = _inputs(args)
+        report = compare(a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+    except InputError as err:
+        print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
+        return 2
+    if args.json:
+        print(report.to_json())
+    else:
+        print(report.to_markdown() if args.markdown else report.to_text(), end="")
+    return 0 if report.verdict in ("identical", "rounding") else 1

@@ -1,0 +1,726 @@
+"""Compare two tensors: align them, then fold over aligned chunks into the report's numbers.
+
+The fold is the whole design: each chunk of C-order elements becomes a :class:`Partial`
+holding only what merges exactly (counts, first indices, maxima with their index,
+histograms, per-axis failure counts, sums) plus bounded samples, and partials merge
+pairwise.  Small arrays are one chunk; huge files can stream through
+:func:`compare_chunks` with bounded memory; cancelling is stopping the fold.
+
+Equality is bit equality, so each chunk starts with one vectorised comparison of raw
+bits, and all float, ULP and relative-error maths runs only on the differing elements.
+The one full pass of float maths is ``sum(b**2)`` (a BLAS dot product), which the cosine
+similarity and SNR need; it is written so that its rounding only scales the tiny
+deviation of the cosine from 1, never swamps it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import reduce
+
+import numpy as np
+
+from . import bits
+from .bits import Format
+from .errors import InputError
+from .report import (
+    AxisFailures,
+    Element,
+    Histogram,
+    MinTolerance,
+    Reference,
+    Report,
+    Stats,
+    ToleranceResult,
+)
+from .tensor import Tensor
+from .tolerance import Tolerance, resolve, within
+
+CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
+ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
+PATTERN_SAMPLE_CAP = 4096  # (flat, a, b) rows of differing and failing elements, for diagnosis
+INDEX_CAP = 8  # first NaN/Inf mismatch indices reported
+AXIS_CAP = 1024  # entries per axis in failure counts; longer axes are bucketed
+PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
+PERMUTE_SAMPLE = 4096
+REF_FACTOR = 4.0  # B is rounding-equivalent when its error vs ref is within this factor of A's
+
+Chunk = tuple[int, np.ndarray, np.ndarray]
+
+
+# ---------------------------------------------------------------------------------------
+# Alignment: one element format and one shape for both sides.
+
+
+@dataclass
+class Aligned:
+    """Both sides as storage arrays of one format and one shape, and how they got there.
+
+    ``a`` and ``b`` are ``None`` when the shapes cannot be aligned.  ``layout`` says what
+    was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``.
+    """
+
+    fmt: Format
+    a: np.ndarray | None
+    b: np.ndarray | None
+    layout: dict[str, object]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        return None if self.b is None else tuple(int(n) for n in self.b.shape)
+
+
+def compared_format(fa: Format, fb: Format) -> Format:
+    """The format both sides are compared in: the narrower float, or the wider integer.
+
+    Rounding the wider float to the narrower format asks "would these agree if both had
+    been computed in the narrower type?"; integers instead widen, which is exact.
+    """
+    if fa == fb:
+        return fa
+    if fa.is_float != fb.is_float:
+        return fa if fa.is_float else fb
+    if fa.is_float:
+        return min((fa, fb), key=lambda f: (f.width, f.man_bits))
+    if {fa.kind, fb.kind} == {"int", "uint"}:
+        return bits.FORMATS["int64"]
+    return max((fa, fb), key=lambda f: (f.width, f.kind != "bool"))
+
+
+def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
+    """An array held in ``src`` as ``dst``'s storage, rounding to nearest for floats."""
+    if src == dst:
+        return array
+    if dst.is_float:
+        return bits.from_float64(bits.to_float64(array, src), dst)
+    return np.asarray(array).astype(dst.storage)
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def _permutation_score(a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt: Format, tol: Tolerance) -> int:
+    """Bitwise matches plus within-tolerance matches of ``a.transpose(perm)`` against ``b`` on a sample."""
+    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.int64))
+    b_idx = np.unravel_index(pos, b.shape)
+    a_idx: list[np.ndarray] = [np.empty(0)] * b.ndim
+    for k, axis in enumerate(perm):
+        a_idx[axis] = b_idx[k]
+    va, vb = a[tuple(a_idx)], b[b_idx]
+    same = bits.raw_bits(va, fmt) == bits.raw_bits(vb, fmt)
+    fa, fb = bits.to_float64(va, fmt), bits.to_float64(vb, fmt)
+    with np.errstate(invalid="ignore"):
+        close = within(np.abs(fa - fb), np.abs(fb), tol)
+    return int(same.sum() + close.sum())
+
+
+def _best_permutation(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[tuple[int, ...], int]:
+    candidates = [
+        p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape
+    ]
+    scored = [(_permutation_score(a, b, p, fmt, tol), p) for p in candidates]
+    score, perm = max(scored, key=lambda sp: sp[0])
+    return perm, score
+
+
+def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
+    """Both sides in the compared format and one shape (B's, or the broadcast one), where meaningful.
+
+    The aligned arrays are C-contiguous, so follow-up questions can index them flat.
+    """
+    fmt = compared_format(a.fmt, b.fmt)
+    notes: list[str] = []
+    if a.fmt != b.fmt:
+        rounded = "A" if fmt != a.fmt else "B"
+        notes.append(f"A is {a.format} and B is {b.format}: {rounded} was rounded to {fmt.name} to compare values")
+    xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
+    sa, sb = a.shape, b.shape
+    if sa == sb:
+        return Aligned(fmt, np.ascontiguousarray(xa), np.ascontiguousarray(xb), {"kind": "same"}, notes)
+    if a.size == b.size and _squeezed(sa) == _squeezed(sb):
+        notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} differ only by size-1 axes; compared in B's shape")
+        return Aligned(fmt, np.ascontiguousarray(xa).reshape(sb), np.ascontiguousarray(xb), {"kind": "squeeze"}, notes)
+    if len(sa) == len(sb) and sorted(sa) == sorted(sb) and len(sa) <= PERMUTE_MAX_DIMS:
+        perm, score = _best_permutation(xa, xb, fmt, tol)
+        sample = min(PERMUTE_SAMPLE, b.size)
+        agree = score / (2 * sample) if sample else 0.0
+        notes.append(f"A was transposed with axes {perm} to B's shape {_shape_str(sb)} before comparing values")
+        layout = {"kind": "transpose", "perm": list(perm), "agree": agree}
+        return Aligned(fmt, np.ascontiguousarray(xa.transpose(perm)), np.ascontiguousarray(xb), layout, notes)
+    try:
+        common = np.broadcast_shapes(sa, sb)
+    except ValueError:
+        common = None
+    if common is not None and math.prod(common) == max(a.size, b.size):
+        notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} were broadcast to {_shape_str(common)} to compare")
+        layout = {"kind": "broadcast", "shape": list(common)}
+        wide_a, wide_b = (np.ascontiguousarray(np.broadcast_to(x, common)) for x in (xa, xb))
+        return Aligned(fmt, wide_a, wide_b, layout, notes)
+    layout = {"kind": "none", "broadcast": None if common is None else list(common)}
+    return Aligned(fmt, None, None, layout, notes)
+
+
+# ---------------------------------------------------------------------------------------
+# Samples: bounded, mergeable, exact while everything fits.
+
+
+@dataclass
+class Sample:
+    """``count`` rows seen, of which ``parts`` keeps all (exact) or a uniform subset."""
+
+    count: int = 0
+    parts: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def kept(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.empty((0, 0))
+
+    def merge(self, other: Sample, cap: int) -> Sample:
+        merged = Sample(self.count + other.count, self.parts + other.parts)
+        if merged.kept <= cap:
+            return merged
+        # Keep each side in proportion to the rows it stands for, so the result stays uniform.
+        rng = np.random.default_rng(merged.count)
+        k_self = min(self.kept, round(cap * self.count / merged.count))
+        k_other = min(other.kept, cap - k_self)
+        picked = [_subsample(s.rows(), k, rng) for s, k in ((self, k_self), (other, k_other))]
+        return Sample(merged.count, [p for p in picked if len(p)])
+
+
+def _subsample(rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    if k >= len(rows):
+        return rows
+    return rows[np.sort(rng.choice(len(rows), size=k, replace=False))]
+
+
+def _sample_of(rows: np.ndarray, cap: int) -> Sample:
+    kept = _subsample(rows, cap, np.random.default_rng(len(rows)))
+    return Sample(len(rows), [kept] if len(kept) else [])
+
+
+# ---------------------------------------------------------------------------------------
+# The partial result of one chunk, and merging.
+
+Pick = tuple[float, int, int, int]  # (metric, flat, raw a, raw b)
+
+
+def _better(p: Pick | None, q: Pick | None) -> Pick | None:
+    """The larger metric, the earlier element on ties."""
+    if p is None or q is None:
+        return p if q is None else q
+    return q if (q[0], -q[1]) > (p[0], -p[1]) else p
+
+
+def _earlier(p: Pick | None, q: Pick | None) -> Pick | None:
+    if p is None or q is None:
+        return p if q is None else q
+    return p if p[1] <= q[1] else q
+
+
+@dataclass
+class Partial:
+    """What one or more chunks contribute to the report; merges exactly except for samples."""
+
+    n: int = 0
+    n_diff: int = 0
+    first_diff: Pick | None = None
+    worst_abs: Pick | None = None
+    worst_ulp: Pick | None = None
+    worst_rel: Pick | None = None
+    n_nan: int = 0
+    nan_flat: list[int] = field(default_factory=list)
+    n_inf: int = 0
+    inf_flat: list[int] = field(default_factory=list)
+    n_signed_zero: int = 0
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(66, dtype=np.int64))
+    ulp_nonfinite: int = 0
+    n_excluded: int = 0  # elements left out of the stats: non-finite on either side
+    sum_abs: float = 0.0
+    sum_rel: float = 0.0
+    sum_sq: float = 0.0
+    s_bb: float = 0.0
+    d_aa: float = 0.0
+    d_ab: float = 0.0
+    errors: Sample = field(default_factory=Sample)  # rows (abs, rel) of non-zero finite errors
+    n_fail: int = 0
+    first_fail: Pick | None = None
+    axis_fails: list[np.ndarray] = field(default_factory=list)
+    need_atol: float = 0.0
+    need_rtol: float = 0.0
+    diffs: Sample = field(default_factory=Sample)  # rows (flat, a, b) of differing elements
+    fails: Sample = field(default_factory=Sample)  # rows (flat, a, b) of failing elements
+
+    def merge(self, o: Partial) -> Partial:
+        return Partial(
+            n=self.n + o.n,
+            n_diff=self.n_diff + o.n_diff,
+            first_diff=_earlier(self.first_diff, o.first_diff),
+            worst_abs=_better(self.worst_abs, o.worst_abs),
+            worst_ulp=_better(self.worst_ulp, o.worst_ulp),
+            worst_rel=_better(self.worst_rel, o.worst_rel),
+            n_nan=self.n_nan + o.n_nan,
+            nan_flat=sorted(self.nan_flat + o.nan_flat)[:INDEX_CAP],
+            n_inf=self.n_inf + o.n_inf,
+            inf_flat=sorted(self.inf_flat + o.inf_flat)[:INDEX_CAP],
+            n_signed_zero=self.n_signed_zero + o.n_signed_zero,
+            hist=self.hist + o.hist,
+            ulp_nonfinite=self.ulp_nonfinite + o.ulp_nonfinite,
+            n_excluded=self.n_excluded + o.n_excluded,
+            sum_abs=self.sum_abs + o.sum_abs,
+            sum_rel=self.sum_rel + o.sum_rel,
+            sum_sq=self.sum_sq + o.sum_sq,
+            s_bb=self.s_bb + o.s_bb,
+            d_aa=self.d_aa + o.d_aa,
+            d_ab=self.d_ab + o.d_ab,
+            errors=self.errors.merge(o.errors, ERROR_SAMPLE_CAP),
+            n_fail=self.n_fail + o.n_fail,
+            first_fail=_earlier(self.first_fail, o.first_fail),
+            axis_fails=[x + y for x, y in zip(self.axis_fails, o.axis_fails, strict=True)] or o.axis_fails,
+            need_atol=max(self.need_atol, o.need_atol),
+            need_rtol=max(self.need_rtol, o.need_rtol),
+            diffs=self.diffs.merge(o.diffs, PATTERN_SAMPLE_CAP),
+            fails=self.fails.merge(o.fails, PATTERN_SAMPLE_CAP),
+        )
+
+
+def _buckets(size: int) -> int:
+    return -(-size // AXIS_CAP)
+
+
+def _ulp_bins(dist: np.ndarray) -> np.ndarray:
+    """Histogram bin of each distance: 0, 1, 2, then 3-4, 5-8, ... (bin = bit_length(d - 1) + 1)."""
+    x = np.where(dist > 0, dist - np.uint64(1), np.uint64(0))
+    length = np.zeros(x.shape, dtype=np.int64)
+    for shift in (32, 16, 8, 4, 2, 1):
+        big = x >= np.uint64(1 << shift)
+        length += big * shift
+        x = np.where(big, x >> np.uint64(shift), x)
+    length += x > 0
+    return np.where(dist > 0, length + 1, 0)
+
+
+def ulp_edges(n_bins: int) -> list[str]:
+    """Labels of the first ``n_bins`` ULP histogram bins."""
+    labels = ["0", "1", "2"]
+    labels += [f"{(1 << (k - 2)) + 1}-{1 << (k - 1)}" for k in range(3, n_bins)]
+    return labels[:n_bins]
+
+
+def _sum_squares(array: np.ndarray, fmt: Format) -> float:
+    x = array.ravel() if fmt.name in ("float32", "float64") else bits.to_float64(array.ravel(), fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.dot(x, x))
+
+
+def _pick(metric: np.ndarray, mask: np.ndarray, flat: np.ndarray, da: np.ndarray, db: np.ndarray) -> Pick | None:
+    if not mask.any():
+        return None
+    i = int(np.flatnonzero(mask)[np.argmax(metric[mask])])
+    return (float(metric[i]), int(flat[i]), int(da[i]), int(db[i]))
+
+
+def _relative(absd: np.ndarray, absb: np.ndarray) -> np.ndarray:
+    """``|a - b| / |b|``: 0 where both are equal, infinite where only ``b`` is zero."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(absd == 0, 0.0, absd / absb)
+
+
+def chunk_partial(
+    start: int, a: np.ndarray, b: np.ndarray, fmt: Format, shape: tuple[int, ...], tol: Tolerance
+) -> Partial:
+    """The partial result of one aligned chunk: flat elements ``start ...`` of both sides."""
+    a, b = np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
+    ra, rb = bits.raw_bits(a, fmt), bits.raw_bits(b, fmt)
+    axes = [np.zeros(-(-n // _buckets(n)), dtype=np.int64) for n in shape]
+    p = Partial(n=a.size, axis_fails=axes)
+    diff = np.flatnonzero(ra != rb)
+    p.hist[0] = a.size - diff.size
+    s_bb = _sum_squares(b, fmt)
+    if not math.isfinite(s_bb):
+        # Rare: non-finite or huge values.  Redo the sum in float64 over finite pairs only.
+        fa, fb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
+        finite_all = np.isfinite(fa) & np.isfinite(fb)
+        s_bb = float(np.dot(fb[finite_all], fb[finite_all]))
+        p.n_excluded = int(a.size - finite_all.sum())
+    p.s_bb = s_bb
+    if diff.size == 0:
+        return p
+    exact_sum = p.n_excluded == 0
+    da, db = ra[diff], rb[diff]
+    flat = diff + start
+    va, vb = bits.to_float64(a[diff], fmt), bits.to_float64(b[diff], fmt)
+    nan_a, nan_b = bits.is_nan(da, fmt), bits.is_nan(db, fmt)
+    inf_any = bits.is_inf(da, fmt) | bits.is_inf(db, fmt)
+    with np.errstate(invalid="ignore", over="ignore"):
+        absd = np.abs(va - vb)
+    absb = np.abs(vb)
+    rel = _relative(absd, absb)
+    finite = np.isfinite(va) & np.isfinite(vb)
+    dist, defined = bits.ulp_distance(da, db, fmt)
+
+    p.n_diff = int(diff.size)
+    p.first_diff = (0.0, int(flat[0]), int(da[0]), int(db[0]))
+    nan_mismatch = nan_a != nan_b
+    inf_mismatch = inf_any & ~nan_a & ~nan_b
+    p.n_nan, p.nan_flat = int(nan_mismatch.sum()), flat[nan_mismatch][:INDEX_CAP].tolist()
+    p.n_inf, p.inf_flat = int(inf_mismatch.sum()), flat[inf_mismatch][:INDEX_CAP].tolist()
+    p.n_signed_zero = int(((va == 0) & (vb == 0)).sum())
+    p.hist += np.bincount(_ulp_bins(dist[defined]), minlength=p.hist.size)[: p.hist.size]
+    p.ulp_nonfinite = int((~defined).sum())
+    p.worst_abs = _pick(absd, finite, flat, da, db)
+    p.worst_rel = _pick(rel, finite, flat, da, db)
+    p.worst_ulp = _pick(dist.astype(np.float64), defined, flat, da, db)
+    if p.worst_ulp is not None:  # keep the exact integer distance, not its float64 rounding
+        i = int(np.searchsorted(flat, p.worst_ulp[1]))
+        p.worst_ulp = (int(dist[i]), *p.worst_ulp[1:])  # type: ignore[assignment]
+
+    fa, fb, fd, fr = va[finite], vb[finite], absd[finite], rel[finite]
+    if exact_sum:
+        p.n_excluded = int((~finite).sum())
+        p.s_bb -= float(np.dot(vb[~finite & np.isfinite(vb)], vb[~finite & np.isfinite(vb)]))
+    p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.dot(fd, fd))
+    p.d_aa = float(np.dot(fa, fa) - np.dot(fb, fb))
+    p.d_ab = float(np.dot(fa, fb) - np.dot(fb, fb))
+    nonzero = fd > 0
+    p.errors = _sample_of(np.column_stack([fd[nonzero], fr[nonzero]]), ERROR_SAMPLE_CAP)
+
+    passed = within(absd, absb, tol) | (nan_a & nan_b)
+    failed = ~passed
+    p.n_fail = int(failed.sum())
+    if p.n_fail:
+        i = int(np.argmax(failed))
+        p.first_fail = (0.0, int(flat[i]), int(da[i]), int(db[i]))
+        for axis, idx in enumerate(np.unravel_index(flat[failed], shape)):
+            counts = p.axis_fails[axis]
+            counts += np.bincount(idx // _buckets(shape[axis]), minlength=counts.size)
+    p.need_atol = float(np.max(fd - tol.rtol * np.abs(fb), initial=0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p.need_rtol = float(np.max(np.where(fd <= tol.atol, 0.0, (fd - tol.atol) / np.abs(fb)), initial=0.0))
+    rows = np.column_stack([flat.astype(np.float64), va, vb])
+    p.diffs = _sample_of(rows, PATTERN_SAMPLE_CAP)
+    p.fails = _sample_of(rows[failed], PATTERN_SAMPLE_CAP)
+    return p
+
+
+def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK) -> Iterator[Chunk]:
+    """Aligned C-order chunks of two arrays of one shape."""
+    fa, fb = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    for start in range(0, fa.size, size):
+        yield start, fa[start : start + size], fb[start : start + size]
+
+
+def fold(
+    chunks: Iterable[Chunk],
+    fmt: Format,
+    shape: tuple[int, ...],
+    tol: Tolerance,
+    *,
+    progress: Callable[[float], object] | None = None,
+) -> Partial:
+    """Merge the partials of all chunks, calling ``progress(fraction)`` after each."""
+    total = math.prod(shape)
+
+    def step(acc: Partial, chunk: Chunk) -> Partial:
+        merged = acc.merge(chunk_partial(chunk[0], chunk[1], chunk[2], fmt, shape, tol))
+        if progress is not None:
+            progress(merged.n / total if total else 1.0)
+        return merged
+
+    empty = Partial(axis_fails=[np.zeros(-(-n // _buckets(n)), dtype=np.int64) for n in shape])
+    return reduce(step, chunks, empty)
+
+
+# ---------------------------------------------------------------------------------------
+# From the merged partial to the report's numbers.
+
+
+def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[int, ...]) -> Element:
+    """One element of the pair in every form the report shows."""
+    pair = np.array([raw_a, raw_b], dtype=np.uint64)
+    dist, defined = bits.ulp_distance(pair[:1], pair[1:], fmt)
+    va, vb = bits.value_of(raw_a, fmt), bits.value_of(raw_b, fmt)
+    abs_diff = rel_diff = None
+    if not (math.isnan(va) or math.isnan(vb)):
+        abs_diff = 0.0 if va == vb else float(abs(va - vb))
+        rel_diff = float(_relative(np.array(abs_diff), np.array(abs(float(vb)))))
+    return Element(
+        flat=int(flat),
+        index=[int(i) for i in np.unravel_index(flat, shape)] if shape else [],
+        a=bits.decimal_string(raw_a, fmt),
+        b=bits.decimal_string(raw_b, fmt),
+        a_bits=bits.bit_string(raw_a, fmt),
+        b_bits=bits.bit_string(raw_b, fmt),
+        a_hex=bits.hex_string(raw_a, fmt),
+        b_hex=bits.hex_string(raw_b, fmt),
+        ulp=int(dist[0]) if defined[0] else None,
+        abs_diff=abs_diff,
+        rel_diff=rel_diff,
+    )
+
+
+def _quantile(sorted_values: np.ndarray, n_nonzero: int, n_total: int, q: float) -> float | None:
+    """Quantile of ``n_total`` values of which all but ``n_nonzero`` are zero.
+
+    ``sorted_values`` are the non-zero values (all of them, or a uniform sample); the
+    zeros come first in sorted order and are never stored.
+    """
+    if n_total == 0:
+        return None
+    n_zero = n_total - n_nonzero
+
+    def value(i: int) -> float:
+        if i < n_zero:
+            return 0.0
+        j = i - n_zero
+        if len(sorted_values) != n_nonzero:
+            j = round(j * (len(sorted_values) - 1) / max(n_nonzero - 1, 1))
+        return float(sorted_values[j])
+
+    pos = q * (n_total - 1)
+    lo = math.floor(pos)
+    frac = pos - lo
+    low = value(lo)
+    if frac == 0 or lo + 1 >= n_total:
+        return low
+    high = value(lo + 1)
+    return high if math.isinf(high) else low + frac * (high - low)
+
+
+def _snr_db(signal: float, noise: float) -> float:
+    """``10·log10(Σb² / Σ(a-b)²)``: infinite when there is no error."""
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+
+
+def _stats(p: Partial) -> Stats:
+    n = p.n - p.n_excluded
+    if n <= 0:
+        return Stats()
+    rows = p.errors.rows()
+    abs_sorted = np.sort(rows[:, 0]) if rows.size else np.empty(0)
+    rel_sorted = np.sort(rows[:, 1]) if rows.size else np.empty(0)
+    qs = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+    pct = {f"{k}_abs": _quantile(abs_sorted, p.errors.count, n, q) for k, q in qs.items()}
+    pct |= {f"{k}_rel": _quantile(rel_sorted, p.errors.count, n, q) for k, q in qs.items()}
+    s_aa, s_ab = p.s_bb + p.d_aa, p.s_bb + p.d_ab
+    cosine = s_ab / math.sqrt(s_aa * p.s_bb) if s_aa > 0 and p.s_bb > 0 else None
+    snr = _snr_db(p.s_bb, p.sum_sq)
+    return Stats(
+        mean_abs=p.sum_abs / n, mean_rel=p.sum_rel / n, rmse=math.sqrt(p.sum_sq / n), cosine=cosine, snr_db=snr, **pct
+    )
+
+
+def _axes(p: Partial, shape: tuple[int, ...]) -> list[AxisFailures]:
+    if not p.n_fail:
+        return []
+    out = []
+    for axis, (size, counts) in enumerate(zip(shape, p.axis_fails, strict=True)):
+        bucket = _buckets(size)
+        order = np.argsort(-counts, kind="stable")[:3]
+        top = [[int(i) * bucket, float(counts[i]) / p.n_fail] for i in order if counts[i]]
+        out.append(AxisFailures(axis, size, counts.tolist(), top, bucket))
+    return out
+
+
+def _histogram(p: Partial) -> Histogram:
+    used = int(np.flatnonzero(p.hist).max(initial=0)) + 1
+    return Histogram(ulp_edges(used), p.hist[:used].tolist(), p.ulp_nonfinite)
+
+
+def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], tol: Tolerance) -> None:
+    """Fill the report's numeric fields from the merged partial."""
+
+    def element(pick: Pick | None) -> Element | None:
+        return None if pick is None else make_element(pick[1], pick[2], pick[3], fmt, shape)
+
+    report.n_elements = p.n
+    report.n_bitwise_diff = p.n_diff
+    report.identical = p.n_diff == 0 and report.shape_match and report.dtype_match
+    report.first_diff = element(p.first_diff)
+    report.worst = {"abs": element(p.worst_abs), "ulp": element(p.worst_ulp), "rel": element(p.worst_rel)}
+    report.max_ulp = int(p.worst_ulp[0]) if p.worst_ulp else 0
+    report.max_abs_diff = p.worst_abs[0] if p.worst_abs else 0.0
+    report.max_rel_diff = p.worst_rel[0] if p.worst_rel else 0.0
+    report.n_nan_mismatch, report.n_inf_mismatch = p.n_nan, p.n_inf
+    report.nan_mismatch_indices = [[int(i) for i in np.unravel_index(f, shape)] for f in p.nan_flat]
+    report.inf_mismatch_indices = [[int(i) for i in np.unravel_index(f, shape)] for f in p.inf_flat]
+    report.n_signed_zero_diff = p.n_signed_zero
+    report.stats = _stats(p)
+    report.ulp_histogram = _histogram(p)
+    report.tolerance = ToleranceResult(
+        atol=tol.atol,
+        rtol=tol.rtol,
+        preset=tol.preset,
+        n_fail=p.n_fail,
+        fraction_fail=p.n_fail / p.n if p.n else 0.0,
+        passed=p.n_fail == 0,
+        first_fail=element(p.first_fail),
+        warning=tol.warning,
+    )
+    # One step up, so that the reported tolerance passes despite rounding in atol + rtol*|b|.
+    need_atol = float(np.nextafter(p.need_atol, math.inf)) if p.need_atol > 0 else 0.0
+    need_rtol = float(np.nextafter(p.need_rtol, math.inf)) if p.need_rtol > 0 else 0.0
+    report.min_tolerance = MinTolerance(need_atol, need_rtol if math.isfinite(need_rtol) else None)
+    report.axes = _axes(p, shape)
+    report.samples = {"diffs": p.diffs.rows(), "fails": p.fails.rows(), "n_diffs": p.diffs.count}
+
+
+def compare_chunks(
+    a_info: dict[str, object],
+    b_info: dict[str, object],
+    fmt: Format,
+    shape: tuple[int, ...],
+    chunks: Iterable[Chunk],
+    *,
+    tolerance: Tolerance | None = None,
+    progress: Callable[[float], object] | None = None,
+    depth: float = 1.0,
+) -> Report:
+    """The diagnosed report of two equally shaped inputs given as aligned C-order chunks.
+
+    ``chunks`` yields ``(flat_start, a_flat_chunk, b_flat_chunk)`` with both chunks held
+    in ``fmt``'s storage; ``a_info``/``b_info`` are :meth:`Tensor.describe` dicts.  This
+    is the entry for inputs too big to load: stream them through here.
+    """
+    from .diagnose import diagnose
+
+    tol = tolerance or resolve(fmt)
+    report = _empty_report(a_info, b_info, None, fmt)
+    report.compared_shape = list(shape)
+    _numbers(report, fold(chunks, fmt, shape, tol, progress=progress), fmt, shape, tol)
+    report.layout = {"kind": "same"}
+    diagnose(report, depth=depth)
+    return report
+
+
+def _empty_report(
+    a_info: dict[str, object], b_info: dict[str, object], ref_info: dict[str, object] | None, fmt: Format
+) -> Report:
+    return Report(
+        a=a_info,
+        b=b_info,
+        ref=ref_info,
+        shape_match=a_info["shape"] == b_info["shape"],
+        dtype_match=a_info["dtype"] == b_info["dtype"],
+        compared_as=fmt.name,
+        compared_shape=None,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The optional higher-precision reference.
+
+
+def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float, int | None]:
+    """RMSE of one side against the float64 reference, and its max ULP distance from the
+    reference rounded to the side's own format (None where no distance is defined)."""
+    sq, count, worst = 0.0, 0, -1
+    flat_side, flat_ref = side.reshape(-1), ref64.reshape(-1)
+    for start in range(0, flat_side.size, CHUNK):
+        x, r = flat_side[start : start + CHUNK], flat_ref[start : start + CHUNK]
+        v = bits.to_float64(x, fmt)
+        ok = np.isfinite(v) & np.isfinite(r)
+        with np.errstate(over="ignore"):
+            err = v[ok] - r[ok]
+        sq += float(np.dot(err, err))
+        count += int(ok.sum())
+        rounded = bits.raw_bits(bits.from_float64(r, fmt), fmt)
+        dist, defined = bits.ulp_distance(bits.raw_bits(x, fmt), rounded, fmt)
+        if defined.any():
+            worst = max(worst, int(dist[defined].max()))
+    return (math.sqrt(sq / count) if count else 0.0), (worst if worst >= 0 else None)
+
+
+def _like_a(array: np.ndarray, aligned: Aligned) -> np.ndarray:
+    """An array of A's shape laid out as A was for the comparison."""
+    shape = aligned.shape
+    kind = aligned.layout["kind"]
+    if kind == "transpose":
+        return array.transpose(aligned.layout["perm"])  # type: ignore[arg-type]
+    if kind == "squeeze":
+        return array.reshape(shape)
+    return np.broadcast_to(array, shape)  # type: ignore[arg-type]
+
+
+def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
+    """Each side's error against ``ref``, and whether B's is within REF_FACTOR of A's."""
+    shape = aligned.shape
+    if shape is None:
+        return None
+    if ref.shape == a.shape:
+        r = _like_a(ref.array, aligned)
+    elif ref.shape in (b.shape, shape):
+        r = np.broadcast_to(ref.array, shape)
+    else:
+        raise InputError(
+            f"the reference has shape {_shape_str(ref.shape)} but A has {_shape_str(a.shape)} and B "
+            f"{_shape_str(b.shape)}; give a reference of the same shape as A or B",
+            side="ref",
+        )
+    ref64 = bits.to_float64(np.ascontiguousarray(r), ref.fmt)
+    a_rmse, a_ulp = _side_error(np.ascontiguousarray(_like_a(a.array, aligned)), a.fmt, ref64)
+    b_rmse, b_ulp = _side_error(np.ascontiguousarray(np.broadcast_to(b.array, shape)), b.fmt, ref64)
+    ratio = b_rmse / a_rmse if a_rmse > 0 else None
+    # B within one step of the correctly rounded reference is as good as rounding gets.
+    equivalent = b_rmse <= REF_FACTOR * a_rmse or (b_ulp is not None and b_ulp <= 1)
+    return Reference(a_rmse, b_rmse, a_ulp, b_ulp, ratio, equivalent)
+
+
+# ---------------------------------------------------------------------------------------
+# The in-memory entry point.
+
+
+def compare(
+    a: Tensor,
+    b: Tensor,
+    *,
+    tolerance: Tolerance | None = None,
+    ref: Tensor | None = None,
+    progress: Callable[[float], object] | None = None,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+) -> Report:
+    """The full, diagnosed report for A against B (B is the reference of the tolerance test).
+
+    ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
+    the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
+    number of roundings that separate the two computations).
+    """
+    from .diagnose import diagnose
+
+    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
+        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
+    fmt = compared_format(a.fmt, b.fmt)
+    tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    aligned = align(a, b, tol)
+    report = _empty_report(a.describe(), b.describe(), None if ref is None else ref.describe(), fmt)
+    report.notes = list(aligned.notes)
+    report.layout = dict(aligned.layout)
+    report.aligned = aligned
+    if ref is not None:
+        report.reference = _reference(a, b, ref, aligned)
+    shape = aligned.shape
+    if shape is not None and aligned.a is not None and aligned.b is not None:
+        report.compared_shape = list(shape)
+        partial = fold(aligned_chunks(aligned.a, aligned.b), fmt, shape, tol, progress=progress)
+        _numbers(report, partial, fmt, shape, tol)
+    elif progress is not None:
+        progress(1.0)
+    diagnose(report, depth=depth)
+    return report
+

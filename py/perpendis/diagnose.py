@@ -1,0 +1,331 @@
+"""Findings and the verdict: does the shape of the difference look like rounding or a bug?
+
+Rounding leaves a thin spread of small relative errors that scale with magnitude.  Bugs
+leave structure: a wrong shape or dtype, NaN on one side, a whole channel or row wrong
+while the rest matches, a sign flip, a constant offset, a scale factor.  Each check here
+reads the report's numbers and the bounded samples compare kept, and adds a
+:class:`Finding`; the verdict follows from their severities.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bits import format_of
+from .report import AxisFailures, Finding, Report
+
+# Rounding-like: relative differences within this many units of roundoff per unit of depth
+# (one float32 ULP is 1 to 2 units of roundoff, so 8 allows a few ULP at depth 1).
+ROUNDOFF_FACTOR = 8.0
+ROUNDING_SHARE = 0.99  # share of differing elements that must be within that bound
+PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
+REGION_SHARE = 0.9  # share of failures the top indices of an axis must hold
+REGION_DENSITY = 0.5  # and the share of their elements that must fail
+REGION_MIN_FAILS = 4
+
+_AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
+_LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
+# Findings about failures, demoted to warnings when a reference shows B is rounding-equivalent.
+_TOLERANCE_KINDS = {"tolerance", "region", "sign_flip", "offset", "scale"}
+
+
+def _shape(shape: list[int] | tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def _index_ranges(indices: list[int], bucket: int) -> str:
+    """``"2"``, ``"2-3"`` or ``"1, 5"``: the indices (or bucketed index ranges) of a region."""
+    spans = sorted((i * bucket, (i + 1) * bucket - 1) for i in indices)
+    merged: list[list[int]] = []
+    for lo, hi in spans:
+        if merged and lo == merged[-1][1] + 1:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi])
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in merged)
+
+
+def _shape_findings(r: Report) -> list[Finding]:
+    layout = r.layout
+    kind = layout.get("kind", "same")
+    sa, sb = _shape(r.a["shape"]), _shape(r.b["shape"])
+    out: list[Finding] = []
+    if not r.shape_match:
+        out.append(Finding("shape", "error", f"A has shape {sa} but B has {sb}"))
+    if kind == "squeeze":
+        out.append(Finding("shape", "error", f"{sa} and {sb} differ only by size-1 axes; compared in B's shape"))
+    elif kind == "transpose":
+        perm = tuple(layout["perm"])
+        names = _LAYOUT_NAMES.get(perm)
+        named = f" (A is {names[0]}, B is {names[1]})" if names else ""
+        out.append(
+            Finding(
+                "layout",
+                "error",
+                f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
+                f"{layout['agree']:.0%} of sampled elements agree",
+                _shape(perm),
+            )
+        )
+    elif kind == "broadcast":
+        out.append(
+            Finding(
+                "broadcast",
+                "error",
+                f"{sa} and {sb} broadcast to {_shape(layout['shape'])}: one side was probably expanded or a "
+                "reduction dropped an axis; compared after broadcasting",
+            )
+        )
+    elif kind == "none":
+        extra = ""
+        if layout.get("broadcast") is not None:
+            extra = (
+                f"; they broadcast to {_shape(layout['broadcast'])}, which compares every pair — "
+                "usually a missing squeeze or unsqueeze"
+            )
+        out.append(Finding("shape", "error", f"the shapes cannot be aligned, so no values were compared{extra}"))
+    return out
+
+
+def _dtype_findings(r: Report) -> list[Finding]:
+    if r.dtype_match:
+        return []
+    return [
+        Finding(
+            "dtype",
+            "error",
+            f"A is {r.a['dtype']} but B is {r.b['dtype']}; values were compared as {r.compared_as}",
+        )
+    ]
+
+
+def _nonfinite_findings(r: Report) -> list[Finding]:
+    out = []
+    for kind, n, where in (
+        ("nan", r.n_nan_mismatch, r.nan_mismatch_indices),
+        ("inf", r.n_inf_mismatch, r.inf_mismatch_indices),
+    ):
+        if n:
+            what = "NaN on one side only" if kind == "nan" else "infinite on one side, or infinities of opposite sign"
+            out.append(Finding(kind, "error", f"{n} element(s) are {what}", _shape(where[0])))
+    if r.n_signed_zero_diff:
+        out.append(
+            Finding(
+                "signed_zero",
+                "info",
+                f"{r.n_signed_zero_diff} element(s) are +0 on one side and -0 on the other: equal as numbers, "
+                "different bits",
+            )
+        )
+    return out
+
+
+def _axis_region(axis: AxisFailures, n_fail: int, n_elements: int) -> list[int] | None:
+    """The few bucket indices of one axis that hold most failures, each mostly failing."""
+    if axis.size < 2 or n_fail < REGION_MIN_FAILS:
+        return None
+    counts = np.asarray(axis.fail_counts)
+    order = np.argsort(-counts, kind="stable")
+    cumulative = np.cumsum(counts[order]) / n_fail
+    k = int(np.searchsorted(cumulative, REGION_SHARE)) + 1
+    if k > max(1, min(4, len(counts) // 4)):
+        return None
+    per_index = n_elements / axis.size * axis.bucket
+    top = order[:k]
+    if counts[top].sum() / (k * per_index) < REGION_DENSITY:
+        return None
+    return sorted(int(i) for i in top)
+
+
+def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
+    tol = r.tolerance
+    if tol is None or not r.axes:
+        return [], {}
+    region = {}
+    for axis in r.axes:
+        top = _axis_region(axis, tol.n_fail, r.n_elements)
+        if top is not None:
+            region[axis.axis] = top
+    if not region:
+        return [], {}
+    names = _AXIS_NAMES.get(len(r.axes), ())
+    parts = []
+    for ax, top in region.items():
+        bucket = r.axes[ax].bucket
+        label = f" ({names[ax]} {_index_ranges(top, bucket)})" if names and bucket == 1 else ""
+        parts.append(f"axis {ax} index {_index_ranges(top, bucket)}{label}")
+    where = "; ".join(parts)
+    held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
+    message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
+    return [Finding("region", "error", message, where)], region
+
+
+def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
+    shape = tuple(r.compared_shape or ())
+    index = np.unravel_index(flats.astype(np.int64), shape)
+    keep = np.ones(flats.shape, dtype=bool)
+    for ax, top in region.items():
+        keep &= np.isin(index[ax] // r.axes[ax].bucket, top)
+    return keep
+
+
+def _pattern(r: Report, region: dict[int, list[int]], where: str | None) -> list[Finding]:
+    """Sign flip, constant offset or scale factor explaining the failing elements."""
+    rows = r.samples.get("fails")
+    tol = r.tolerance
+    if rows is None or tol is None or len(rows) < REGION_MIN_FAILS:
+        return []
+    if region:
+        rows = rows[_in_region(rows[:, 0], r, region)]
+    a, b = rows[:, 1], rows[:, 2]
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if len(a) < REGION_MIN_FAILS:
+        return []
+    u = format_of(r.compared_as).unit_roundoff
+    slack = tol.atol + tol.rtol * np.abs(b) + 4 * u * (np.abs(a) + np.abs(b))
+    scope = "in that region" if region else "across the failing elements"
+    flip = np.abs(a + b) <= slack
+    if flip.mean() >= PATTERN_SHARE and np.mean(np.abs(b) > slack) >= PATTERN_SHARE:
+        return [Finding("sign_flip", "error", f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)", where)]
+    offset = float(np.median(a - b))
+    fits_offset = np.mean(np.abs(a - b - offset) <= slack)
+    nonzero = b != 0
+    scale = float(np.median(a[nonzero] / b[nonzero])) if nonzero.any() else 1.0
+    fits_scale = np.mean(np.abs(a - scale * b) <= slack)
+    if max(fits_offset, fits_scale) < PATTERN_SHARE:
+        return []
+    if fits_offset >= fits_scale:
+        message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
+        return [Finding("offset", "error", message, where)]
+    message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
+    return [Finding("scale", "error", message, where)]
+
+
+def _tolerance_findings(r: Report) -> list[Finding]:
+    tol = r.tolerance
+    if tol is None:
+        return []
+    out = []
+    if not tol.passed:
+        m = r.min_tolerance
+        rtol_text = f" or rtol {m.rtol_at_atol:.3g}" if m.rtol_at_atol is not None else ""
+        first = tol.first_fail
+        out.append(
+            Finding(
+                "tolerance",
+                "error",
+                f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
+                f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); it would pass at "
+                f"atol {m.atol_at_rtol:.3g}{rtol_text}",
+                None if first is None else _shape(first.index),
+            )
+        )
+    if tol.warning:
+        out.append(Finding("tolerance_warning", "warning", tol.warning))
+    return out
+
+
+def _rounding(r: Report, depth: float) -> list[Finding]:
+    """Info when the differences look like rounding; a warning when they are bigger than that."""
+    rows = r.samples.get("diffs")
+    tol = r.tolerance
+    fmt = format_of(r.compared_as)
+    if rows is None or len(rows) == 0 or tol is None or not fmt.is_float:
+        return []
+    a, b = rows[:, 1], rows[:, 2]
+    usable = np.isfinite(a) & np.isfinite(b) & (np.abs(b) > tol.atol)
+    if not usable.any():
+        return []
+    rel = np.abs(a[usable] - b[usable]) / np.abs(b[usable])
+    u = fmt.unit_roundoff
+    bound = ROUNDOFF_FACTOR * u * depth
+    share = float(np.mean(rel <= bound))
+    typical = float(np.quantile(rel, ROUNDING_SHARE))
+    u_text = f"u = 2^-{fmt.man_bits + 1} for {fmt.name}"
+    if share >= ROUNDING_SHARE:
+        message = (
+            f"the differences look like rounding: {share:.1%} of differing elements are within "
+            f"{ROUNDOFF_FACTOR:g}·u·depth relative ({u_text}, depth {depth:g}); the largest is "
+            f"{r.max_rel_diff:.3g} ({r.max_rel_diff / u:.3g} u)"
+        )
+        return [Finding("rounding", "info", message)]
+    if not tol.passed:
+        return []  # the tolerance finding already says this is more than rounding
+    needed = math.ceil(typical / (ROUNDOFF_FACTOR * u))
+    message = (
+        f"the relative differences are larger than rounding at depth {depth:g}: the 99th percentile "
+        f"is {typical:.3g} ({typical / u:.3g} u, {u_text}); that is rounding only for a computation about "
+        f"{needed} roundings deep (set depth)"
+    )
+    return [Finding("not_rounding", "warning", message)]
+
+
+def _lossy(r: Report) -> list[Finding]:
+    out = []
+    for side, info in (("A", r.a), ("B", r.b)):
+        if not info.get("lossless", True):
+            digits = info.get("digits")
+            shown = f"with {digits} significant digits" if digits else "lossily"
+            out.append(
+                Finding(
+                    "lossy",
+                    "warning",
+                    f"{side} was printed {shown}: differences below that are invisible; save with np.save or print "
+                    "with full precision (np.set_printoptions(precision=17), torch.set_printoptions(precision=10))",
+                )
+            )
+    return out
+
+
+def _reference(r: Report, findings: list[Finding]) -> list[Finding]:
+    ref = r.reference
+    if ref is None:
+        return []
+    ratio = f"{ref.ratio:.3g}×" if ref.ratio is not None else "n/a"
+    if ref.equivalent:
+        for f in findings:
+            if f.kind in _TOLERANCE_KINDS and f.severity == "error":
+                f.severity = "warning"
+                f.message += " (but B is as close to the reference as A is)"
+        return [
+            Finding(
+                "reference",
+                "info",
+                f"against the reference, B's error (rmse {ref.b_rmse:.3g}) is {ratio} A's (rmse {ref.a_rmse:.3g}): "
+                "B is rounding-equivalent",
+            )
+        ]
+    return [
+        Finding(
+            "reference",
+            "error",
+            f"against the reference, B's error (rmse {ref.b_rmse:.3g}, max ulp {ref.b_max_ulp}) is {ratio} A's "
+            f"(rmse {ref.a_rmse:.3g}, max ulp {ref.a_max_ulp}): B is not rounding-equivalent to A",
+        )
+    ]
+
+
+def diagnose(report: Report, *, depth: float = 1.0) -> None:
+    """Fill ``report.findings`` and ``report.verdict`` from its numbers and samples."""
+    findings = _shape_findings(report) + _dtype_findings(report)
+    if report.compared_shape is not None and report.n_bitwise_diff:
+        findings += _nonfinite_findings(report)
+        region_findings, region = _region(report)
+        findings += region_findings
+        findings += _pattern(report, region, region_findings[0].where if region_findings else None)
+        findings += _tolerance_findings(report)
+        findings += _rounding(report, depth)
+    elif report.tolerance is not None and report.tolerance.warning:
+        findings += _tolerance_findings(report)
+    findings += _lossy(report)
+    findings += _reference(report, findings)
+    report.findings = findings
+    if report.identical:
+        report.verdict = "identical"
+    elif any(f.severity == "error" for f in findings) or report.compared_shape is None:
+        report.verdict = "investigate"
+    else:
+        report.verdict = "rounding"

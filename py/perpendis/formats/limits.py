@@ -1,0 +1,69 @@
+"""Resource caps for reading files, so a hostile or broken file fails fast instead of
+exhausting memory or time.
+
+Every file reaches us from someone's disk or browser and is parsed before anyone has
+looked at it, and in the browser an out-of-memory kills the whole worker.  Each cap
+below is checked against what a file *declares* (a header, a zip directory, a shape)
+before anything that size is allocated, and errors name the cap, so a user with a
+genuinely big file knows which limit they hit.
+
+``NPY_MAX_HEADER_BYTES``
+    Longest ``.npy`` header accepted; NumPy's own ``max_header_size`` default, since
+    the header is evaluated as a Python literal.
+``NPY_HEADER_PREFIX``
+    Bytes a streaming reader should read first: enough to hold any accepted header.
+``MAX_ELEMENTS``
+    Most elements in one tensor (2**31): beyond what a 32-bit browser heap can hold,
+    and it stops absurd declared shapes before any size arithmetic overflows.
+``ZIP_MAX_MEMBERS``, ``ZIP_MAX_TOTAL_BYTES``
+    Most members, and most uncompressed bytes over all members, of a ``.npz`` or
+    ``torch.save`` archive, read from the zip directory before inflating.
+``ZIP_MAX_RATIO``, ``ZIP_RATIO_MIN_BYTES``
+    Largest uncompressed/compressed ratio of a member larger than the minimum (zip
+    bombs); small members are exempt because an all-zero array legitimately compresses
+    a thousandfold.
+``SAFETENSORS_MAX_HEADER_BYTES``
+    Longest safetensors JSON header (100 MB, the reference implementation's cap).
+``PICKLE_MAX_BYTES``, ``PICKLE_MAX_DEPTH``
+    Largest ``data.pkl`` inside a ``torch.save`` file, and deepest nesting of
+    containers walked when collecting its tensors.
+``JSON_MAX_DEPTH``
+    Deepest nesting walked in a Polygraphy JSON file.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import InputError
+
+NPY_MAX_HEADER_BYTES = 10_000
+NPY_HEADER_PREFIX = 12 + NPY_MAX_HEADER_BYTES
+MAX_ELEMENTS = 2**31
+ZIP_MAX_MEMBERS = 100_000
+ZIP_MAX_TOTAL_BYTES = 2**31
+ZIP_MAX_RATIO = 1000
+ZIP_RATIO_MIN_BYTES = 2**20
+SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
+PICKLE_MAX_BYTES = 64 * 2**20
+PICKLE_MAX_DEPTH = 64
+JSON_MAX_DEPTH = 64
+
+
+def element_count(shape: object, what: str) -> int:
+    """Number of elements of a declared shape, refusing malformed shapes and ``MAX_ELEMENTS``.
+
+    ``shape`` comes straight from a file, so it is checked to be a sequence of
+    non-negative integers (bools excluded) before any arithmetic on it.
+    """
+    if not isinstance(shape, (tuple, list)) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+    ):
+        raise InputError(f"{what} declares an invalid shape {shape!r}; a shape is a list of non-negative integers")
+    count = math.prod(shape)
+    if count > MAX_ELEMENTS:
+        raise InputError(
+            f"{what} declares {count} elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS}; "
+            "compare a slice of it instead"
+        )
+    return count

@@ -1,0 +1,133 @@
+"""``.safetensors`` files: an 8-byte little-endian header length, a JSON header, the data.
+
+The header maps each tensor name to its dtype, shape and ``[begin, end)`` byte range in
+the data that follows.  It is validated as strictly as the reference implementation
+does (ranges in bounds, covering the data exactly with no overlap or gap, sizes that
+match the shapes), because a file failing those checks is corrupted, and reading it
+anyway would compare garbage.  Tensors are returned in the order of their data.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..bits import format_of
+from ..errors import InputError
+from ..tensor import Tensor
+from .buffer import BytesLike, as_view
+from .limits import SAFETENSORS_MAX_HEADER_BYTES, element_count
+
+SOURCE = "safetensors"
+
+# safetensors dtype → Perpendis format (all stored little-endian).
+DTYPES = {
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "I8": "int8",
+    "I16": "int16",
+    "I32": "int32",
+    "I64": "int64",
+    "U8": "uint8",
+    "U16": "uint16",
+    "U32": "uint32",
+    "U64": "uint64",
+    "BOOL": "bool",
+}
+
+
+def header_length(view: memoryview) -> int | None:
+    """The declared JSON header length when ``view`` starts like a safetensors file, else None."""
+    if len(view) < 9:
+        return None
+    length = int.from_bytes(view[:8], "little")
+    if length < 2 or 8 + length > len(view) or view[8] != ord("{"):
+        return None
+    return length
+
+
+def read(data: BytesLike) -> list[Tensor]:
+    """Every tensor in the file, in the order of their data."""
+    view = as_view(data)
+    if len(view) < 8:
+        raise InputError("the safetensors file is truncated: it is shorter than its 8-byte header length")
+    length = int.from_bytes(view[:8], "little")
+    if length > SAFETENSORS_MAX_HEADER_BYTES:
+        raise InputError(
+            f"the safetensors header declares {length} bytes, more than the limit "
+            f"SAFETENSORS_MAX_HEADER_BYTES = {SAFETENSORS_MAX_HEADER_BYTES}"
+        )
+    if 8 + length > len(view):
+        raise InputError(f"the safetensors file is truncated: its header declares {length} bytes, the file is shorter")
+    entries = _header(bytes(view[8 : 8 + length]))
+    payload = view[8 + length :]
+    spans = sorted((_span(key, entry), key) for key, entry in entries.items())
+    expected = 0
+    for (begin, end), key in spans:
+        if begin != expected:
+            problem = "overlaps the previous tensor" if begin < expected else "leaves a gap before it"
+            raise InputError(f"safetensors tensor {key!r} {problem} (its data starts at {begin}, expected {expected})")
+        expected = end
+    if expected != len(payload):
+        raise InputError(
+            f"the safetensors header describes {expected} bytes of tensor data but the file holds {len(payload)}"
+            + ("; the file is truncated" if expected > len(payload) else "")
+        )
+    return [_tensor(key, entries[key], payload[begin:end]) for (begin, end), key in spans]
+
+
+def _header(text: bytes) -> dict[str, dict]:
+    def no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise InputError("the safetensors header names a tensor twice")
+        return dict(pairs)
+
+    try:
+        header = json.loads(text.decode("utf-8"), object_pairs_hook=no_duplicates)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise InputError(f"the safetensors header is not valid JSON ({err}); the file is corrupted") from err
+    if not isinstance(header, dict):
+        raise InputError("the safetensors header is not a JSON object")
+    header.pop("__metadata__", None)
+    for key, entry in header.items():
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            raise InputError(f"safetensors entry {key!r} does not have exactly dtype, shape and data_offsets")
+        if entry["dtype"] not in DTYPES:
+            raise InputError(
+                f"safetensors tensor {key!r} has dtype {entry['dtype']!r}, which Perpendis does not compare; "
+                f"it reads {', '.join(DTYPES)}"
+            )
+    return header
+
+
+def _span(key: str, entry: dict) -> tuple[int, int]:
+    offsets = entry["data_offsets"]
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in offsets)
+        and offsets[0] <= offsets[1]
+    ):
+        raise InputError(f"safetensors tensor {key!r} has invalid data_offsets {offsets!r}")
+    count = element_count(entry["shape"], f"safetensors tensor {key!r}")
+    size = count * format_of(DTYPES[entry["dtype"]]).width // 8
+    if offsets[1] - offsets[0] != size:
+        raise InputError(
+            f"safetensors tensor {key!r} spans {offsets[1] - offsets[0]} bytes but its shape "
+            f"{entry['shape']} of {entry['dtype']} needs {size}"
+        )
+    return offsets[0], offsets[1]
+
+
+def _tensor(key: str, entry: dict, raw: memoryview) -> Tensor:
+    fmt = format_of(DTYPES[entry["dtype"]])
+    array = np.frombuffer(raw, dtype=np.dtype(fmt.storage).newbyteorder("<"))
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
+    return Tensor(array.reshape(entry["shape"]), fmt.name, SOURCE, name=key)

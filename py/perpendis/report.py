@@ -1,0 +1,313 @@
+"""The typed report: what the page, the CLI, Markdown export and tests all read.
+
+The dataclasses mirror the JSON of ``docs/contracts.md`` field for field and are
+serialised in one place (:meth:`Report.to_dict`), so no renderer can drift from another.
+Fields marked ``internal`` carry working data from compare to diagnose and the worker's
+follow-up questions; they never reach JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SCHEMA = 1
+INTERNAL = {"internal": True}
+
+
+@dataclass
+class Element:
+    """One element of the compared pair, as both sides hold it."""
+
+    flat: int
+    index: list[int]
+    a: str
+    b: str
+    a_bits: str
+    b_bits: str
+    a_hex: str
+    b_hex: str
+    ulp: int | None
+    abs_diff: float | None
+    rel_diff: float | None
+
+
+@dataclass
+class Stats:
+    mean_abs: float | None = None
+    mean_rel: float | None = None
+    p50_abs: float | None = None
+    p90_abs: float | None = None
+    p99_abs: float | None = None
+    p999_abs: float | None = None
+    p50_rel: float | None = None
+    p90_rel: float | None = None
+    p99_rel: float | None = None
+    p999_rel: float | None = None
+    rmse: float | None = None
+    cosine: float | None = None
+    snr_db: float | None = None
+
+
+@dataclass
+class Histogram:
+    edges: list[str]
+    counts: list[int]
+    nonfinite: int
+
+
+@dataclass
+class ToleranceResult:
+    atol: float
+    rtol: float
+    preset: str | None
+    n_fail: int
+    fraction_fail: float
+    passed: bool
+    first_fail: Element | None
+    warning: str | None
+
+
+@dataclass
+class MinTolerance:
+    atol_at_rtol: float
+    rtol_at_atol: float | None
+
+
+@dataclass
+class AxisFailures:
+    """Failures per index of one axis; ``bucket`` indices share an entry on long axes."""
+
+    axis: int
+    size: int
+    fail_counts: list[int]
+    top: list[list[float]]
+    bucket: int = 1
+
+
+@dataclass
+class Reference:
+    a_rmse: float
+    b_rmse: float
+    a_max_ulp: int | None
+    b_max_ulp: int | None
+    ratio: float | None
+    equivalent: bool
+
+
+@dataclass
+class Finding:
+    kind: str
+    severity: str  # "error", "warning" or "info"
+    message: str
+    where: str | None = None
+
+
+@dataclass
+class Report:
+    a: dict[str, Any]
+    b: dict[str, Any]
+    ref: dict[str, Any] | None
+    shape_match: bool
+    dtype_match: bool
+    compared_as: str
+    compared_shape: list[int] | None
+    n_elements: int = 0
+    identical: bool = False
+    n_bitwise_diff: int = 0
+    first_diff: Element | None = None
+    worst: dict[str, Element | None] = field(default_factory=lambda: {"abs": None, "ulp": None, "rel": None})
+    max_ulp: int | None = None
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+    n_nan_mismatch: int = 0
+    nan_mismatch_indices: list[list[int]] = field(default_factory=list)
+    n_inf_mismatch: int = 0
+    inf_mismatch_indices: list[list[int]] = field(default_factory=list)
+    n_signed_zero_diff: int = 0
+    stats: Stats = field(default_factory=Stats)
+    ulp_histogram: Histogram = field(default_factory=lambda: Histogram(["0"], [0], 0))
+    tolerance: ToleranceResult | None = None
+    min_tolerance: MinTolerance = field(default_factory=lambda: MinTolerance(0.0, 0.0))
+    axes: list[AxisFailures] = field(default_factory=list)
+    reference: Reference | None = None
+    verdict: str = "investigate"
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    schema: int = SCHEMA
+    layout: dict[str, Any] = field(default_factory=dict, metadata=INTERNAL)
+    samples: dict[str, Any] = field(default_factory=dict, metadata=INTERNAL)
+    aligned: Any = field(default=None, metadata=INTERNAL)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data; non-finite floats become ``"inf"``/``"-inf"``/``"nan"``."""
+        out = {f.name: plain(getattr(self, f.name)) for f in fields(self) if not f.metadata.get("internal")}
+        return {"schema": out.pop("schema"), **out}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """Rebuild a report from :meth:`to_dict` output (internal fields stay empty)."""
+        d = {k: _float_in(v) if k in _FLOAT_KEYS else v for k, v in data.items()}
+        d["first_diff"] = _element_in(d.get("first_diff"))
+        d["worst"] = {k: _element_in(v) for k, v in d["worst"].items()}
+        d["stats"] = Stats(**{k: _float_in(v) for k, v in d["stats"].items()})
+        d["ulp_histogram"] = Histogram(**d["ulp_histogram"])
+        if d.get("tolerance") is not None:
+            t = dict(d["tolerance"])
+            t["first_fail"] = _element_in(t.get("first_fail"))
+            d["tolerance"] = ToleranceResult(**t)
+        d["min_tolerance"] = MinTolerance(**{k: _float_in(v) for k, v in d["min_tolerance"].items()})
+        d["axes"] = [AxisFailures(**x) for x in d["axes"]]
+        if d.get("reference") is not None:
+            d["reference"] = Reference(**{k: _float_in(v) for k, v in d["reference"].items()})
+        d["findings"] = [Finding(**x) for x in d["findings"]]
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        return cls.from_dict(json.loads(text))
+
+    def to_markdown(self) -> str:
+        return render_markdown(self)
+
+    def to_text(self) -> str:
+        return render_text(self)
+
+
+_FLOAT_KEYS = {"max_abs_diff", "max_rel_diff"}
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, lists and floats as JSON-ready data: non-finite floats become strings."""
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _float_in(value: Any) -> Any:
+    return _NONFINITE.get(value, value) if isinstance(value, str) else value
+
+
+def _element_in(data: dict[str, Any] | None) -> Element | None:
+    if data is None:
+        return None
+    return Element(**{k: _float_in(v) if k in ("abs_diff", "rel_diff") else v for k, v in data.items()})
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering.  Both renderers read only the report's fields.
+
+_VERDICT_LINE = {
+    "identical": "IDENTICAL: bitwise equal, same shape and dtype",
+    "rounding": "ROUNDING: the differences are within tolerance and look like rounding",
+    "investigate": "INVESTIGATE: the differences do not look like rounding alone",
+}
+
+
+def _num(x: float | int | None) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def _shape(info: dict[str, Any]) -> str:
+    return "(" + ", ".join(str(n) for n in info["shape"]) + ")"
+
+
+def _where(e: Element) -> str:
+    return "(" + ", ".join(str(i) for i in e.index) + ")"
+
+
+def _element_lines(label: str, e: Element) -> list[str]:
+    return [
+        f"{label} at {_where(e)} (flat {e.flat}): A = {e.a}, B = {e.b}; "
+        f"ulp {_num(e.ulp)}, abs {_num(e.abs_diff)}, rel {_num(e.rel_diff)}",
+        f"    A bits {e.a_bits} ({e.a_hex})",
+        f"    B bits {e.b_bits} ({e.b_hex})",
+    ]
+
+
+def _tolerance_line(r: Report) -> str | None:
+    t = r.tolerance
+    if t is None:
+        return None
+    state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {r.n_elements} elements ({t.fraction_fail:.3%})"
+    line = f"tolerance {t.preset or 'custom'} (atol {_num(t.atol)}, rtol {_num(t.rtol)}): {state}"
+    m = r.min_tolerance
+    return f"{line}; would pass at atol {_num(m.atol_at_rtol)} or rtol {_num(m.rtol_at_atol)}"
+
+
+def _body_lines(r: Report) -> list[str]:
+    lines = [
+        f"A: {_shape(r.a)} {r.a['dtype']}   B: {_shape(r.b)} {r.b['dtype']}"
+        + (f"   ref: {_shape(r.ref)} {r.ref['dtype']}" if r.ref else ""),
+    ]
+    if r.compared_shape is None:
+        lines.append("values not compared: the shapes cannot be aligned")
+        return lines
+    lines.append(
+        f"compared {r.n_elements} elements as {r.compared_as}: {r.n_bitwise_diff} differ bitwise; "
+        f"max ulp {_num(r.max_ulp)}, max abs {_num(r.max_abs_diff)}, max rel {_num(r.max_rel_diff)}"
+    )
+    if r.first_diff is not None:
+        lines += _element_lines("first difference", r.first_diff)
+    worst = r.worst.get("abs")
+    if worst is not None and (r.first_diff is None or worst.flat != r.first_diff.flat):
+        lines += _element_lines("worst (abs)", worst)
+    tol = _tolerance_line(r)
+    if tol:
+        lines.append(tol)
+    if r.reference is not None:
+        ref = r.reference
+        lines.append(
+            f"against ref: A rmse {_num(ref.a_rmse)} (max ulp {_num(ref.a_max_ulp)}), "
+            f"B rmse {_num(ref.b_rmse)} (max ulp {_num(ref.b_max_ulp)}); "
+            + ("B is rounding-equivalent to A" if ref.equivalent else "B is NOT rounding-equivalent to A")
+        )
+    return lines
+
+
+def render_text(r: Report) -> str:
+    """The CLI's human output: verdict, numbers, histogram, findings, notes."""
+    lines = [_VERDICT_LINE[r.verdict], *_body_lines(r)]
+    s = r.stats
+    if r.n_bitwise_diff:
+        lines.append(
+            f"stats: mean abs {_num(s.mean_abs)}, p99 abs {_num(s.p99_abs)}, p99 rel {_num(s.p99_rel)}, "
+            f"rmse {_num(s.rmse)}, cosine {_num(s.cosine)}, snr {_num(s.snr_db)} dB"
+        )
+        h = r.ulp_histogram
+        cells = [f"{e}: {c}" for e, c in zip(h.edges, h.counts, strict=True) if c]
+        if h.nonfinite:
+            cells.append(f"non-finite: {h.nonfinite}")
+        lines.append("ulp histogram: " + ", ".join(cells))
+    for f in r.findings:
+        lines.append(f"[{f.severity}] {f.message}" + (f" at {f.where}" if f.where else ""))
+    lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(r: Report) -> str:
+    """Compact Markdown for a GitHub issue: verdict, shapes, first difference, tolerance, findings."""
+    lines = [f"**Perpendis: {_VERDICT_LINE[r.verdict]}**", "", "```", *_body_lines(r), "```"]
+    if r.findings:
+        lines.append("")
+        lines += [f"- **{f.severity}** {f.message}" + (f" (`{f.where}`)" if f.where else "") for f in r.findings]
+    if r.notes:
+        lines.append("")
+        lines += [f"- note: {n}" for n in r.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""Tolerance presets and the allclose test ``|a - b| <= atol + rtol * |b|``.
+
+``b`` is the reference, as in ``numpy.testing.assert_allclose(actual=a, desired=b)`` and
+``torch.testing.assert_close(actual=a, expected=b)``: rtol scales with the reference
+magnitude and atol is the floor near zero.  The presets are starting points for common
+situations, not guarantees; the report also says the smallest tolerance that would pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bits import Format
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """One resolved tolerance: the numbers used, the preset they came from, and any caveat."""
+
+    atol: float
+    rtol: float
+    preset: str | None = None
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    atol: float
+    rtol: float
+    description: str
+    warning: str | None = None
+
+
+NUMPY_DEFAULT_WARNING = (
+    "numpy.testing.assert_allclose's defaults (rtol=1e-7, atol=0) hold elements whose reference is near "
+    "zero to a purely relative bar they almost never meet, so legitimate rounding fails; set a real atol"
+)
+
+PRESETS: dict[str, Preset] = {
+    "fp32-cpu": Preset(1e-5, 1e-3, "float32, CPU against CPU (e.g. PyTorch against ONNX Runtime)"),
+    "fp32-tf32": Preset(1e-3, 1e-2, "float32 where one side used TF32 matmuls or fused GPU kernels"),
+    "fp16": Preset(1e-2, 1e-2, "float16: about three significant digits, so lean on rtol"),
+    "bf16": Preset(1e-2, 2e-2, "bfloat16: only 7 mantissa bits, wider still than float16"),
+    # Logits span orders of magnitude, so only a relative bar is fair; the atol of 1e-9 is a
+    # floor that lets exact zeros meet values far below any logit that matters.
+    "logits": Preset(1e-9, 1e-3, "high dynamic range outputs (logits, unnormalised scores): relative only"),
+    # float64 rounding is ~1e-16 per operation; 1e-9 relative leaves room for deep networks
+    # and different summation orders while still catching any float32 round trip (~6e-8 each).
+    "fp64": Preset(1e-12, 1e-9, "float64 against float64: tight, catches a float32 round trip"),
+    # One float8_e5m2 step is up to 25% of the value (12.5% for e4m3fn); rtol 0.25 lets one
+    # step pass everywhere, and the atol covers values quantised to zero.
+    "fp8": Preset(1e-2, 0.25, "float8 (e4m3fn, e5m2): one step of the format is up to 25% relative"),
+    "exact": Preset(0.0, 0.0, "integers and bools: values must be equal"),
+    "torch-default": Preset(math.nan, math.nan, "torch.testing.assert_close's defaults for the compared dtype"),
+    "numpy-default": Preset(0.0, 1e-7, "numpy.testing.assert_allclose's defaults", NUMPY_DEFAULT_WARNING),
+}
+
+# torch.testing.assert_close's per-dtype (atol, rtol); every other dtype, float8 included, is exact.
+_TORCH_DEFAULTS: dict[str, tuple[float, float]] = {
+    "float16": (1e-5, 1e-3),
+    "bfloat16": (1e-5, 1.6e-2),
+    "float32": (1e-5, 1.3e-6),
+    "float64": (1e-7, 1e-7),
+}
+
+_DEFAULT_FOR_FORMAT = {
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32-cpu",
+    "float64": "fp64",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+}
+
+
+def default_preset(fmt: Format) -> str:
+    """The preset for values compared in ``fmt`` (the narrower side's format on a dtype mismatch)."""
+    return _DEFAULT_FOR_FORMAT.get(fmt.name, "exact")
+
+
+def _number(value: object, name: str) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def resolve(
+    fmt: Format, *, preset: str | None = None, atol: float | None = None, rtol: float | None = None
+) -> Tolerance:
+    """The tolerance for values in ``fmt``: a preset (default: chosen from ``fmt``), then overrides.
+
+    An explicit ``atol`` or ``rtol`` replaces the preset's value and keeps the other.
+    """
+    name = preset or default_preset(fmt)
+    chosen = PRESETS.get(name)
+    if chosen is None:
+        raise InputError(f"unknown tolerance preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    base_atol, base_rtol = (
+        _TORCH_DEFAULTS.get(fmt.name, (0.0, 0.0)) if name == "torch-default" else (chosen.atol, chosen.rtol)
+    )
+    final_atol = base_atol if atol is None else _number(atol, "atol")
+    final_rtol = base_rtol if rtol is None else _number(rtol, "rtol")
+    warning = chosen.warning if final_atol == 0 and fmt.is_float else None
+    return Tolerance(final_atol, final_rtol, name, warning)
+
+
+def within(abs_diff: np.ndarray, abs_ref: np.ndarray, tol: Tolerance) -> np.ndarray:
+    """Where ``|a - b| <= atol + rtol * |b|``; False where the difference is NaN."""
+    return abs_diff <= tol.atol + tol.rtol * abs_ref

@@ -1,0 +1,101 @@
+"""Serve the built site (``dist/``) on 127.0.0.1 with the headers the page relies on.
+
+Why not ``python -m http.server``: the page needs a Content-Security-Policy header on every
+response (a worker's CSP comes from its own response, not from the page's meta tag), the
+``application/wasm`` type (streaming compilation refuses anything else), and caching
+headers that let a second visit skip the 20 MB of runtime.
+
+Usage: ``python scripts/serve.py [--port 8000] [--dir dist] [--log FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Kept identical to the meta tag in index.html and docs/contracts.md.
+CSP = (
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; connect-src 'self'; "
+    "img-src 'self' data: blob:; style-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+IMMUTABLE = "public, max-age=31536000, immutable"
+# Files in pyodide/ that build.py writes or rewrites (the project wheel, the lock, and the
+# archives it adds bytecode to): their content can change under the same name.
+MUTABLE_IN_PYODIDE = ("pyodide-lock.json", "perpendis-", "python_stdlib", "numpy-")
+
+
+def cache_control(path: str) -> str:
+    """Pyodide's own files are served byte for byte as released, so a second visit needs no
+    request for them; everything else is revalidated (cheap 304s) so a rebuild shows at once."""
+    parts = path.split("?", 1)[0].lstrip("/").split("/")
+    if len(parts) == 2 and parts[0] == "pyodide" and not parts[1].startswith(MUTABLE_IN_PYODIDE):
+        return IMMUTABLE
+    return "no-cache"
+
+
+class Handler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".js": "text/javascript",
+        ".mjs": "text/javascript",
+        ".json": "application/json",
+        ".whl": "application/zip",
+        ".zip": "application/zip",
+        ".css": "text/css",
+        ".html": "text/html; charset=utf-8",
+    }
+
+    def __init__(self, *args, log_file=None, **kwargs):
+        self.log_file = log_file
+        super().__init__(*args, **kwargs)
+
+    def end_headers(self) -> None:
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("Cache-Control", cache_control(self.path))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        super().end_headers()
+
+    def log_message(self, format: str, *args) -> None:
+        if self.log_file is not None:
+            self.log_file.write(f"{self.address_string()} [{self.log_date_time_string()}] {format % args}\n")
+            self.log_file.flush()
+
+
+def make_server(directory: Path, port: int = 8000, log_path: Path | None = None) -> ThreadingHTTPServer:
+    """A server bound to 127.0.0.1 only (port 0 picks a free one); call ``serve_forever``."""
+    if not (directory / "index.html").is_file():
+        raise SystemExit(f"{directory} holds no index.html: run `python build.py` first")
+    log_file = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115 - lives as long as the server
+    handler = functools.partial(Handler, directory=str(directory), log_file=log_file)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--dir", type=Path, default=ROOT / "dist", help="the built site")
+    parser.add_argument("--log", type=Path, default=None, help="append an access log to this file")
+    args = parser.parse_args(argv)
+    server = make_server(args.dir, args.port, args.log)
+    print(f"serving {args.dir} at http://127.0.0.1:{server.server_address[1]}/", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

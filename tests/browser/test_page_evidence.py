@@ -1,0 +1,175 @@
+"""The visual evidence: bit cells, navigation, worst list, tolerance controls, charts.
+
+Expected positions and counts come from NumPy on the arrays the test made.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+REPORT_TIMEOUT_MS = 60_000
+STEP_TIMEOUT_MS = 20_000
+
+
+def numpy_text(array: np.ndarray) -> str:
+    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
+        return repr(array)
+
+
+def as_index(flat: int, shape: tuple[int, ...]) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(flat, shape)))
+
+
+def ulps32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ULP distance of finite float32 values: sign-magnitude bits mapped to value order."""
+
+    def key(x: np.ndarray) -> np.ndarray:
+        i = x.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    return np.abs(key(a) - key(b))
+
+
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    """(3, 4, 5) float32: three elements a few ULPs off, one replaced outright (a bug)."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = a.copy()
+    flat = b.ravel()
+    flat[8] = np.nextafter(flat[8], np.float32(np.inf))
+    flat[27] = np.nextafter(np.nextafter(flat[27], np.float32(-np.inf)), np.float32(-np.inf))
+    flat[44] = flat[44] + np.float32(3.0)
+    flat[51] = np.nextafter(flat[51], np.float32(np.inf))
+    return a, b
+
+
+def show(page, a: np.ndarray, b: np.ndarray) -> None:
+    page.get_by_test_id("paste-a").fill(numpy_text(a))
+    page.get_by_test_id("paste-b").fill(numpy_text(b))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
+
+
+def wait_text(page, testid: str, want: str) -> None:
+    page.wait_for_function(
+        "([id, want]) => document.querySelector(`[data-testid=\"${id}\"]`)?.textContent.trim() === want",
+        arg=[testid, want],
+        timeout=STEP_TIMEOUT_MS,
+    )
+
+
+def marked_bits(page, side: str) -> list[int]:
+    """Positions (in the bit string without spaces) of the cells marked as differing."""
+    return page.evaluate(
+        """side => [...document.querySelectorAll(`[data-testid="bits-${side}"] .bit`)]
+                   .flatMap((cell, i) => cell.dataset.diff === "1" ? [i] : [])""",
+        side,
+    )
+
+
+def test_bits_navigation_and_worst(ready_page):
+    page = ready_page
+    a, b = pair()
+    show(page, a, b)
+    differing = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
+    assert list(differing) == [8, 27, 44, 51]
+
+    wait_text(page, "element-index", as_index(8, a.shape))
+    xor = int(a.ravel()[8].view(np.uint32) ^ b.ravel()[8].view(np.uint32))
+    want = [i for i, bit in enumerate(format(xor, "032b")) if bit == "1"]
+    assert marked_bits(page, "a") == want
+    assert marked_bits(page, "b") == want
+    assert page.get_by_test_id("value-a").text_content() == str(a.ravel()[8])
+
+    page.get_by_test_id("prev-diff").click()
+    wait_text(page, "nav-status", "No earlier difference.")
+    for flat in differing[1:]:
+        page.get_by_test_id("next-diff").click()
+        wait_text(page, "element-index", as_index(int(flat), a.shape))
+        wait_text(page, "ulp", str(int(ulps32(a, b).ravel()[flat])))
+    page.get_by_test_id("next-diff").click()
+    wait_text(page, "nav-status", "No later difference.")
+    page.get_by_test_id("prev-diff").click()
+    wait_text(page, "element-index", as_index(int(differing[-2]), a.shape))
+
+    worst = int(np.argmax(ulps32(a, b)))
+    page.get_by_test_id("worst-ulp").click()
+    wait_text(page, "element-index", as_index(worst, a.shape))
+    assert page.get_by_test_id("worst-ulp").text_content() == as_index(worst, a.shape)
+
+
+def test_tolerance_rejudges(ready_page):
+    page = ready_page
+    a, b = pair()
+    show(page, a, b)
+    page.get_by_test_id("atol").fill("0")
+    page.get_by_test_id("rtol").fill("0")
+    n_diff = str(len(np.flatnonzero(a != b)))
+    page.wait_for_function(
+        "want => document.querySelector('[data-testid=\"n-fail\"]')?.textContent.startsWith(want + ' ')",
+        arg=n_diff,
+        timeout=STEP_TIMEOUT_MS,
+    )
+    assert page.get_by_test_id("tolerance-result").text_content().startswith("fails")
+    page.get_by_test_id("atol").fill("10")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"tolerance-result\"]')?.textContent.startsWith('passes')",
+        timeout=STEP_TIMEOUT_MS,
+    )
+    assert page.get_by_test_id("n-fail").text_content().startswith("0 ")
+    page.get_by_test_id("preset").select_option("exact")
+    page.wait_for_function(
+        "want => document.querySelector('[data-testid=\"n-fail\"]')?.textContent.startsWith(want + ' ')",
+        arg=n_diff,
+        timeout=STEP_TIMEOUT_MS,
+    )
+    assert page.get_by_test_id("atol").input_value() == "0"
+
+
+def test_charts_and_heatmap(ready_page):
+    page = ready_page
+    a, b = pair()
+    show(page, a, b)
+    ulps = ulps32(a, b).ravel()
+
+    bars = page.locator("[data-testid='histogram'] rect.bar")
+    counts = {bars.nth(i).get_attribute("data-edge"): int(bars.nth(i).get_attribute("data-count"))
+              for i in range(bars.count())}
+    assert sum(counts.values()) == a.size
+    assert counts["0"] == int((ulps == 0).sum())
+    assert counts["1"] == int((ulps == 1).sum())
+    assert counts["2"] == int((ulps == 2).sum())
+
+    page.locator("[data-testid='scatter'] circle").first.wait_for(timeout=STEP_TIMEOUT_MS)
+    assert page.locator("[data-testid='scatter'] circle").count() == 4
+
+    # The heatmap opens on the slice of the first difference, (0, 1, 3): rows axis 1, columns axis 2.
+    heat = page.locator("[data-testid='heatmap'] svg")
+    heat.wait_for(timeout=STEP_TIMEOUT_MS)
+    assert (heat.get_attribute("data-rows"), heat.get_attribute("data-cols")) == ("4", "5")
+    mark = page.get_by_test_id("heatmap-mark")
+    assert (mark.get_attribute("data-row"), mark.get_attribute("data-col")) == ("1", "3")
+    hot = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="heatmap"] rect.cell')]
+                 .filter((c) => Number(c.dataset.value) > 0).map((c) => [+c.dataset.row, +c.dataset.col])"""
+    )
+    want = np.argwhere(a[0] != b[0]).tolist()
+    assert sorted(hot) == sorted(want)
+
+    # Rows along axis 0 instead: a 3 × 5 slice at axis-1 index 1.
+    page.get_by_test_id("slice-rows").select_option("0")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"heatmap\"] svg')?.dataset.rows === '3'", timeout=STEP_TIMEOUT_MS
+    )
+    assert page.locator("[data-testid='heatmap'] svg").get_attribute("data-cols") == "5"
+    assert page.locator("[data-testid='heatmap'] rect.cell").count() == 15
+
+    # Per-axis failure bars: the one failing element (flat 44) under the default tolerance.
+    fail_index = np.unravel_index(44, a.shape)
+    for axis, at in enumerate(fail_index):
+        row = page.locator(f"#axes .axis-row[data-axis='{axis}'] rect.bar")
+        counts = [int(row.nth(i).get_attribute("data-count")) for i in range(row.count())]
+        assert len(counts) == a.shape[axis]
+        assert counts == [1 if i == at else 0 for i in range(a.shape[axis])]

@@ -1,0 +1,127 @@
+"""Property tests of the bit-level formats against NumPy's own float stepping and ml_dtypes."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perpendis import bits
+
+NATIVE = {"float16": (np.float16, 16), "float32": (np.float32, 32), "float64": (np.float64, 64)}
+SMALL = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+
+
+def raw(x: np.ndarray, name: str) -> np.ndarray:
+    return bits.raw_bits(np.asarray(x), bits.format_of(name))
+
+
+@pytest.mark.parametrize("name", NATIVE)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), steps=st.integers(0, 40))
+def test_ulp_distance_counts_nextafter_steps(name, data, steps):
+    dtype, width = NATIVE[name]
+    start = dtype(data.draw(st.floats(width=width, allow_nan=False, allow_infinity=False)))
+    x = np.array([start])
+    y = x.copy()
+    for _ in range(steps):
+        y = np.nextafter(y, dtype(np.inf))
+    if not np.isfinite(y[0]):
+        return
+    dist, defined = bits.ulp_distance(raw(x, name), raw(y, name), bits.format_of(name))
+    assert defined[0]
+    assert int(dist[0]) == steps
+
+
+@pytest.mark.parametrize("name", NATIVE)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_ulp_distance_matches_numpy_assert_array_max_ulp(name, data):
+    dtype, width = NATIVE[name]
+    values = st.floats(width=width, allow_nan=False, allow_infinity=False)
+    a = np.array(data.draw(st.lists(values, min_size=1, max_size=8)), dtype=dtype)
+    b = np.array(data.draw(st.lists(values, min_size=a.size, max_size=a.size)), dtype=dtype)
+    # Same signs only: NumPy's count overflows its integer type across signs (5.0 vs -1.0 in
+    # float32), while the stepping test above crosses zero.
+    b = np.copysign(b, a)
+    dist, _ = bits.ulp_distance(raw(a, name), raw(b, name), bits.format_of(name))
+    # NumPy counts the steps itself and returns the count in the arrays' dtype, so rounded.
+    expected = np.testing.assert_array_max_ulp(a, b, maxulp=float(2**64), dtype=dtype)
+    assert dtype(int(dist.max())) == np.max(expected)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_formats_decode_like_ml_dtypes(name):
+    fmt = bits.format_of(name)
+    codes = np.arange(1 << fmt.width, dtype=fmt.uint)
+    ours = bits.to_float64(codes, fmt)
+    theirs = codes.view(SMALL[name]).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    finite = ~np.isnan(theirs)
+    np.testing.assert_array_equal(ours[finite], theirs[finite])
+    np.testing.assert_array_equal(np.signbit(ours[finite]), np.signbit(theirs[finite]))
+
+
+@pytest.mark.parametrize("name", SMALL)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_small_formats_ulp_distance_is_rank_difference(name, data):
+    fmt = bits.format_of(name)
+    values = np.arange(1 << fmt.width, dtype=fmt.uint).view(SMALL[name]).astype(np.float64)
+    finite_codes = np.flatnonzero(np.isfinite(values))
+    ranks = {v: r for r, v in enumerate(np.unique(values[finite_codes]))}  # +0 and -0 share a rank
+    i = data.draw(st.sampled_from(finite_codes.tolist()))
+    j = data.draw(st.sampled_from(finite_codes.tolist()))
+    dist, defined = bits.ulp_distance(np.array([i], fmt.uint), np.array([j], fmt.uint), fmt)
+    assert defined[0]
+    assert int(dist[0]) == abs(ranks[values[i]] - ranks[values[j]])
+
+
+@pytest.mark.parametrize("name", SMALL)
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats(width=32, allow_nan=False))
+def test_from_float64_rounds_like_ml_dtypes(name, value):
+    # Drawn as float32 so ml_dtypes' cast (which goes through float32) rounds only once.
+    fmt = bits.format_of(name)
+    ours = bits.from_float64(np.array([value]), fmt)
+    theirs = np.array([value], dtype=np.float32).astype(SMALL[name]).view(fmt.uint)
+    if np.isnan(theirs.view(SMALL[name]).astype(np.float64)[0]):
+        assert bits.is_nan(ours, fmt)[0]
+    else:
+        assert ours[0] == theirs[0]
+
+
+@pytest.mark.parametrize("name", [*NATIVE, *SMALL])
+def test_from_float64_round_trips_every_small_code_and_samples(name):
+    fmt = bits.format_of(name)
+    if fmt.width <= 16:
+        codes = np.arange(1 << fmt.width, dtype=fmt.uint)
+    else:
+        codes = np.random.default_rng(0).integers(0, 1 << fmt.width, 20000, dtype=fmt.uint)
+    keep = ~bits.is_nan(codes, fmt)
+    stored = codes[keep] if not fmt.native else codes[keep].view(fmt.storage)
+    back = bits.raw_bits(bits.from_float64(bits.to_float64(stored, fmt), fmt), fmt)
+    np.testing.assert_array_equal(back, codes[keep])
+
+
+@pytest.mark.parametrize("name", [*NATIVE, *SMALL])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_decimal_string_reads_back_to_the_same_bits(name, data):
+    fmt = bits.format_of(name)
+    code = data.draw(st.integers(0, (1 << fmt.width) - 1))
+    if bits.is_nan(np.array([code], np.uint64), fmt)[0]:
+        return
+    text = bits.decimal_string(code, fmt)
+    back = int(bits.raw_bits(bits.from_float64(np.array([float(text)]), fmt), fmt)[0])
+    assert back == code
+    if name in ("float16", "float32"):
+        # NumPy's shortest repr has no fewer significant digits than ours.
+        value = np.array([code], fmt.uint).view(fmt.storage)[0]
+        theirs = np.format_float_scientific(value, unique=True).split("e")[0].replace("-", "").replace(".", "")
+        ours = f"{float(text):e}".split("e")[0]
+        assert len(text.lstrip("-").replace(".", "").lstrip("0").split("e")[0]) <= max(len(theirs.rstrip("0")), 1), (
+            text,
+            theirs,
+            ours,
+        )

@@ -1,0 +1,207 @@
+"""build.py assembles a verified, self-contained site; scripts/serve.py serves it with the
+headers the page relies on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import threading
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import serve  # noqa: E402
+
+import build  # noqa: E402
+
+
+def official_lock() -> dict:
+    return json.loads((build.ensure_npm_pyodide() / "pyodide-lock.json").read_text())
+
+
+def never(file_name: str) -> bytes | None:
+    raise AssertionError(f"no source may be asked for {file_name}")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("build") / "dist"
+    build.build(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def packaging_entry_and_bytes(site: Path) -> tuple[dict, bytes]:
+    """The smallest pinned wheel, as verified by a full build (which fetched or cached it)."""
+    entry = official_lock()["packages"]["packaging"]
+    return entry, (site / "pyodide" / entry["file_name"]).read_bytes()
+
+
+def test_site_holds_the_page_the_app_and_the_core(site: Path):
+    assert (site / "index.html").read_text() == (ROOT / "index.html").read_text()
+    assert (site / "app" / "worker.js").is_file()
+    assert (site / "app" / "client.js").is_file()
+    for name in build.CORE_FILES:
+        assert (site / "pyodide" / name).stat().st_size > 0, name
+
+
+def test_served_lock_lists_exactly_the_served_wheels_with_their_hashes(site: Path):
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    served = {path.name for path in (site / "pyodide").glob("*.whl")}
+    assert {entry["file_name"] for entry in lock["packages"].values()} == served
+    for entry in lock["packages"].values():
+        data = (site / "pyodide" / entry["file_name"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], entry["file_name"]
+    assert set(lock["packages"]) == {*build.PINNED_PACKAGES, build.PROJECT_PACKAGE}
+    assert lock["info"] == official_lock()["info"]
+
+
+def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
+    official = official_lock()["packages"]
+    for package in ("micropip", "packaging"):
+        data = (site / "pyodide" / official[package]["file_name"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == official[package]["sha256"], package
+    name = official["numpy"]["file_name"]
+    original = build.CACHE / "pyodide" / name
+    assert hashlib.sha256(original.read_bytes()).hexdigest() == official["numpy"]["sha256"]
+    with zipfile.ZipFile(original) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
+        for member in before.namelist():
+            assert after.read(member) == before.read(member), member
+        added = set(after.namelist()) - set(before.namelist())
+    assert "numpy/__pycache__/__init__.cpython-312.pyc" in added
+    assert all("/__pycache__/" in member and member.endswith(".cpython-312.pyc") for member in added)
+
+
+def test_stdlib_gets_bytecode_for_zipimport(site: Path):
+    npm_stdlib = build.NPM_PYODIDE / "python_stdlib.zip"
+    with zipfile.ZipFile(npm_stdlib) as before, zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
+        added = set(after.namelist()) - set(before.namelist())
+        # PEP 552 header: magic (4 bytes), then flags 0b01 = hash-based, unchecked.
+        header = after.read("json/__init__.pyc")[:8]
+    assert {"os.pyc", "json/__init__.pyc"} <= added
+    assert int.from_bytes(header[4:8], "little") == 0b01
+
+
+def test_project_wheel_holds_the_package_from_py(site: Path):
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    entry = lock["packages"][build.PROJECT_PACKAGE]
+    assert entry["depends"] == ["numpy"]
+    with zipfile.ZipFile(site / "pyodide" / entry["file_name"]) as wheel:
+        names = set(wheel.namelist())
+        assert wheel.read("perpendis/bits.py") == (ROOT / "py" / "perpendis" / "bits.py").read_bytes()
+    assert {f"perpendis/{p.name}" for p in (ROOT / "py" / "perpendis").glob("*.py")} <= names
+
+
+def test_corrupted_cached_wheel_stops_the_build_naming_file_and_hashes(tmp_path, packaging_entry_and_bytes):
+    entry, good = packaging_entry_and_bytes
+    corrupted = bytearray(good)
+    corrupted[len(corrupted) // 2] ^= 0xFF
+    (tmp_path / entry["file_name"]).write_bytes(bytes(corrupted))
+
+    with pytest.raises(build.BuildError) as caught:
+        build.pinned_wheel(entry, tmp_path, [("never", never)])
+
+    message = str(caught.value)
+    assert entry["file_name"] in message
+    assert entry["sha256"] in message
+    assert hashlib.sha256(bytes(corrupted)).hexdigest() in message
+
+
+def test_wrong_bytes_from_a_source_stop_the_build_and_are_not_cached(tmp_path, packaging_entry_and_bytes):
+    entry, good = packaging_entry_and_bytes
+    local = tmp_path / "pyodide-dist"
+    local.mkdir()
+    (local / entry["file_name"]).write_bytes(good[:-1])
+    with pytest.raises(build.BuildError, match=re.escape(entry["file_name"])):
+        build.pinned_wheel(entry, tmp_path / "cache", [("local", build.from_local_dist(local))])
+    assert not (tmp_path / "cache" / entry["file_name"]).exists()
+
+
+def test_sources_are_tried_in_order_and_the_result_cached(tmp_path, packaging_entry_and_bytes):
+    entry, good = packaging_entry_and_bytes
+    asked = []
+
+    def empty(file_name: str) -> bytes | None:
+        asked.append(file_name)
+        return None
+
+    local = tmp_path / "pyodide-dist"
+    local.mkdir()
+    (local / entry["file_name"]).write_bytes(good)
+    cache = tmp_path / "cache"
+    sources = [("empty", empty), ("local", build.from_local_dist(local)), ("never", never)]
+    assert build.pinned_wheel(entry, cache, sources) == good
+    assert asked == [entry["file_name"]]
+    # A second build is served from the cache without asking any source.
+    assert build.pinned_wheel(entry, cache, [("never", never)]) == good
+
+
+def test_unreachable_cdn_falls_through_and_is_not_retried(monkeypatch):
+    calls = []
+
+    def refuse(url, timeout):
+        calls.append((url, timeout))
+        raise urllib.error.URLError("unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    fetch = build.from_cdn()
+    assert fetch("numpy.whl") is None
+    assert fetch("packaging.whl") is None
+    assert len(calls) == 1
+    assert calls[0][0] == build.CDN_URL + "numpy.whl"
+    assert calls[0][1] <= 5
+
+
+# --- scripts/serve.py
+
+
+@pytest.fixture(scope="module")
+def served(site: Path, tmp_path_factory: pytest.TempPathFactory):
+    log_path = tmp_path_factory.mktemp("serve") / "access.log"
+    httpd = serve.make_server(site, port=0, log_path=log_path)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", log_path
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def head(url: str):
+    with urllib.request.urlopen(urllib.request.Request(url, method="HEAD")) as response:
+        return response.headers
+
+
+def test_every_response_carries_the_csp_of_the_meta_tag(served):
+    base, _ = served
+    meta = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', (ROOT / "index.html").read_text())
+    assert meta, "index.html needs the CSP meta tag"
+    for path in ("/", "/app/worker.js", "/pyodide/pyodide.asm.wasm", "/pyodide/pyodide-lock.json"):
+        assert head(base + path)["Content-Security-Policy"] == meta.group(1) == serve.CSP, path
+    documented = (ROOT / "docs" / "contracts.md").read_text()
+    assert serve.CSP in documented
+
+
+def test_types_and_caching_headers(served, site: Path):
+    base, _ = served
+    wasm = head(base + "/pyodide/pyodide.asm.wasm")
+    assert wasm["Content-Type"] == "application/wasm"
+    assert "immutable" in wasm["Cache-Control"]
+    assert head(base + "/app/client.js")["Content-Type"] == "text/javascript"
+    assert head(base + "/")["Cache-Control"] == "no-cache"
+    assert head(base + "/pyodide/pyodide-lock.json")["Cache-Control"] == "no-cache"
+    project = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())["packages"]["perpendis"]
+    assert head(base + "/pyodide/" + project["file_name"])["Cache-Control"] == "no-cache"
+
+
+def test_access_log_records_paths(served):
+    base, log_path = served
+    with urllib.request.urlopen(base + "/index.html?probe=1") as response:
+        assert response.status == 200
+    assert "GET /index.html?probe=1 " in log_path.read_text()
