@@ -30,12 +30,13 @@ from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
 import build  # noqa: E402
 
 # Resolves with performance.now() (ms since navigation start) when the core is ready.
-READY_AT_JS = """() => import(new URL("app/client.js", location.href)).then(({ core }) => new Promise((resolve, reject) => {
-  core.onStatus((s) => {
+READY_AT_JS = """async () => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  return new Promise((resolve, reject) => core.onStatus((s) => {
     if (s.state === "ready") resolve(performance.now());
     if (s.state === "failed") reject(new Error(s.message));
-  });
-}))"""
+  }));
+}"""
 
 
 def ready_seconds(page, url: str) -> float:

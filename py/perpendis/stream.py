@@ -1,0 +1,223 @@
+"""Compare two ``.npy`` files chunk by chunk, never holding either one whole.
+
+A file larger than memory (or than a 32-bit browser heap) can still be compared,
+because the report is a fold over aligned chunks (:func:`compare.compare_chunks`).
+This module only feeds that fold: it reads both headers, checks the files can be
+paired element for element, then reads the same run of elements from each file, one
+chunk at a time.  Reading is the caller's, as a function ``read(offset, length)``:
+the CLI reads a memory map (:func:`compare_paths`), the browser worker ``Blob.slice``.
+
+Chunks start at the same flat indices as the in-memory comparison's
+(:data:`compare.CHUNK` values each), so the streamed report *is* the in-memory one,
+bounded samples included, not an approximation of it.
+
+Streaming pairs elements in C order.  It does not transpose, broadcast or squeeze
+(those need whole arrays), has no reference input, and refuses a file whose elements
+are stored in Fortran order, with messages saying what to do instead.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .bits import Format, format_of
+from .compare import CHUNK, Chunk, align, compare_chunks, compared_format, convert
+from .errors import InputError
+from .formats.buffer import BytesLike
+from .formats.limits import NPY_HEADER_PREFIX
+from .formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
+from .report import Report
+from .tensor import Tensor, from_numpy
+from .tolerance import resolve
+
+Reader = Callable[[int, int], BytesLike]
+"""``read(offset, length)``: ``length`` bytes of one file from ``offset`` (fewer only at its end)."""
+
+Progress = Callable[[float], object]
+Stop = Callable[[], bool]
+
+STREAM_MIN_BYTES = 256 * 2**20
+"""Combined size of two ``.npy`` files from which the CLI streams them by default."""
+
+
+class Cancelled(Exception):
+    """The caller asked to stop: the comparison was abandoned between two chunks."""
+
+
+@contextmanager
+def _blame(side: str) -> Iterator[None]:
+    """Tag input errors raised inside with the side they concern."""
+    try:
+        yield
+    except InputError as err:
+        err.side = err.side or side
+        raise
+
+
+@dataclass(frozen=True)
+class Source:
+    """One side of a streamed comparison: its header, how to read it, and what it is called."""
+
+    header: NpyHeader
+    read: Reader
+    name: str | None = None
+    side: str = "a"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The compared shape: complex files gain a trailing axis of 2 (real, imaginary)."""
+        return self.header.shape + ((2,) if self.header.is_complex else ())
+
+    @property
+    def per_element(self) -> int:
+        """Compared values per file element: 2 for complex, else 1."""
+        return 2 if self.header.is_complex else 1
+
+    @property
+    def size(self) -> int:
+        """Compared values in the whole file."""
+        return self.header.n_elements * self.per_element
+
+    @property
+    def fmt(self) -> Format:
+        return format_of(self.header.format)
+
+    def sample(self) -> Tensor:
+        """A one-value tensor of this file's element type, read as a whole file would be.
+
+        How an input is described (its dtype, notes on void or complex elements) is
+        decided by the readers of :mod:`perpendis.formats` and :mod:`perpendis.tensor`;
+        asking them about one value keeps that decision in one place.
+        """
+        h = self.header
+        notes = list(h.notes)
+        if h.dtype.kind == "V":
+            return Tensor(np.zeros(1, self.fmt.storage), h.format, h.source, name=self.name, notes=notes)
+        return from_numpy(np.zeros(1, h.dtype), h.source, name=self.name, notes=notes)
+
+    def describe(self) -> dict[str, object]:
+        """:meth:`Tensor.describe` of the whole file, without reading its data."""
+        info = self.sample().describe()
+        info["shape"] = list(self.shape)
+        info["n_elements"] = self.size
+        return info
+
+    def values(self, start: int, count: int) -> np.ndarray:
+        """``count`` compared values from flat index ``start``, in this file's storage dtype."""
+        h, per = self.header, self.per_element
+        offset = h.data_offset + start // per * h.itemsize
+        length = count // per * h.itemsize
+        with _blame(self.side):
+            raw = self.read(offset, length)
+            if len(raw) != length:
+                raise InputError(
+                    f"the .npy file ended early: {length} bytes were expected at offset {offset} but "
+                    f"{len(raw)} were read; was it changed while being compared?"
+                )
+            return decode_chunk(h, raw)
+
+
+def open_source(read: Reader, size: int, name: str | None = None, side: str = "a") -> Source:
+    """Read and check the header of a ``.npy`` file of ``size`` bytes.
+
+    Refuses, with :class:`InputError` tagged with ``side``, anything but a complete
+    ``.npy`` file whose elements are stored in C order.
+    """
+    with _blame(side):
+        header = read_header(read(0, min(size, NPY_HEADER_PREFIX)))
+        present = size - header.data_offset
+        if present < header.nbytes:
+            raise InputError(
+                f"the .npy file is truncated: its header declares {header.n_elements} elements of "
+                f"{header.itemsize} bytes ({header.nbytes} bytes) but only {present} bytes follow"
+            )
+        # Fortran order is C order when at most one axis is longer than 1.
+        if header.fortran_order and sum(n > 1 for n in header.shape) > 1:
+            raise InputError(
+                "the .npy file stores its elements in Fortran order, which cannot be streamed in C order; "
+                "save it with np.save(path, np.ascontiguousarray(x)), or compare it in memory"
+            )
+    return Source(header, read, name, side)
+
+
+def _chunks(a: Source, b: Source, fmt: Format, size: int, stop: Stop | None) -> Iterator[Chunk]:
+    """Aligned chunks of ``size`` compared values in ``fmt``'s storage, read on demand."""
+    total = a.size
+    for start in range(0, total, size):
+        if stop is not None and stop():
+            raise Cancelled(f"cancelled after {start} of {total} values")
+        count = min(size, total - start)
+        yield start, convert(a.values(start, count), a.fmt, fmt), convert(b.values(start, count), b.fmt, fmt)
+
+
+def compare_sources(
+    a: Source,
+    b: Source,
+    *,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+    progress: Progress | None = None,
+    cancelled: Stop | None = None,
+    chunk: int = CHUNK,
+) -> Report:
+    """The report of A against B, read chunk by chunk: equal to :func:`compare.compare`'s.
+
+    ``progress(fraction)`` is called after each chunk; ``cancelled()`` is asked before
+    each read and, once true, stops the comparison with :class:`Cancelled`.  ``chunk``
+    (values per chunk, even so that complex pairs stay whole) sets how much is read at
+    once; at the default the report equals the in-memory one exactly.
+    """
+    if chunk < 2 or chunk % 2:
+        raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
+    if a.shape != b.shape:
+        raise InputError(
+            f"A has shape {list(a.shape)} and B has {list(b.shape)}: streaming pairs the files element for "
+            "element, so their shapes must be equal; compare them in memory to transpose or broadcast"
+        )
+    fmt = compared_format(a.fmt, b.fmt)
+    tol = resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    notes = align(a.sample(), b.sample(), tol).notes
+    chunks = _chunks(a, b, fmt, chunk, cancelled)
+    report = compare_chunks(
+        a.describe(), b.describe(), fmt, a.shape, chunks, tolerance=tol, progress=progress, depth=depth
+    )
+    if progress is not None and a.size == 0:
+        progress(1.0)
+    report.notes = notes + report.notes
+    return report
+
+
+def map_file(path: str | Path, side: str = "a") -> Source:
+    """A source over a read-only memory map of ``path``: pages are read as the fold reaches them.
+
+    The map is closed when the last view of it is gone, not here, so arrays a caller
+    still holds stay valid.
+    """
+    path = Path(path)
+    with _blame(side):
+        try:
+            with path.open("rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError as err:
+            raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
+    view = memoryview(data)
+    return open_source(lambda offset, length: view[offset : offset + length], size, path.name, side)
+
+
+def is_npy_path(path: str | Path) -> bool:
+    """Whether ``path`` names a readable file that starts with the ``.npy`` magic."""
+    try:
+        with Path(path).open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False

@@ -1,0 +1,93 @@
+"""``torch.save`` files made by real torch 2.13 (committed fixtures, see make_file_fixtures.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perpendis.errors import InputError
+from perpendis.formats import torchsave
+
+FILES = Path(__file__).resolve().parent.parent / "fixtures" / "files"
+
+
+@pytest.mark.parametrize("stem", ["torch_checkpoint", "torch_tensor"])
+def test_fixtures_equal_what_torch_saved(stem):
+    expected = np.load(FILES / f"{stem}.expected.npz")
+    formats = json.loads((FILES / f"{stem}.expected.json").read_text())
+    tensors = torchsave.read((FILES / f"{stem}.pt").read_bytes(), f"{stem}.pt")
+    assert [t.name for t in tensors] == list(formats)
+    for tensor in tensors:
+        want = expected[tensor.name]
+        assert tensor.source == "torch.save (zip)"
+        if tensor.format == "float32" and formats[tensor.name] == "complex64":
+            want = want.view(np.float32).reshape(*want.shape, 2)
+        else:
+            assert tensor.format == formats[tensor.name]
+        np.testing.assert_array_equal(tensor.array.view(want.dtype) if want.dtype != bool else tensor.array, want)
+
+
+def test_non_tensor_values_are_skipped_with_a_note():
+    tensors = torchsave.read((FILES / "torch_checkpoint.pt").read_bytes())
+    assert "1 non-tensor values" in tensors[0].notes[0]
+
+
+def test_whole_modules_are_refused_by_global_name():
+    with pytest.raises(InputError, match=r"torch\.nn\.modules\.container\.Sequential"):
+        torchsave.read((FILES / "torch_module.pt").read_bytes())
+
+
+def test_legacy_format_is_refused_clearly():
+    with pytest.raises(InputError, match=r"legacy torch\.save file"):
+        torchsave.read((FILES / "torch_legacy.pt").read_bytes())
+
+
+def test_a_malicious_pickle_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"x": Exploit()}, protocol=2))
+    with pytest.raises(InputError, match=r"global io\.open"):
+        torchsave.read(out.getvalue())
+    assert not marker.exists()
+
+
+def test_a_view_past_its_storage_is_refused():
+    data = (FILES / "torch_tensor.pt").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        members = {info.filename: src.read(info) for info in src.infolist()}
+    name = next(n for n in members if n.endswith("/data.pkl"))
+    members[name] = members[name].replace(b"K\x07\x85", b"K\x09\x85", 1)  # size (7,) → (9,)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    with pytest.raises(InputError, match="reaches element 8 of a storage of 7"):
+        torchsave.read(out.getvalue())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_truncation_and_corruption_raise_input_error(data):
+    raw = bytearray((FILES / "torch_tensor.pt").read_bytes())
+    with pytest.raises(InputError):
+        torchsave.read(bytes(raw[: data.draw(st.integers(0, len(raw) - 1))]))
+    at = data.draw(st.integers(0, len(raw) - 1))
+    raw[at] ^= data.draw(st.integers(1, 255))
+    try:
+        tensors = torchsave.read(bytes(raw))
+    except InputError:
+        return
+    assert all(t.array.dtype == np.dtype(t.fmt.storage) for t in tensors)

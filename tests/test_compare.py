@@ -1,0 +1,213 @@
+"""The numbers of the report, each checked against an independent NumPy computation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perpendis import bits, compare as compare_mod
+from perpendis.compare import aligned_chunks, compare, compare_chunks
+from perpendis.tensor import Tensor, from_numpy
+from perpendis.tolerance import resolve
+
+
+def t(x, source="test"):
+    return from_numpy(np.asarray(x), source)
+
+
+def stepped(x: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Each element moved up by its own number of representable steps."""
+    out = x.copy()
+    for k in range(int(steps.max(initial=0))):
+        move = steps > k
+        out[move] = np.nextafter(out[move], np.array(np.inf, dtype=x.dtype))
+    return out
+
+
+def noisy_pair(n=4000, share=0.1, seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal(n).astype(dtype)
+    steps = np.where(rng.random(n) < share, rng.integers(1, 5, n), 0)
+    return stepped(b, steps), b, steps
+
+
+def test_identical_arrays():
+    x = np.linspace(-1, 1, 50, dtype=np.float32)
+    r = compare(t(x), t(x.copy()))
+    assert r.identical and r.verdict == "identical"
+    assert r.n_bitwise_diff == 0 and r.first_diff is None and r.max_ulp == 0
+
+
+def test_bit_equality_semantics():
+    a = np.array([0.0, np.nan, np.nan, 1.0, np.inf], dtype=np.float32)
+    b = np.array([-0.0, np.nan, 2.0, 1.0, 1.0], dtype=np.float32)
+    r = compare(t(a), t(b))
+    assert r.n_bitwise_diff == 3  # +0/-0, NaN/2, inf/1; the two identical NaNs are equal
+    assert r.n_signed_zero_diff == 1
+    assert r.n_nan_mismatch == 1 and r.nan_mismatch_indices == [[2]]
+    assert r.n_inf_mismatch == 1 and r.inf_mismatch_indices == [[4]]
+    assert r.first_diff.index == [0] and r.first_diff.ulp == 0
+    assert r.ulp_histogram.nonfinite == 2
+    assert r.tolerance.n_fail == 2
+
+
+def test_numbers_match_numpy():
+    a, b, steps = noisy_pair()
+    r = compare(t(a), t(b))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    err = np.abs(a64 - b64)
+    rel = err / np.abs(b64)
+    assert r.n_bitwise_diff == int((steps > 0).sum())
+    assert r.first_diff.flat == int(np.flatnonzero(a != b)[0])
+    assert r.max_ulp == int(steps.max())
+    assert r.max_ulp == int(np.testing.assert_array_max_ulp(a, b, maxulp=100).max())
+    assert r.max_abs_diff == err.max() and r.worst["abs"].flat == int(np.argmax(err))
+    assert r.max_rel_diff == rel.max() and r.worst["rel"].flat == int(np.argmax(rel))
+    s = r.stats
+    assert s.mean_abs == pytest.approx(err.mean(), rel=1e-12)
+    assert s.mean_rel == pytest.approx(rel.mean(), rel=1e-12)
+    for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)):
+        assert getattr(s, f"{key}_abs") == pytest.approx(np.quantile(err, q), rel=1e-12, abs=1e-300)
+        assert getattr(s, f"{key}_rel") == pytest.approx(np.quantile(rel, q), rel=1e-12, abs=1e-300)
+    assert s.rmse == pytest.approx(np.sqrt(np.mean(err**2)), rel=1e-12)
+    cosine = np.dot(a64, b64) / np.sqrt(np.dot(a64, a64) * np.dot(b64, b64))
+    assert 1 - s.cosine == pytest.approx(1 - cosine, rel=1e-3)
+    assert s.snr_db == pytest.approx(10 * np.log10(np.dot(b64, b64) / np.dot(err, err)), rel=1e-6)
+
+
+def test_ulp_histogram_bins():
+    b = np.linspace(1, 2, 30, dtype=np.float32)
+    steps = np.array([0, 1, 2, 3, 4, 5, 8, 9, 16, 17] * 3)
+    r = compare(t(stepped(b, steps)), t(b))
+    h = r.ulp_histogram
+    assert h.edges == ["0", "1", "2", "3-4", "5-8", "9-16", "17-32"]
+    assert h.counts == [3, 3, 3, 6, 6, 6, 3]
+    assert sum(h.counts) + h.nonfinite == r.n_elements
+
+
+def test_relative_difference_is_zero_where_both_are_zero():
+    a = np.array([0.0, -0.0, 1.0], dtype=np.float32)
+    b = np.array([0.0, 0.0, 1.0], dtype=np.float32)
+    r = compare(t(a), t(b))
+    assert r.max_rel_diff == 0.0 and r.stats.mean_rel == 0.0
+
+
+def test_min_tolerance_is_the_boundary():
+    a, b, _ = noisy_pair(seed=3)
+    r = compare(t(a), t(b), preset="fp32-cpu")
+    need_atol = r.min_tolerance.atol_at_rtol
+    assert compare(t(a), t(b), atol=need_atol, rtol=1e-3).tolerance.passed
+    assert not compare(t(a), t(b), atol=need_atol * 0.99, rtol=0.0).tolerance.passed or need_atol == 0
+    big = a * np.float32(1.001)
+    r = compare(t(big), t(b), rtol=0.0, atol=1e-5)
+    need_rtol = r.min_tolerance.rtol_at_atol
+    assert compare(t(big), t(b), atol=1e-5, rtol=need_rtol).tolerance.passed
+    assert not compare(t(big), t(b), atol=1e-5, rtol=need_rtol * 0.99).tolerance.passed
+
+
+def test_integers_compare_exactly():
+    a = np.array([1, 5, -3, 100], dtype=np.int32)
+    b = np.array([1, 2, -3, 90], dtype=np.int32)
+    r = compare(t(a), t(b))
+    assert r.tolerance.preset == "exact" and r.tolerance.n_fail == 2
+    assert r.max_ulp == 10 and r.worst["ulp"].index == [3]
+    assert r.verdict == "investigate"
+
+
+def test_bfloat16_held_as_bits():
+    fmt = bits.format_of("bfloat16")
+    b = bits.from_float64(np.linspace(1, 3, 40), fmt)
+    a = b.copy()
+    a[::4] += 2  # two steps up: same sign, no carry into the exponent for these codes
+    r = compare(Tensor(a, "bfloat16", "test"), Tensor(b, "bfloat16", "test"))
+    assert r.compared_as == "bfloat16" and r.max_ulp == 2 and r.n_bitwise_diff == 10
+    assert r.tolerance.preset == "bf16" and r.tolerance.passed
+    assert r.first_diff.a_bits.count(" ") == 2 and len(r.first_diff.a_bits) == 18
+
+
+def test_dtype_mismatch_rounds_the_wider_side():
+    x = np.random.default_rng(1).standard_normal(100)
+    r = compare(t(x.astype(np.float16)), t(x.astype(np.float32)))
+    assert r.compared_as == "float16" and not r.dtype_match
+    assert r.n_bitwise_diff == 0 and not r.identical
+    assert any("rounded to float16" in n for n in r.notes)
+
+
+def test_transposed_layout_is_found():
+    nchw = np.random.default_rng(2).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    nhwc = np.ascontiguousarray(nchw.transpose(0, 2, 3, 1))
+    r = compare(t(nhwc), t(nchw))
+    assert r.layout["perm"] == [0, 3, 1, 2]
+    assert r.compared_shape == [2, 3, 4, 5] and r.n_bitwise_diff == 0
+    assert not r.shape_match and r.verdict == "investigate"
+
+
+def test_size_one_axes_and_broadcast_and_incompatible():
+    x = np.arange(6, dtype=np.float32)
+    r = compare(t(x), t(x.reshape(6, 1)))
+    assert r.layout["kind"] == "squeeze" and r.compared_shape == [6, 1] and r.n_bitwise_diff == 0
+    row = np.arange(4, dtype=np.float32)
+    r = compare(t(row), t(np.tile(row, (3, 1))))
+    assert r.layout["kind"] == "broadcast" and r.compared_shape == [3, 4] and r.n_bitwise_diff == 0
+    r = compare(t(np.zeros((2, 3), np.float32)), t(np.zeros((4, 5), np.float32)))
+    assert r.compared_shape is None and r.n_elements == 0 and r.verdict == "investigate"
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), chunk=st.integers(1, 300))
+def test_any_chunking_gives_the_same_report(seed, chunk):
+    a, b, _ = noisy_pair(n=500, share=0.3, seed=seed)
+    a[seed % 500] = np.nan
+    whole = compare(t(a), t(b))
+    fmt = bits.format_of("float32")
+    tol = resolve(fmt)
+    parts = compare_chunks(t(a).describe(), t(b).describe(), fmt, (500,), aligned_chunks(a, b, chunk), tolerance=tol)
+    d1, d2 = whole.to_dict(), parts.to_dict()
+    s1, s2 = d1.pop("stats"), d2.pop("stats")  # sums in another order: equal up to rounding
+    assert d1 == d2
+    assert s1 == pytest.approx(s2, rel=1e-9, abs=1e-15)
+
+
+def test_percentiles_from_a_bounded_sample(monkeypatch):
+    a, b, _ = noisy_pair(n=200_000, share=0.5, seed=5)
+    exact = compare(t(a), t(b)).stats
+    monkeypatch.setattr(compare_mod, "ERROR_SAMPLE_CAP", 5000)
+    fmt = bits.format_of("float32")
+    sampled = compare_chunks(
+        t(a).describe(), t(b).describe(), fmt, a.shape, aligned_chunks(a, b, 10_000), tolerance=resolve(fmt)
+    ).stats
+    for key in ("p90_abs", "p99_abs", "p90_rel", "p99_rel"):
+        assert getattr(sampled, key) == pytest.approx(getattr(exact, key), rel=0.1)
+    assert sampled.mean_abs == exact.mean_abs  # sums stay exact
+
+
+def test_progress_is_reported_per_chunk():
+    a, b, _ = noisy_pair(n=1000)
+    seen = []
+    fmt = bits.format_of("float32")
+    compare_chunks(t(a).describe(), t(b).describe(), fmt, (1000,), aligned_chunks(a, b, 300), progress=seen.append)
+    assert seen == pytest.approx([0.3, 0.6, 0.9, 1.0])
+
+
+def test_per_axis_failure_counts():
+    b = np.zeros((4, 6), dtype=np.float32)
+    a = b.copy()
+    a[2] = 1.0
+    a[0, 5] = 1.0
+    r = compare(t(a), t(b))
+    rows, cols = r.axes
+    assert rows.fail_counts == [1, 0, 6, 0] and rows.top[0] == [2, 6 / 7]
+    assert cols.fail_counts == [1, 1, 1, 1, 1, 2]
+
+
+def test_reference_judges_b_against_a():
+    rng = np.random.default_rng(4)
+    truth = rng.standard_normal(1000)
+    a = (truth + rng.standard_normal(1000) * 1e-6).astype(np.float32)  # a sloppier run
+    good = truth.astype(np.float32)  # correctly rounded
+    r = compare(t(a), t(good), ref=t(truth))
+    assert r.reference.equivalent and r.reference.b_max_ulp == 0
+    assert r.reference.b_rmse < r.reference.a_rmse
+    bad = (truth * 1.01).astype(np.float32)
+    r = compare(t(good), t(bad), ref=t(truth))
+    assert not r.reference.equivalent and r.reference.ratio > 100

@@ -1,0 +1,104 @@
+"""Tolerance presets: resolution rules, and agreement with torch.testing and numpy.testing."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perpendis.bits import format_of
+from perpendis.compare import compare
+from perpendis.errors import InputError
+from perpendis.tensor import from_numpy
+from perpendis.tolerance import PRESETS, default_preset, resolve, within
+
+
+@pytest.mark.parametrize(
+    ("fmt", "preset"),
+    [
+        ("float32", "fp32-cpu"),
+        ("float16", "fp16"),
+        ("bfloat16", "bf16"),
+        ("float64", "fp64"),
+        ("float8_e4m3fn", "fp8"),
+        ("float8_e5m2", "fp8"),
+        ("int32", "exact"),
+        ("bool", "exact"),
+    ],
+)
+def test_default_preset_follows_the_format(fmt, preset):
+    assert default_preset(format_of(fmt)) == preset
+
+
+def test_presets_from_the_guide():
+    got = {name: (p.atol, p.rtol) for name, p in PRESETS.items()}
+    assert got["fp32-cpu"] == (1e-5, 1e-3)
+    assert got["fp32-tf32"] == (1e-3, 1e-2)
+    assert got["fp16"] == (1e-2, 1e-2)
+    assert got["bf16"] == (1e-2, 2e-2)
+    assert got["numpy-default"] == (0.0, 1e-7)
+
+
+def test_explicit_values_override_one_side_of_the_preset():
+    tol = resolve(format_of("float32"), preset="fp16", rtol=0.5)
+    assert (tol.atol, tol.rtol, tol.preset) == (1e-2, 0.5, "fp16")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "atol", "rtol"),
+    [("float16", 1e-5, 1e-3), ("bfloat16", 1e-5, 1.6e-2), ("float32", 1e-5, 1.3e-6), ("float64", 1e-7, 1e-7)],
+)
+def test_torch_default_is_per_dtype(fmt, atol, rtol):
+    tol = resolve(format_of(fmt), preset="torch-default")
+    assert (tol.atol, tol.rtol) == (atol, rtol)
+
+
+def test_numpy_default_warns_about_atol_zero():
+    tol = resolve(format_of("float32"), preset="numpy-default")
+    assert tol.warning and "atol" in tol.warning
+    assert resolve(format_of("float32"), preset="numpy-default", atol=1e-6).warning is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [({"preset": "fp-nope"}, "unknown tolerance preset"), ({"atol": -1}, "atol"), ({"rtol": "x"}, "rtol")],
+)
+def test_bad_tolerance_is_an_input_error(kwargs, needle):
+    with pytest.raises(InputError, match=needle):
+        resolve(format_of("float32"), **kwargs)
+
+
+def test_within_fails_nan():
+    tol = resolve(format_of("float32"))
+    assert not within(np.array([np.nan]), np.array([1.0]), tol)[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), log_noise=st.floats(-9, -1))
+def test_torch_default_passes_exactly_when_assert_close_does(dtype, seed, log_noise):
+    rng = np.random.default_rng(seed)
+    expected = torch.from_numpy(rng.standard_normal(64)).to(dtype)
+    actual = (expected.double() * (1 + 10**log_noise * torch.from_numpy(rng.standard_normal(64)))).to(dtype)
+    try:
+        torch.testing.assert_close(actual, expected)
+        torch_passed = True
+    except AssertionError:
+        torch_passed = False
+    report = compare(from_numpy(actual.numpy(), "a"), from_numpy(expected.numpy(), "b"), preset="torch-default")
+    assert report.tolerance.passed == torch_passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), log_noise=st.floats(-10, -4))
+def test_numpy_default_passes_exactly_when_assert_allclose_does(seed, log_noise):
+    rng = np.random.default_rng(seed)
+    desired = rng.standard_normal(64)
+    actual = desired * (1 + 10**log_noise * rng.standard_normal(64))
+    try:
+        np.testing.assert_allclose(actual, desired)
+        numpy_passed = True
+    except AssertionError:
+        numpy_passed = False
+    report = compare(from_numpy(actual, "a"), from_numpy(desired, "b"), preset="numpy-default")
+    assert report.tolerance.passed == numpy_passed
