@@ -169,6 +169,8 @@ function toleranceOptions() {
 
 async function compare() {
   clearError();
+  // Fields typed just before pressing Compare count, even before their debounce fires.
+  if (fieldsTimer !== null && !applyFields()) return;
   const job = ++state.job;
   const inputs = currentInputs();
   const { inputs: requestInputs, transfer } = toRequest(inputs);
@@ -327,19 +329,35 @@ function markSlice() {
 // ---------------------------------------------------------------- tolerance controls
 
 function syncToleranceFields(t) {
-  $("preset").value = state.tolerance.preset ?? (state.tolerance.atol === undefined ? "" : "custom");
+  const custom = state.tolerance.atol !== undefined || state.tolerance.rtol !== undefined;
+  $("preset").value = state.tolerance.preset ?? (custom ? "custom" : "");
   $("atol").value = String(t.atol);
   $("rtol").value = String(t.rtol);
 }
 
+/** A tolerance field: undefined when empty (the core's default), null when not a number. */
 function readNumber(id) {
   const text = $(id).value.trim();
+  if (text === "") return undefined;
   const value = Number(text);
-  if (text === "" || !Number.isFinite(value) || value < 0) {
+  if (!Number.isFinite(value) || value < 0) {
     showError({ message: `${id} must be a non-negative number such as 1e-5; "${text}" is not.`, where: id, side: null });
     return null;
   }
   return value;
+}
+
+let fieldsTimer = null;
+
+/** Take atol/rtol as typed; false when one of them is not a number. */
+function applyFields() {
+  clearTimeout(fieldsTimer);
+  fieldsTimer = null;
+  const atol = readNumber("atol");
+  const rtol = readNumber("rtol");
+  if (atol === null || rtol === null) return false;
+  state.tolerance = Object.fromEntries(Object.entries({ atol, rtol }).filter(([, v]) => v !== undefined));
+  return true;
 }
 
 function wireTolerance() {
@@ -348,17 +366,12 @@ function wireTolerance() {
     state.tolerance = preset && preset !== "custom" ? { preset } : {};
     rejudge();
   });
-  let timer = null;
   for (const id of ["atol", "rtol"]) {
     $(id).addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
+      clearTimeout(fieldsTimer);
+      fieldsTimer = setTimeout(() => {
         clearError();
-        const atol = readNumber("atol");
-        const rtol = readNumber("rtol");
-        if (atol === null || rtol === null) return;
-        state.tolerance = { atol, rtol };
-        rejudge();
+        if (applyFields()) rejudge();
       }, 250);
     });
   }

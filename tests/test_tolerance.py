@@ -5,7 +5,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from perpendis.bits import format_of
 from perpendis.compare import compare
 from perpendis.errors import InputError
@@ -28,6 +27,11 @@ from perpendis.tolerance import PRESETS, default_preset, resolve, within
 )
 def test_default_preset_follows_the_format(fmt, preset):
     assert default_preset(format_of(fmt)) == preset
+
+
+def test_default_preset_of_a_mixed_pair_is_the_narrower_format():
+    assert default_preset(format_of("float32"), format_of("float16")) == "fp16"
+    assert default_preset(format_of("int64"), format_of("bfloat16")) == "bf16"
 
 
 def test_presets_from_the_guide():

@@ -100,6 +100,11 @@ def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
     return np.asarray(array).astype(dst.storage)
 
 
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping 0-d arrays 0-d (``np.ascontiguousarray`` makes them 1-d)."""
+    return np.ascontiguousarray(array).reshape(np.shape(array))
+
+
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
@@ -124,9 +129,7 @@ def _permutation_score(a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt:
 
 
 def _best_permutation(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[tuple[int, ...], int]:
-    candidates = [
-        p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape
-    ]
+    candidates = [p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape]
     scored = [(_permutation_score(a, b, p, fmt, tol), p) for p in candidates]
     score, perm = max(scored, key=lambda sp: sp[0])
     return perm, score
@@ -145,17 +148,17 @@ def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
     xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
     sa, sb = a.shape, b.shape
     if sa == sb:
-        return Aligned(fmt, np.ascontiguousarray(xa), np.ascontiguousarray(xb), {"kind": "same"}, notes)
+        return Aligned(fmt, _contiguous(xa), _contiguous(xb), {"kind": "same"}, notes)
     if a.size == b.size and _squeezed(sa) == _squeezed(sb):
         notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} differ only by size-1 axes; compared in B's shape")
-        return Aligned(fmt, np.ascontiguousarray(xa).reshape(sb), np.ascontiguousarray(xb), {"kind": "squeeze"}, notes)
+        return Aligned(fmt, _contiguous(xa).reshape(sb), _contiguous(xb), {"kind": "squeeze"}, notes)
     if len(sa) == len(sb) and sorted(sa) == sorted(sb) and len(sa) <= PERMUTE_MAX_DIMS:
         perm, score = _best_permutation(xa, xb, fmt, tol)
         sample = min(PERMUTE_SAMPLE, b.size)
         agree = score / (2 * sample) if sample else 0.0
         notes.append(f"A was transposed with axes {perm} to B's shape {_shape_str(sb)} before comparing values")
         layout = {"kind": "transpose", "perm": list(perm), "agree": agree}
-        return Aligned(fmt, np.ascontiguousarray(xa.transpose(perm)), np.ascontiguousarray(xb), layout, notes)
+        return Aligned(fmt, _contiguous(xa.transpose(perm)), _contiguous(xb), layout, notes)
     try:
         common = np.broadcast_shapes(sa, sb)
     except ValueError:
@@ -163,7 +166,7 @@ def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
     if common is not None and math.prod(common) == max(a.size, b.size):
         notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} were broadcast to {_shape_str(common)} to compare")
         layout = {"kind": "broadcast", "shape": list(common)}
-        wide_a, wide_b = (np.ascontiguousarray(np.broadcast_to(x, common)) for x in (xa, xb))
+        wide_a, wide_b = (_contiguous(np.broadcast_to(x, common)) for x in (xa, xb))
         return Aligned(fmt, wide_a, wide_b, layout, notes)
     layout = {"kind": "none", "broadcast": None if common is None else list(common)}
     return Aligned(fmt, None, None, layout, notes)
@@ -205,9 +208,13 @@ def _subsample(rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray
     return rows[np.sort(rng.choice(len(rows), size=k, replace=False))]
 
 
-def _sample_of(rows: np.ndarray, cap: int) -> Sample:
-    kept = _subsample(rows, cap, np.random.default_rng(len(rows)))
-    return Sample(len(rows), [kept] if len(kept) else [])
+def _sample_of(cap: int, *columns: np.ndarray) -> Sample:
+    """A sample of the rows made of ``columns``, choosing rows before building them."""
+    n = len(columns[0])
+    if n == 0:
+        return Sample()
+    keep = slice(None) if n <= cap else np.sort(np.random.default_rng(n).choice(n, size=cap, replace=False))
+    return Sample(n, [np.column_stack([c[keep] for c in columns])])
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,7 +251,7 @@ class Partial:
     n_inf: int = 0
     inf_flat: list[int] = field(default_factory=list)
     n_signed_zero: int = 0
-    hist: np.ndarray = field(default_factory=lambda: np.zeros(66, dtype=np.int64))
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(66, dtype=np.int64))  # bins of distances < 2**64
     ulp_nonfinite: int = 0
     n_excluded: int = 0  # elements left out of the stats: non-finite on either side
     sum_abs: float = 0.0
@@ -287,7 +294,7 @@ class Partial:
             errors=self.errors.merge(o.errors, ERROR_SAMPLE_CAP),
             n_fail=self.n_fail + o.n_fail,
             first_fail=_earlier(self.first_fail, o.first_fail),
-            axis_fails=[x + y for x, y in zip(self.axis_fails, o.axis_fails, strict=True)] or o.axis_fails,
+            axis_fails=[x + y for x, y in zip(self.axis_fails, o.axis_fails, strict=True)],
             need_atol=max(self.need_atol, o.need_atol),
             need_rtol=max(self.need_rtol, o.need_rtol),
             diffs=self.diffs.merge(o.diffs, PATTERN_SAMPLE_CAP),
@@ -296,7 +303,12 @@ class Partial:
 
 
 def _buckets(size: int) -> int:
-    return -(-size // AXIS_CAP)
+    """Indices per failure-count entry, so that an axis has at most AXIS_CAP entries."""
+    return max(1, -(-size // AXIS_CAP))
+
+
+def _axis_counts(shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.zeros(-(-n // _buckets(n)), dtype=np.int64) for n in shape]
 
 
 def _ulp_bins(dist: np.ndarray) -> np.ndarray:
@@ -343,8 +355,7 @@ def chunk_partial(
     """The partial result of one aligned chunk: flat elements ``start ...`` of both sides."""
     a, b = np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
     ra, rb = bits.raw_bits(a, fmt), bits.raw_bits(b, fmt)
-    axes = [np.zeros(-(-n // _buckets(n)), dtype=np.int64) for n in shape]
-    p = Partial(n=a.size, axis_fails=axes)
+    p = Partial(n=a.size, axis_fails=_axis_counts(shape))
     diff = np.flatnonzero(ra != rb)
     p.hist[0] = a.size - diff.size
     s_bb = _sum_squares(b, fmt)
@@ -390,11 +401,14 @@ def chunk_partial(
     if exact_sum:
         p.n_excluded = int((~finite).sum())
         p.s_bb -= float(np.dot(vb[~finite & np.isfinite(vb)], vb[~finite & np.isfinite(vb)]))
-    p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.dot(fd, fd))
-    p.d_aa = float(np.dot(fa, fa) - np.dot(fb, fb))
-    p.d_ab = float(np.dot(fa, fb) - np.dot(fb, fb))
+    p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.square(fd).sum())
+    # Σa² - Σb² and Σab - Σb² over the differing elements, without the cancellation of
+    # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
+    signed = fa - fb
+    p.d_aa = float((signed * (fa + fb)).sum())
+    p.d_ab = float((signed * fb).sum())
     nonzero = fd > 0
-    p.errors = _sample_of(np.column_stack([fd[nonzero], fr[nonzero]]), ERROR_SAMPLE_CAP)
+    p.errors = _sample_of(ERROR_SAMPLE_CAP, fd[nonzero], fr[nonzero])
 
     passed = within(absd, absb, tol) | (nan_a & nan_b)
     failed = ~passed
@@ -408,9 +422,8 @@ def chunk_partial(
     p.need_atol = float(np.max(fd - tol.rtol * np.abs(fb), initial=0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p.need_rtol = float(np.max(np.where(fd <= tol.atol, 0.0, (fd - tol.atol) / np.abs(fb)), initial=0.0))
-    rows = np.column_stack([flat.astype(np.float64), va, vb])
-    p.diffs = _sample_of(rows, PATTERN_SAMPLE_CAP)
-    p.fails = _sample_of(rows[failed], PATTERN_SAMPLE_CAP)
+    p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat.astype(np.float64), va, vb)
+    p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat[failed].astype(np.float64), va[failed], vb[failed])
     return p
 
 
@@ -438,7 +451,7 @@ def fold(
             progress(merged.n / total if total else 1.0)
         return merged
 
-    empty = Partial(axis_fails=[np.zeros(-(-n // _buckets(n)), dtype=np.int64) for n in shape])
+    empty = Partial(axis_fails=_axis_counts(shape))
     return reduce(step, chunks, empty)
 
 
@@ -723,4 +736,3 @@ def compare(
         progress(1.0)
     diagnose(report, depth=depth)
     return report
-

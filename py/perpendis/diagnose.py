@@ -49,14 +49,23 @@ def _index_ranges(indices: list[int], bucket: int) -> str:
 
 def _shape_findings(r: Report) -> list[Finding]:
     layout = r.layout
-    kind = layout.get("kind", "same")
+    kind = layout.get("kind")
     sa, sb = _shape(r.a["shape"]), _shape(r.b["shape"])
-    out: list[Finding] = []
-    if not r.shape_match:
-        out.append(Finding("shape", "error", f"A has shape {sa} but B has {sb}"))
+    if r.shape_match:
+        return []
+    differ = f"A has shape {sa} but B has {sb}"
     if kind == "squeeze":
-        out.append(Finding("shape", "error", f"{sa} and {sb} differ only by size-1 axes; compared in B's shape"))
-    elif kind == "transpose":
+        return [Finding("shape", "error", f"{differ}: they differ only by size-1 axes; compared in B's shape")]
+    if kind == "none":
+        extra = ""
+        if layout.get("broadcast") is not None:
+            extra = (
+                f"; they broadcast to {_shape(layout['broadcast'])}, which compares every pair — "
+                "usually a missing squeeze or unsqueeze"
+            )
+        return [Finding("shape", "error", f"{differ}: the shapes cannot be aligned, so no values were compared{extra}")]
+    out = [Finding("shape", "error", differ)]
+    if kind == "transpose":
         perm = tuple(layout["perm"])
         names = _LAYOUT_NAMES.get(perm)
         named = f" (A is {names[0]}, B is {names[1]})" if names else ""
@@ -78,14 +87,6 @@ def _shape_findings(r: Report) -> list[Finding]:
                 "reduction dropped an axis; compared after broadcasting",
             )
         )
-    elif kind == "none":
-        extra = ""
-        if layout.get("broadcast") is not None:
-            extra = (
-                f"; they broadcast to {_shape(layout['broadcast'])}, which compares every pair — "
-                "usually a missing squeeze or unsqueeze"
-            )
-        out.append(Finding("shape", "error", f"the shapes cannot be aligned, so no values were compared{extra}"))
     return out
 
 

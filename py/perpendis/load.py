@@ -26,7 +26,8 @@ def load_text(text: str) -> list[Tensor]:
 def load_bytes(data: BytesLike, name: str | None = None) -> list[Tensor]:
     """The tensors in a file's bytes: a tensor file, or text of pasted output."""
     if formats.looks_like_text(data):
-        return load_text(bytes(data).decode("utf-8"))
+        # Only the first 64 KiB were checked; a bad byte later becomes U+FFFD for the parser to name.
+        return load_text(bytes(data).decode("utf-8", errors="replace"))
     return formats.read(data, name)
 
 

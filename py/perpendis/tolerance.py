@@ -77,9 +77,13 @@ _DEFAULT_FOR_FORMAT = {
 }
 
 
-def default_preset(fmt: Format) -> str:
-    """The preset for values compared in ``fmt`` (the narrower side's format on a dtype mismatch)."""
-    return _DEFAULT_FOR_FORMAT.get(fmt.name, "exact")
+def default_preset(fmt_a: Format, fmt_b: Format | None = None) -> str:
+    """The preset for values compared in ``fmt_a``, or in the format A and B are compared in."""
+    if fmt_b is not None:
+        from .compare import compared_format
+
+        fmt_a = compared_format(fmt_a, fmt_b)
+    return _DEFAULT_FOR_FORMAT.get(fmt_a.name, "exact")
 
 
 def _number(value: object, name: str) -> float:

@@ -1,0 +1,553 @@
+"""The speed benchmark: start-up, full reports, parsing, memory and streaming, native and in the tab.
+
+Every figure is measured in one run on one machine, so the ratios between them are fair
+even where the absolute numbers are noisy.  Nothing here asserts: a missed target is
+something to investigate (``py-spy`` natively, the per-stage timings in the tab), not a
+failing test.
+
+The tab figures come from the real built site served by ``scripts/serve.py`` in Debian's
+Chromium driven by Playwright (never ``playwright install``).  Besides the page itself,
+the benchmark adds three files of its own to the temporary site, all same-origin so the
+page's Content-Security-Policy holds: a worker running a bare single-pass JavaScript diff
+(the yardstick for the full report), a worker hosting Pyodide with ``perpendis`` the way
+``app/worker.js`` does but reporting per-stage timings and the wasm heap size, and an
+empty page with two file inputs, so that multi-gigabyte files reach a worker as ``File``
+objects without the page ever reading them.
+
+Usage::
+
+    python bench/run.py            # everything: sizes up to 64M elements, 2 x 3 GB streamed
+    python bench/run.py --quick    # smaller sizes and files, under five minutes
+    python bench/run.py --json     # also print all figures as one JSON object (last line)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", ROOT / "bench"):
+    sys.path.insert(0, str(path))
+
+import serve  # noqa: E402
+from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from perpendis import api, stream  # noqa: E402
+from perpendis.parse import parse_text  # noqa: E402
+from startup import READY_AT_JS  # noqa: E402
+
+import build  # noqa: E402
+
+M = 1 << 20
+DIFF_FRACTION = 0.1  # share of elements one ULP apart: a typical rounding difference
+TARGETS = {
+    "interactive_ms": ("<=", 300),
+    "ready_cold_s": ("<=", 3.0),
+    "ready_warm_s": ("<=", 1.5),
+    "report_16m_vs_js": ("<=", 3.0),
+    "report_16m_tab_vs_native": ("<=", 1.0),
+    "parse_1m_tab_ms": ("<=", 1000),
+    "parse_1m_vs_numpy": ("<=", 2.0),
+    "peak_memory_ratio": ("<=", 3.0),
+    "stream_mb_per_s": (">=", 200),
+    "stream_heap_mb": ("<=", 512),
+    "longest_task_ms": ("<=", 100),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs: written by NumPy, the same bytes natively and in the tab.
+
+
+def rounding_pair(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two float32 arrays where a tenth of the elements differ by one ULP, as after a reordered sum."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n, dtype=np.float32)
+    b = a.copy()
+    hit = rng.random(n) < DIFF_FRACTION
+    b[hit] = np.nextafter(b[hit], np.where(rng.random(int(hit.sum())) < 0.5, -np.inf, np.inf).astype(np.float32))
+    return a, b
+
+
+def save_pair(directory: Path, n: int) -> tuple[Path, Path]:
+    a, b = rounding_pair(n, seed=n)
+    paths = directory / f"a{n}.npy", directory / f"b{n}.npy"
+    np.save(paths[0], a)
+    np.save(paths[1], b)
+    return paths
+
+
+def write_big_pair(directory: Path, n: int) -> tuple[Path, Path]:
+    """Two ``.npy`` files of ``n`` float32 each, written chunk by chunk so they may exceed memory."""
+    paths = directory / "big_a.npy", directory / "big_b.npy"
+    maps = [np.lib.format.open_memmap(p, mode="w+", dtype=np.float32, shape=(n,)) for p in paths]
+    for start in range(0, n, 16 * M):
+        stop = min(n, start + 16 * M)
+        maps[0][start:stop], maps[1][start:stop] = rounding_pair(stop - start, seed=start)
+    for m in maps:
+        m.flush()
+    del maps
+    return paths
+
+
+def pasted_text(n: int) -> str:
+    """What ``print(repr(x))`` shows for a float32 NumPy array of ``n`` elements printed in full."""
+    values = np.random.default_rng(5).standard_normal(n, dtype=np.float32)
+    with np.printoptions(threshold=sys.maxsize):
+        return repr(values)
+
+
+# ---------------------------------------------------------------------------------------
+# Native figures.
+
+
+def best_ms(run: Callable[[], object], repeat: int) -> float:
+    """Fastest of ``repeat`` runs: the least disturbed by the other work on a shared machine."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1000)
+    return min(times)
+
+
+def handle_compare(data_a: bytes, data_b: bytes) -> dict[str, Any]:
+    """The worker's request for two dropped files, run natively through the same entry point."""
+    request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
+    result = api.handle(request, {"a": data_a, "b": data_b})
+    if not result["ok"]:
+        raise RuntimeError(f"the benchmark's own inputs were refused: {result['error']}")
+    return result
+
+
+def native_reports(pairs: dict[int, tuple[Path, Path]], repeat: int) -> dict[int, float]:
+    out = {}
+    for n, (pa, pb) in pairs.items():
+        data_a, data_b = pa.read_bytes(), pb.read_bytes()
+        out[n] = best_ms(lambda a=data_a, b=data_b: handle_compare(a, b), repeat)
+    return out
+
+
+def native_peak_ratio(pa: Path, pb: Path) -> float:
+    """Peak bytes NumPy and Python allocate for a full report, over the two files' size."""
+    data_a, data_b = pa.read_bytes(), pb.read_bytes()
+    tracemalloc.start()
+    try:
+        handle_compare(data_a, data_b)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak / (len(data_a) + len(data_b))
+
+
+def native_parse(text: str, repeat: int) -> tuple[float, float]:
+    """``parse_text`` against NumPy's own fastest text reader on the numbers alone."""
+    numbers = text[text.index("[") + 1 : text.rindex("]")]
+    parse_ms = best_ms(lambda: parse_text(text), repeat)
+    numpy_ms = best_ms(lambda: np.fromstring(numbers, dtype=np.float32, sep=","), repeat)
+    return parse_ms, numpy_ms
+
+
+def native_stream(pa: Path, pb: Path) -> float:
+    """MB/s of both files streamed through memory maps (the CLI's path)."""
+    start = time.perf_counter()
+    stream.compare_sources(stream.map_file(pa, "a"), stream.map_file(pb, "b"))
+    return (pa.stat().st_size + pb.stat().st_size) / 1e6 / (time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------------------
+# In the tab: helper files added to the temporary site.
+
+JS_DIFF_WORKER = r"""
+// One pass over two float32 .npy payloads with the core's per-element logic: bit compare,
+// and for differing elements NaN mismatch, ULP distance by ordered keys and its histogram,
+// absolute and relative error with their worst elements, the allclose test; plus the one
+// full pass of float maths the core also makes (sum of b squared).
+function payload(buffer) {
+  const view = new DataView(buffer);
+  const major = view.getUint8(6);
+  const offset = major === 1 ? 10 + view.getUint16(8, true) : 12 + view.getUint32(8, true);
+  return offset;
+}
+self.onmessage = (event) => {
+  const { a, b, atol, rtol } = event.data;
+  const t0 = performance.now();
+  const oa = payload(a), ob = payload(b);
+  const n = (a.byteLength - oa) / 4;
+  const fa = new Float32Array(a, oa, n), fb = new Float32Array(b, ob, n);
+  const ua = new Uint32Array(a, oa, n), ub = new Uint32Array(b, ob, n);
+  const hist = new Float64Array(34);
+  let nDiff = 0, first = -1, nNan = 0, nFail = 0, maxUlp = 0, iUlp = -1, maxAbs = 0, iAbs = -1;
+  let maxRel = 0, iRel = -1, sbb = 0, sse = 0;
+  for (let i = 0; i < n; i++) {
+    const vb = fb[i];
+    sbb += vb * vb;
+    const x = ua[i], y = ub[i];
+    if (x === y) continue;
+    nDiff++;
+    if (first < 0) first = i;
+    const va = fa[i];
+    if ((va !== va) !== (vb !== vb)) { nNan++; nFail++; continue; }
+    const ka = x >= 0x80000000 ? 0x80000000 - (x - 0x80000000) : 0x80000000 + x;
+    const kb = y >= 0x80000000 ? 0x80000000 - (y - 0x80000000) : 0x80000000 + y;
+    const d = Math.abs(ka - kb);
+    hist[d <= 2 ? d : 34 - Math.clz32(d - 1)]++;
+    if (d > maxUlp) { maxUlp = d; iUlp = i; }
+    const ad = Math.abs(va - vb);
+    const rd = ad / Math.abs(vb);
+    if (ad > maxAbs) { maxAbs = ad; iAbs = i; }
+    if (rd > maxRel) { maxRel = rd; iRel = i; }
+    sse += ad * ad;
+    if (!(ad <= atol + rtol * Math.abs(vb))) nFail++;
+  }
+  const ms = performance.now() - t0;
+  self.postMessage({ ms, n, nDiff, first, nNan, nFail, maxUlp, iUlp, maxAbs, iAbs, maxRel, iRel, sbb, sse });
+};
+"""
+
+PY_WORKER = r"""
+// Pyodide with perpendis, loaded as app/worker.js loads it, running one benchmark snippet per
+// message and reporting the wasm heap size around it.
+importScripts("../pyodide/pyodide.js");
+const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
+self.readSlice = (blob, start, length) =>
+  new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));
+self.postProgress = (fraction) => self.postMessage({ type: "progress", fraction });
+const ready = loadPyodide({
+  indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy", "perpendis"],
+}).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.stream"); return py; });
+self.onmessage = async (event) => {
+  const py = await ready;
+  const heap = () => py._module.HEAP8.length;
+  const before = heap();
+  try {
+    const main = py.runPython(event.data.code);
+    const t0 = performance.now();
+    const out = JSON.parse(main(event.data.args));
+    self.postMessage({ type: "result", ms: performance.now() - t0, heapBefore: before, heapAfter: heap(), ...out });
+  } catch (err) {
+    self.postMessage({ type: "error", message: String(err && err.message || err) });
+  }
+};
+"""
+
+STREAM_PAGE = """<!doctype html>
+<meta charset="utf-8"><title>stream benchmark</title>
+<input type="file" id="a"><input type="file" id="b">
+"""
+
+# Python run in the benchmark worker: each is a function of the message's args, returning JSON.
+PY_PARSE = """
+import json, time
+from perpendis.parse import parse_text
+def main(args):
+    t0 = time.perf_counter()
+    text = args.text
+    t1 = time.perf_counter()
+    [tensor] = parse_text(text)
+    t2 = time.perf_counter()
+    return json.dumps({"to_python_ms": (t1 - t0) * 1000, "parse_ms": (t2 - t1) * 1000, "n": tensor.size})
+main
+"""
+
+PY_COMPARE = """
+import json, time, tracemalloc
+import numpy as np
+from perpendis import api
+def main(args):
+    # As app/worker.js does: one copy of each transferred buffer into the heap, then api.handle.
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    payloads = {}
+    for key in ("a", "b"):
+        view = getattr(args, key)
+        payloads[key] = np.empty(view.byteLength, dtype=np.uint8)
+        view.assign_to(payloads[key])
+    t1 = time.perf_counter()
+    request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
+    result = api.handle(request, payloads)
+    t2 = time.perf_counter()
+    text = json.dumps(result, allow_nan=False)
+    t3 = time.perf_counter()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return json.dumps({"ok": result["ok"], "copy_ms": (t1 - t0) * 1000, "handle_ms": (t2 - t1) * 1000,
+                       "json_ms": (t3 - t2) * 1000, "traced_peak": peak})
+main
+"""
+
+PY_STREAM = """
+import json, time
+import numpy as np
+from js import readSlice, postProgress
+from perpendis import stream
+def reader(blob):
+    def read(offset, length):
+        out = np.empty(length, dtype=np.uint8)
+        readSlice(blob, offset, length).assign_to(out)
+        return out
+    return read
+def main(args):
+    t0 = time.perf_counter()
+    a = stream.open_source(reader(args.a), int(args.a.size), args.a.name, "a")
+    b = stream.open_source(reader(args.b), int(args.b.size), args.b.name, "b")
+    report = stream.compare_sources(a, b, progress=postProgress)
+    return json.dumps({"s": time.perf_counter() - t0, "verdict": report.verdict,
+                       "n_diff": report.n_bitwise_diff})
+main
+"""
+
+LONGTASKS_INIT = """
+window.__longtasks = [];
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) window.__longtasks.push(entry.duration);
+}).observe({ type: "longtask", buffered: true });
+"""
+
+
+@contextmanager
+def served_site(data: dict[str, Path]) -> Iterator[tuple[str, Path]]:
+    """The built site plus the benchmark's files, served on a free port of 127.0.0.1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "dist"
+        build.build(site)
+        extra = site / "bench"
+        extra.mkdir()
+        (extra / "jsdiff.js").write_text(JS_DIFF_WORKER)
+        (extra / "pyworker.js").write_text(PY_WORKER)
+        (extra / "stream.html").write_text(STREAM_PAGE)
+        for name, path in data.items():
+            (extra / name).symlink_to(path)
+        httpd = serve.make_server(site, port=0)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{httpd.server_address[1]}/", Path(tmp)
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+
+
+class Tab:
+    """One fresh Chromium profile with the long-task observer installed in every page."""
+
+    def __init__(self, pw, profile: Path):
+        self.context = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=chromium_path(), args=CHROMIUM_ARGS
+        )
+        self.context.add_init_script(script=LONGTASKS_INIT)
+        self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
+        self.longest = 0.0
+
+    def goto(self, url: str) -> None:
+        self.note_longtasks()
+        self.page.goto(url)
+
+    def note_longtasks(self) -> None:
+        """Fold the page's long tasks so far into the longest one seen."""
+        try:
+            tasks = self.page.evaluate("() => window.__longtasks || []")
+        except Exception:  # a page not navigated yet has nothing to report
+            tasks = []
+        self.longest = max([self.longest, *tasks])
+
+    def close(self) -> None:
+        self.note_longtasks()
+        self.context.close()
+
+
+def startup(pw, url: str, profiles: Path, runs: int) -> dict[str, float]:
+    """Navigation to interactive (inputs wired) and to core ready, cold then warm, median of runs."""
+    interactive, cold, warm, longest = [], [], [], 0.0
+    for run in range(runs):
+        tab = Tab(pw, profiles / f"startup{run}")
+        for ready in (cold, warm):
+            tab.goto(url)
+            ready.append(tab.page.evaluate(READY_AT_JS) / 1000)
+            interactive.append(
+                tab.page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+            )
+        tab.close()
+        longest = max(longest, tab.longest)
+    return {
+        "interactive_ms": statistics.median(interactive),
+        "ready_cold_s": statistics.median(cold),
+        "ready_warm_s": statistics.median(warm),
+        "longest_task_startup_ms": longest,
+    }
+
+
+TAB_REPORT_JS = """async ([urlA, urlB]) => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  await new Promise((resolve) => core.onStatus((s) => s.state === "ready" && resolve()));
+  const [a, b] = await Promise.all([urlA, urlB].map((u) => fetch(u).then((r) => r.arrayBuffer())));
+  const t0 = performance.now();
+  const result = await core.request(
+    "compare", { inputs: { a: { name: "a.npy", buffer: a }, b: { name: "b.npy", buffer: b } }, options: {} }, [a, b]);
+  const ms = performance.now() - t0;
+  if (!result.ok) throw new Error(result.error.message);
+  return { ms, n_diff: result.report.n_bitwise_diff };
+}"""
+
+WORKER_JOB_JS = """async ([script, message, buffers]) => {
+  const worker = new Worker(new URL(script, location.href));
+  const fetched = await Promise.all(buffers.map((u) => fetch(u).then((r) => r.arrayBuffer())));
+  const args = { ...message.args };
+  fetched.forEach((buffer, i) => { args[message.buffers[i]] = buffer; });
+  const out = await new Promise((resolve, reject) => {
+    worker.onmessage = (event) => {
+      if (event.data.type === "progress") return;
+      if (event.data.type === "error") reject(new Error(event.data.message)); else resolve(event.data);
+    };
+    worker.onerror = (event) => reject(new Error(event.message));
+    worker.postMessage({ ...message, args }, fetched);
+  });
+  worker.terminate();
+  return out;
+}"""
+
+STREAM_JOB_JS = """async (code) => {
+  const worker = new Worker(new URL("bench/pyworker.js", location.href));
+  const [a, b] = ["a", "b"].map((id) => document.getElementById(id).files[0]);
+  const progress = [];
+  const out = await new Promise((resolve, reject) => {
+    worker.onmessage = (event) => {
+      if (event.data.type === "progress") progress.push(event.data.fraction);
+      else if (event.data.type === "error") reject(new Error(event.data.message));
+      else resolve(event.data);
+    };
+    worker.postMessage({ code, args: { a, b } });
+  });
+  worker.terminate();
+  return { ...out, progress: progress.length, size: a.size + b.size };
+}"""
+
+
+def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, big: tuple[Path, Path]) -> dict:
+    out: dict[str, Any] = {}
+    tab = Tab(pw, profiles / "work")
+    tab.goto(url)
+    page = tab.page
+    for n in sizes:
+        times = [page.evaluate(TAB_REPORT_JS, [f"bench/a{n}.npy", f"bench/b{n}.npy"])["ms"] for _ in range(2)]
+        out[f"report_{n // M}m_tab_ms"] = min(times)
+    n16 = 16 * M if 16 * M in sizes else max(sizes)
+    diff = page.evaluate(
+        WORKER_JOB_JS,
+        ["bench/jsdiff.js", {"args": {"atol": 1e-5, "rtol": 1.3e-6}, "buffers": ["a", "b"]},
+         [f"bench/a{n16}.npy", f"bench/b{n16}.npy"]],
+    )
+    out[f"js_diff_{n16 // M}m_ms"] = diff["ms"]
+    text_job = """async ([url, code]) => {
+      const text = await fetch(url).then((r) => r.text());
+      const worker = new Worker(new URL("bench/pyworker.js", location.href));
+      const out = await new Promise((resolve, reject) => {
+        worker.onmessage = (e) => e.data.type === "error" ? reject(new Error(e.data.message)) : resolve(e.data);
+        worker.postMessage({ code, args: { text } });
+      });
+      worker.terminate();
+      return out;
+    }"""
+    parse = page.evaluate(text_job, [text_url, PY_PARSE])
+    out["parse_1m_tab_ms"] = parse["to_python_ms"] + parse["parse_ms"]
+    out["parse_1m_tab_to_python_ms"] = parse["to_python_ms"]
+    memory = page.evaluate(
+        WORKER_JOB_JS,
+        ["bench/pyworker.js", {"code": PY_COMPARE, "args": {}, "buffers": ["a", "b"]},
+         [f"bench/a{n16}.npy", f"bench/b{n16}.npy"]],
+    )
+    inputs = 2 * (n16 * 4 + 128)
+    out["peak_memory_ratio"] = (memory["heapAfter"] - memory["heapBefore"]) / inputs
+    out["peak_traced_ratio_tab"] = memory["traced_peak"] / inputs
+    out["heap_after_compare_mb"] = memory["heapAfter"] / 1e6
+    out["stage_copy_ms"], out["stage_handle_ms"], out["stage_json_ms"] = (
+        memory["copy_ms"], memory["handle_ms"], memory["json_ms"])
+    tab.goto(url + "bench/stream.html")
+    tab.page.set_input_files("#a", str(big[0]))
+    tab.page.set_input_files("#b", str(big[1]))
+    streamed = tab.page.evaluate(STREAM_JOB_JS, PY_STREAM)
+    out["stream_mb_per_s"] = streamed["size"] / 1e6 / streamed["s"]
+    out["stream_heap_mb"] = streamed["heapAfter"] / 1e6
+    out["stream_progress_events"] = streamed["progress"]
+    tab.close()
+    out["longest_task_work_ms"] = tab.longest
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Putting it together.
+
+
+def verdict(key: str, value: float) -> str:
+    if key not in TARGETS or value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    op, limit = TARGETS[key]
+    ok = value <= limit if op == "<=" else value >= limit
+    return f"{'ok  ' if ok else 'MISS'} (target {op} {limit:g})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and files (under five minutes)")
+    parser.add_argument("--json", action="store_true", help="also print every figure as one JSON object")
+    parser.add_argument("--no-browser", action="store_true", help="native figures only")
+    args = parser.parse_args(argv)
+    sizes = [M, 4 * M, 16 * M] if args.quick else [M, 4 * M, 16 * M, 64 * M]
+    big_n = (256 if args.quick else 3 * 1024) * M // 4  # float32 elements per streamed file
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr)  # noqa: E731
+        log("writing inputs")
+        pairs = {n: save_pair(data, n) for n in sizes}
+        text = pasted_text(M)
+        (data / "text1m.txt").write_text(text)
+        big = write_big_pair(data, big_n)
+        log("native figures")
+        for n, ms in native_reports(pairs, repeat=1 if args.quick else 2).items():
+            figures[f"report_{n // M}m_native_ms"] = ms
+        figures["peak_memory_ratio_native"] = native_peak_ratio(*pairs[16 * M])
+        figures["parse_1m_native_ms"], figures["parse_1m_numpy_ms"] = native_parse(text, repeat=2)
+        figures["parse_1m_text_mb"] = len(text) / 1e6
+        figures["stream_native_mb_per_s"] = native_stream(*big)
+        figures["stream_file_mb"] = big[0].stat().st_size / 1e6
+        if not args.no_browser:
+            from playwright.sync_api import sync_playwright
+
+            served = {p.name: p for pair in pairs.values() for p in pair} | {"text1m.txt": data / "text1m.txt"}
+            with served_site(served) as (url, profiles), sync_playwright() as pw:
+                log("start-up in the tab")
+                figures |= startup(pw, url, profiles, runs=1 if args.quick else 3)
+                log("reports, parsing, memory and streaming in the tab")
+                figures |= tab_figures(pw, url, profiles, sizes, "bench/text1m.txt", big)
+            figures["longest_task_ms"] = max(figures["longest_task_startup_ms"], figures["longest_task_work_ms"])
+            figures["report_16m_vs_js"] = figures["report_16m_tab_ms"] / figures["js_diff_16m_ms"]
+            figures["report_16m_tab_vs_native"] = figures["report_16m_tab_ms"] / figures["report_16m_native_ms"]
+        figures["parse_1m_vs_numpy"] = figures["parse_1m_native_ms"] / figures["parse_1m_numpy_ms"]
+    for where in ("native", "tab"):
+        per_m = [figures[k] / (n // M) for n in sizes if (k := f"report_{n // M}m_{where}_ms") in figures]
+        if per_m:
+            figures[f"report_{where}_ms_per_m_spread"] = max(per_m) / min(per_m)
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        shown = f"{value:12.2f}" if isinstance(value, float) else f"{value!s:>12}"
+        print(f"{key:<{width}}  {shown}  {verdict(key, value)}")
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""``api.handle``: the worker's requests, with inputs as pasted text and as real .npy bytes."""
+
+import io
+
+import numpy as np
+import pytest
+from perpendis import api
+
+
+def npy_bytes(array):
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def pair():
+    b = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    a = b.copy()
+    a[1, 2, 3] = np.nextafter(a[1, 2, 3], np.float32(np.inf))
+    a[2, 0, 1] = np.nextafter(a[2, 0, 1], np.float32(-np.inf))
+    return a, b
+
+
+def compare_files(a, b, options=None):
+    request = {
+        "op": "compare",
+        "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}},
+        "options": options or {},
+    }
+    return api.handle(request, {"a": npy_bytes(a), "b": memoryview(npy_bytes(b))})
+
+
+def test_compare_files(pair):
+    out = compare_files(*pair)
+    assert out["ok"] and out["report"]["verdict"] == "rounding"
+    assert out["report"]["n_bitwise_diff"] == 2
+    assert out["markdown"].startswith("**Perpendis") and out["text"].startswith("ROUNDING")
+
+
+def test_compare_text_and_progress(pair):
+    a, b = pair
+    seen = []
+    request = {"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}, "options": {}}
+    out = api.handle(request, {}, progress=lambda stage, f: seen.append((stage, f)))
+    assert out["ok"] and out["report"]["first_diff"]["index"] == [1, 2, 3]
+    assert seen[-1] == ("compare", 1.0)
+
+
+def test_two_tensors_in_box_a(pair):
+    a, b = pair
+    request = {"op": "compare", "inputs": {"a": {"text": f"{a!r}\n\n{b!r}"}, "b": {"text": "  "}}, "options": {}}
+    out = api.handle(request, {})
+    assert out["ok"] and out["report"]["n_bitwise_diff"] == 2
+    assert any("box B was empty" in n for n in out["report"]["notes"])
+
+
+def test_errors_name_the_side(pair):
+    out = api.handle({"op": "compare", "inputs": {"a": {"text": repr(pair[0])}, "b": {"text": ""}}}, {})
+    assert not out["ok"] and out["error"]["side"] == "b"
+    junk = {"op": "compare", "inputs": {"a": {"name": "x.bin", "data": "x"}, "b": {"text": repr(pair[1])}}}
+    out = api.handle(junk, {"x": bytes(range(256))})
+    assert not out["ok"] and out["error"]["side"] == "a" and out["error"]["message"]
+    out = compare_files(*pair, options={"preset": "nope"})
+    assert not out["ok"] and "unknown tolerance preset" in out["error"]["message"]
+
+
+def test_rejudge_keeps_the_pair(pair):
+    a, b = pair
+    compare_files(a + np.float32(1e-3), b)
+    strict = api.handle({"op": "rejudge", "options": {"atol": 0, "rtol": 0}}, {})
+    assert strict["ok"] and strict["report"]["tolerance"]["n_fail"] == a.size
+    loose = api.handle({"op": "rejudge", "options": {"preset": "fp32-tf32"}}, {})
+    assert loose["report"]["tolerance"]["passed"] and loose["report"]["tolerance"]["preset"] == "fp32-tf32"
+
+
+def test_element_and_step(pair):
+    a, b = pair
+    compare_files(a, b)
+    first = 1 * 20 + 2 * 5 + 3
+    second = 2 * 20 + 0 * 5 + 1
+    el = api.handle({"op": "element", "flat": first}, {})["element"]
+    assert el["index"] == [1, 2, 3] and el["ulp"] == 1
+    assert el["a_prev"] == el["b"] and el["b_next"] == el["a"]
+    assert el["a_fields"]["class"] == "normal"
+    assert api.handle({"op": "step", "flat": -1, "direction": 1}, {})["flat"] == first
+    assert api.handle({"op": "step", "flat": first, "direction": 1}, {})["flat"] == second
+    assert api.handle({"op": "step", "flat": second, "direction": 1}, {})["flat"] is None
+    assert api.handle({"op": "step", "flat": second, "direction": -1}, {})["flat"] == first
+    bad = api.handle({"op": "element", "flat": 10**6}, {})
+    assert not bad["ok"] and "flat" in bad["error"]["message"]
+
+
+def test_slice_and_scatter(pair):
+    a, b = pair
+    compare_files(a, b)
+    out = api.handle({"op": "slice", "axes": [1, 2], "index": [1, 0, 0], "metric": "ulp", "max_cells": 100}, {})
+    s = out["slice"]
+    assert (s["rows"], s["cols"], s["row_step"], s["col_step"]) == (4, 5, 1, 1)
+    assert s["values"][2 * 5 + 3] == 1.0 and s["max"] == 1.0 and sum(s["values"]) == 1.0
+    pooled = api.handle({"op": "slice", "axes": [2, 1], "index": [1, 0, 0], "metric": "abs", "max_cells": 4}, {})
+    p = pooled["slice"]
+    assert p["rows"] * p["cols"] <= 4 and p["max"] == float(abs(np.float64(a[1, 2, 3]) - b[1, 2, 3]))
+    points = api.handle({"op": "scatter", "max_points": 10}, {})["points"]
+    assert len(points) == 2 and points[0][0] == abs(float(b[1, 2, 3]))
+    bad = api.handle({"op": "slice", "axes": [1, 1], "index": [0, 0, 0], "metric": "abs", "max_cells": 4}, {})
+    assert not bad["ok"]
+
+
+def test_bisect_op(pair):
+    a, b = pair
+    files = {"a1": npy_bytes(a), "a2": npy_bytes(a * 2), "b1": npy_bytes(b), "b2": npy_bytes(b * 3)}
+    request = {
+        "op": "bisect",
+        "inputs": {
+            "a": [{"name": "conv.npy", "data": "a1"}, {"name": "relu.npy", "data": "a2"}],
+            "b": [{"name": "conv.npy", "data": "b1"}, {"name": "relu.npy", "data": "b2"}],
+        },
+        "options": {},
+    }
+    out = api.handle(request, files)
+    assert out["ok"], out
+    result = out["bisect"]
+    assert [p["report"]["verdict"] for p in result["pairs"]] == ["rounding", "investigate"]
+    assert result["first_failing"]["index"] == 1

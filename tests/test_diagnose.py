@@ -1,0 +1,111 @@
+"""Findings and verdicts on the patterns that separate rounding from bugs."""
+
+import numpy as np
+import pytest
+from perpendis.compare import compare
+from perpendis.tensor import Tensor, from_numpy
+
+
+def t(x):
+    return from_numpy(np.asarray(x), "test")
+
+
+def kinds(report):
+    return {f.kind: f for f in report.findings}
+
+
+@pytest.fixture
+def nchw():
+    return np.random.default_rng(0).standard_normal((2, 4, 8, 8)).astype(np.float32)
+
+
+def test_rounding_noise_is_rounding(nchw):
+    a = nchw.copy()
+    a[:, :, ::3] = np.nextafter(a[:, :, ::3], np.float32(np.inf))
+    r = compare(t(a), t(nchw))
+    assert r.verdict == "rounding"
+    assert kinds(r)["rounding"].severity == "info"
+    assert not [f for f in r.findings if f.severity == "error"]
+
+
+def test_one_wrong_channel_with_an_offset(nchw):
+    a = nchw.copy()
+    a[:, 2] += 0.25
+    r = compare(t(a), t(nchw))
+    found = kinds(r)
+    assert r.verdict == "investigate"
+    assert found["region"].where == "axis 1 index 2 (channel 2)"
+    assert found["offset"].where == "axis 1 index 2 (channel 2)" and "0.25" in found["offset"].message
+    assert "sign_flip" not in found and "scale" not in found
+
+
+def test_sign_flip_in_rows():
+    b = np.random.default_rng(1).uniform(1, 2, (16, 10)).astype(np.float32)
+    a = b.copy()
+    a[5:7] *= -1
+    found = kinds(compare(t(a), t(b)))
+    assert found["region"].where == "axis 0 index 5-6 (row 5-6)"
+    assert "sign_flip" in found
+
+
+def test_scale_factor_everywhere():
+    b = np.random.default_rng(2).uniform(0.5, 4, 500).astype(np.float32)
+    found = kinds(compare(t(b * np.float32(1.5)), t(b)))
+    assert "region" not in found
+    assert "1.5" in found["scale"].message
+
+
+def test_nan_on_one_side(nchw):
+    a = nchw.copy()
+    a[1, 3, 4, 5] = np.nan
+    r = compare(t(a), t(nchw))
+    nan = kinds(r)["nan"]
+    assert nan.severity == "error" and nan.where == "(1, 3, 4, 5)" and r.verdict == "investigate"
+
+
+def test_depth_decides_what_counts_as_rounding():
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal(2000).astype(np.float32)
+    a = (b.astype(np.float64) * (1 + 40 * 2.0**-24 * rng.standard_normal(2000))).astype(np.float32)
+    shallow = compare(t(a), t(b))
+    assert shallow.tolerance.passed and kinds(shallow)["not_rounding"].severity == "warning"
+    assert shallow.verdict == "rounding"  # a warning alone does not overturn a passing tolerance
+    deep = compare(t(a), t(b), depth=64)
+    assert "rounding" in kinds(deep) and "not_rounding" not in kinds(deep)
+
+
+def test_reference_leads_the_verdict():
+    rng = np.random.default_rng(4)
+    truth = rng.standard_normal(4000)
+    a = (truth * (1 + 1e-3 * rng.standard_normal(4000))).astype(np.float32)  # TF32-like run
+    b = (truth * (1 + 1e-3 * rng.standard_normal(4000))).astype(np.float32)  # another, as good
+    without = compare(t(a), t(b))
+    assert without.verdict == "investigate"
+    with_ref = compare(t(a), t(b), ref=t(truth))
+    found = kinds(with_ref)
+    assert with_ref.verdict == "rounding"
+    assert found["tolerance"].severity == "warning" and found["reference"].severity == "info"
+    worse = (truth * (1 + 1e-2 * rng.standard_normal(4000))).astype(np.float32)
+    assert compare(t(a), t(worse), ref=t(truth)).verdict == "investigate"
+
+
+def test_shape_and_dtype_findings_come_first():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    r = compare(t(x.astype(np.float16)), t(x.T.copy()))
+    assert [f.kind for f in r.findings[:3]] == ["shape", "layout", "dtype"]
+    assert "float16" in r.findings[2].message and "float32" in r.findings[2].message
+
+
+def test_lossy_text_input_is_a_warning():
+    x = np.linspace(0, 1, 10, dtype=np.float32)
+    lossy = Tensor(x.copy(), "float32", "NumPy repr", lossless=False, digits=4)
+    found = kinds(compare(lossy, t(x)))
+    assert found["lossy"].severity == "warning" and "4 significant digits" in found["lossy"].message
+
+
+def test_numpy_default_warns_in_findings():
+    b = np.array([0.0, 1.0, 2.0], dtype=np.float64)
+    a = b + np.array([1e-17, 0, 0])
+    r = compare(t(a), t(b), preset="numpy-default")
+    assert kinds(r)["tolerance_warning"].severity == "warning"
+    assert r.verdict == "investigate"  # a legitimate 1e-17 at zero fails with atol 0

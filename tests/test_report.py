@@ -1,0 +1,63 @@
+"""The report's JSON, Markdown and text forms."""
+
+import json
+
+import numpy as np
+from perpendis.compare import compare
+from perpendis.report import Report
+from perpendis.tensor import from_numpy
+
+
+def pair_report():
+    b = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    a = b.copy()
+    a[0, 1] = np.nextafter(a[0, 1], np.float32(np.inf))
+    a[2, 3] = np.nan
+    a[1, 0] = 0.0
+    b[1, 0] = 0.0
+    return compare(from_numpy(a, "a"), from_numpy(b, "b", name="out"))
+
+
+def test_json_round_trip():
+    r = pair_report()
+    text = r.to_json()
+    data = json.loads(text)  # strict JSON: non-finite numbers are strings
+    assert data["schema"] == 1 and next(iter(data)) == "schema"
+    assert Report.from_json(text).to_dict() == r.to_dict()
+    assert "samples" not in data and "aligned" not in data
+
+
+def test_json_keys_follow_the_contract():
+    data = pair_report().to_dict()
+    expected = {
+        "schema", "a", "b", "ref", "shape_match", "dtype_match", "compared_as", "compared_shape", "n_elements",
+        "identical", "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff",
+        "n_nan_mismatch", "nan_mismatch_indices", "n_inf_mismatch", "inf_mismatch_indices", "n_signed_zero_diff",
+        "stats", "ulp_histogram", "tolerance", "min_tolerance", "axes", "reference", "verdict", "findings", "notes",
+    }  # fmt: skip
+    assert set(data) == expected
+    assert set(data["first_diff"]) == {
+        "flat", "index", "a", "b", "a_bits", "b_bits", "a_hex", "b_hex", "ulp", "abs_diff", "rel_diff",
+    }  # fmt: skip
+    assert data["a"]["shape"] == [3, 4] and data["b"]["name"] == "out"
+    assert data["worst"]["abs"]["index"] == [0, 1]
+
+
+def test_non_finite_values_are_strings():
+    b = np.array([0.0, 1.0], dtype=np.float32)
+    a = np.array([1.0, 1.0], dtype=np.float32)
+    data = json.loads(compare(from_numpy(a, "a"), from_numpy(b, "b")).to_json())
+    assert data["max_rel_diff"] == "inf" and data["first_diff"]["rel_diff"] == "inf"
+
+
+def test_markdown_and_text_carry_the_evidence():
+    r = pair_report()
+    md, text = r.to_markdown(), r.to_text()
+    first = r.first_diff
+    for out in (md, text):
+        assert "INVESTIGATE" in out
+        assert "(3, 4) float32" in out
+        assert first.a_bits in out and first.b_bits in out
+        assert "NaN on one side only" in out
+    assert md.startswith("**Perpendis:")
+    assert "ulp histogram" in text

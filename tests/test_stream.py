@@ -1,0 +1,243 @@
+"""Streaming two ``.npy`` files chunk by chunk gives the report the in-memory comparison gives.
+
+Every file here is written by ``np.save`` (ml_dtypes for bfloat16 and float8), read back
+through a memory map by :func:`stream.map_file`, and compared both ways.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from perpendis import stream
+from perpendis.compare import CHUNK, compare
+from perpendis.errors import InputError
+from perpendis.load import load_path
+
+# Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
+# and bounded samples depend on where chunks start, so they are compared separately).
+EXACT_FIELDS = (
+    "a", "b", "shape_match", "dtype_match", "compared_as", "compared_shape", "n_elements", "identical",
+    "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff", "n_nan_mismatch",
+    "nan_mismatch_indices", "n_inf_mismatch", "inf_mismatch_indices", "n_signed_zero_diff", "ulp_histogram",
+    "min_tolerance", "axes", "notes",
+)  # fmt: skip
+
+
+def save(directory: Path, name: str, array: np.ndarray) -> Path:
+    path = directory / name
+    np.save(path, array)
+    return path
+
+
+def in_memory(path_a: Path, path_b: Path, **options):
+    [a], [b] = load_path(path_a), load_path(path_b)
+    return compare(a, b, **options)
+
+
+def streamed(path_a: Path, path_b: Path, **options):
+    return stream.compare_sources(stream.map_file(path_a, "a"), stream.map_file(path_b, "b"), **options)
+
+
+def perturbed(a: np.ndarray, rng: np.random.Generator, fraction: float) -> np.ndarray:
+    """``a`` with a fraction of its elements moved by a few ULP, as a rounding difference would."""
+    b = a.copy()
+    hit = rng.random(a.shape) < fraction
+    b[hit] = np.nextafter(b[hit], np.inf * np.sign(rng.standard_normal(int(hit.sum()))).astype(a.dtype))
+    return b
+
+
+def test_many_chunks_give_exactly_the_in_memory_report(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 2 * CHUNK + 12345
+    a = rng.standard_normal((5, n // 5), dtype=np.float32)
+    b = perturbed(a, rng, 0.2)
+    b[0, :3] = [np.nan, np.inf, -0.0]
+    a[0, 2] = 0.0
+    b[4, -7:] += 1e-2  # a real bug near the end, in the last chunk
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
+    fractions: list[float] = []
+    report = streamed(pa, pb, progress=fractions.append)
+    expected = in_memory(pa, pb)
+    assert report.to_dict() == expected.to_dict()
+    assert report.to_text() == expected.to_text()
+    assert report.n_bitwise_diff > 0 and report.n_nan_mismatch == 1 and report.n_signed_zero_diff == 1
+    assert len(fractions) == 3 and fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+SCALARS = ["float16", "float32", "float64", "int8", "int32", "uint16", "uint64", "bool", "complex64"]
+ML_DTYPES = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}
+
+
+@st.composite
+def pairs(draw):
+    """Two arrays of one shape and dtype (any byte order), B differing from A in a few places."""
+    name = draw(st.sampled_from([*SCALARS, *ML_DTYPES]))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=9))
+    dtype = np.dtype(ML_DTYPES.get(name, name))
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = draw(st.binary(min_size=size, max_size=size))
+    a = np.frombuffer(raw, dtype=np.uint8).view(dtype).reshape(shape) if size else np.zeros(shape, dtype)
+    if dtype.kind == "b":
+        a = a.view(np.uint8).astype(bool)
+    b = a.copy()
+    flat = b.reshape(-1).view(np.uint8)
+    for i in draw(st.lists(st.integers(0, max(flat.size - 1, 0)), max_size=5 if flat.size else 0)):
+        flat[i] ^= 1 << draw(st.integers(0, 7)) if dtype.kind != "b" else 1
+    if draw(st.booleans()) and dtype.kind in "fiuc" and dtype.itemsize > 1:
+        a, b = (x.astype(x.dtype.newbyteorder(">")) for x in (a, b))
+    return a, b
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=pairs(), chunk=st.sampled_from([2, 4, 10, CHUNK]))
+def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
+    a, b = pair
+    with tempfile.TemporaryDirectory() as tmp:
+        pa, pb = save(Path(tmp), "a.npy", a), save(Path(tmp), "b.npy", b)
+        try:
+            expected = in_memory(pa, pb).to_dict()
+        except Exception as err:  # whatever the in-memory path does, streaming in one chunk does too
+            with pytest.raises(type(err)):
+                streamed(pa, pb)
+            return
+        got = streamed(pa, pb, chunk=chunk).to_dict()
+    if chunk == CHUNK:
+        assert got == expected
+    else:
+        assert {k: got[k] for k in EXACT_FIELDS} == {k: expected[k] for k in EXACT_FIELDS}
+        assert got["tolerance"] == expected["tolerance"] and got["verdict"] == expected["verdict"]
+        assert got["stats"].keys() == expected["stats"].keys()
+        for key, value in expected["stats"].items():
+            if isinstance(value, float):
+                assert got["stats"][key] == pytest.approx(value, rel=1e-9, abs=1e-300), key
+            else:
+                assert got["stats"][key] == value, key
+
+
+def test_different_dtypes_are_compared_in_the_narrower_one_with_the_same_note(tmp_path):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 7)).astype(np.float32)
+    b = a.astype(np.float16)
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
+    report = streamed(pa, pb, chunk=64)
+    expected = in_memory(pa, pb)
+    assert report.compared_as == expected.compared_as == "float16"
+    assert report.notes == expected.notes and any("rounded to float16" in n for n in report.notes)
+    assert report.to_dict()["worst"] == expected.to_dict()["worst"]
+
+
+def test_options_reach_the_tolerance_test(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = perturbed(a, rng, 0.5)
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
+    for options in ({"atol": 0.0, "rtol": 0.0}, {"preset": "fp16"}, {"atol": 1e-3, "rtol": 0.0, "depth": 4.0}):
+        assert streamed(pa, pb, **options).to_dict() == in_memory(pa, pb, **options).to_dict()
+
+
+def test_fortran_order_is_refused_with_the_fix(tmp_path):
+    a = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", np.ascontiguousarray(a))
+    with pytest.raises(InputError, match="Fortran order") as err:
+        streamed(pb, pa)
+    assert err.value.side == "b" and "np.ascontiguousarray" in err.value.message
+
+
+def test_fortran_flag_on_a_single_long_axis_is_c_order_and_streams(tmp_path):
+    a = np.asfortranarray(np.linspace(-1, 1, 50, dtype=np.float64).reshape(1, 50, 1))
+    b = np.asfortranarray(a * (1 + 1e-15))
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
+    assert streamed(pa, pb, chunk=8).to_dict()["first_diff"] == in_memory(pa, pb).to_dict()["first_diff"]
+
+
+def test_shapes_must_be_equal(tmp_path):
+    pa = save(tmp_path, "a.npy", np.zeros((3, 4), np.float32))
+    pb = save(tmp_path, "b.npy", np.zeros((4, 3), np.float32))
+    with pytest.raises(InputError, match=r"shape \[3, 4\] and B has \[4, 3\].*compare them in memory"):
+        streamed(pa, pb)
+
+
+def test_truncated_file_is_refused_before_comparing(tmp_path):
+    pa = save(tmp_path, "a.npy", np.ones(100, np.float32))
+    pb = tmp_path / "b.npy"
+    pb.write_bytes(pa.read_bytes()[:-10])
+    with pytest.raises(InputError, match="truncated") as err:
+        streamed(pa, pb)
+    assert err.value.side == "b"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "does not start with the .npy magic"), (b"tensor([1., 2.])", "does not start with the .npy magic")],
+)
+def test_files_that_are_not_npy_are_refused(tmp_path, content, message):
+    pa = save(tmp_path, "a.npy", np.ones(3, np.float32))
+    pb = tmp_path / "b.txt"
+    pb.write_bytes(content)
+    with pytest.raises(InputError, match=message) as err:
+        streamed(pa, pb)
+    assert err.value.side == "b"
+
+
+def test_missing_file_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="cannot read") as err:
+        stream.map_file(tmp_path / "nope.npy", "a")
+    assert err.value.side == "a"
+
+
+def test_cancel_stops_between_chunks(tmp_path):
+    a = np.arange(100, dtype=np.float32)
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", a + 1)
+    fractions: list[float] = []
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(True)
+        return len(asked) > 3
+
+    with pytest.raises(stream.Cancelled):
+        streamed(pa, pb, chunk=10, progress=fractions.append, cancelled=cancelled)
+    assert fractions == [0.1, 0.2, 0.3]
+
+
+def test_empty_arrays_compare_and_finish_progress(tmp_path):
+    pa = save(tmp_path, "a.npy", np.zeros((0, 5), np.float32))
+    pb = save(tmp_path, "b.npy", np.zeros((0, 5), np.float32))
+    fractions: list[float] = []
+    report = streamed(pa, pb, progress=fractions.append)
+    assert report.to_dict() == in_memory(pa, pb).to_dict()
+    assert report.identical and fractions == [1.0]
+
+
+def test_odd_or_tiny_chunks_are_a_programming_error(tmp_path):
+    pa = save(tmp_path, "a.npy", np.zeros(4, np.complex64))
+    with pytest.raises(ValueError, match="even"):
+        streamed(pa, pa, chunk=3)
+
+
+def streaming_peak(directory: Path, n: int) -> int:
+    """Peak bytes NumPy and Python allocate while streaming two files of ``n`` float32 values that all differ."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n, dtype=np.float32)
+    pa, pb = save(directory, f"a{n}.npy", a), save(directory, f"b{n}.npy", np.nextafter(a, np.float32(np.inf)))
+    del a
+    tracemalloc.start()
+    try:
+        streamed(pa, pb)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
+    """Every value differs (the costliest case): four times the file, yet not four times the memory."""
+    small, big = streaming_peak(tmp_path, 2 * CHUNK), streaming_peak(tmp_path, 8 * CHUNK)
+    assert big < 1.5 * small
