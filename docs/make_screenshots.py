@@ -21,23 +21,25 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import build  # noqa: E402
 import serve  # noqa: E402
+
+import build  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 720}
 TIMEOUT_MS = 120_000
 
 
 def shoot(page, example: str, sections: dict[str, str]) -> None:
-    """Run one example, then save the top of the report and each named section."""
+    """Run one example, then save the top of the report and, with the largest |A - B|
+    selected (the heatmap follows it to its slice), each named section."""
     page.get_by_test_id(f"example-{example}").click()
     page.get_by_test_id("verdict").wait_for(timeout=TIMEOUT_MS)
     page.locator("[data-testid='scatter'] svg").wait_for(timeout=TIMEOUT_MS)
-    page.get_by_test_id("verdict").scroll_into_view_if_needed()
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=DOCS / f"screenshot-{example}.png")
+    page.get_by_test_id("worst-abs").click()
+    page.get_by_test_id("heatmap-mark").wait_for(timeout=TIMEOUT_MS)
     for name, selector in sections.items():
-        page.locator(selector).scroll_into_view_if_needed()
         page.evaluate("sel => document.querySelector(sel).scrollIntoView({block: 'start'})", selector)
         page.screenshot(path=DOCS / f"screenshot-{example}-{name}.png")
 
