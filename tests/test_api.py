@@ -1,10 +1,13 @@
 """``api.handle``: the worker's requests, with inputs as pasted text and as real .npy bytes."""
 
 import io
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import api
+from perpendis import api, formats
+from perpendis.bisect import bisect
 
 
 def npy_bytes(array):
@@ -123,3 +126,86 @@ def test_bisect_op(pair):
     result = out["bisect"]
     assert [p["report"]["verdict"] for p in result["pairs"]] == ["rounding", "investigate"]
     assert result["first_failing"]["index"] == 1
+
+
+# --- bisect in the page: real captures, several files per side, rows opened, several runs
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+CNN = next(c for c in json.loads((MODELS / "manifest.json").read_text())["captures"] if c["model"] == "cnn")
+
+
+def capture_request(op, sides, options=None):
+    """A worker request whose inputs are capture files of the cnn model, by side name."""
+    payloads = {}
+    inputs = {}
+    for side, kind in sides.items():
+        name = f"cnn.capture.{kind}.npz"
+        payloads[side] = (MODELS / name).read_bytes()
+        inputs[side] = {"name": name, "data": side}
+    return {"op": op, "inputs": inputs, "options": options or {}}, payloads
+
+
+def test_compare_of_archives_switches_to_bisect():
+    request, payloads = capture_request("compare", {"a": "torch", "b": "ort_bug"})
+    out = api.handle(request, payloads)
+    assert out["ok"] and "switched" in out and "report" not in out
+    native = bisect(formats.read(payloads["a"], "a.npz"), formats.read(payloads["b"], "b.npz"))
+    assert out["bisect"]["first_failing"] == native.to_dict()["first_failing"]
+    assert out["bisect"]["first_failing"]["a_name"] == CNN["bug_layer"]
+    assert out["bisect"]["only_a"] == ["head.fc"]
+
+
+def test_bisect_mapping_progress_and_opening_a_row():
+    seen = []
+    request, payloads = capture_request("bisect", {"a": "torch", "b": "ort_bug"}, {"mapping": CNN["mapping"]})
+    out = api.handle(request, payloads, progress=lambda stage, f: seen.append((stage, f)))
+    assert out["ok"], out
+    result = out["bisect"]
+    assert result["only_a"] == [] and "output" not in result["only_b"]
+    assert [p["paired_by"] for p in result["pairs"]][-1] == "mapping"
+    names = [p["a_name"] for p in result["pairs"]]
+    assert [s for s, _ in seen] == [f"comparing {n}" for n in names]
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
+
+    first = result["first_failing"]["index"]
+    opened = api.handle({"op": "bisect_pair", "index": first}, {})
+    assert opened["ok"] and opened["report"] == result["pairs"][first]["report"]
+    # The opened pair is the last compared pair: follow-up questions are about it.
+    flat = opened["report"]["first_diff"]["flat"]
+    element = api.handle({"op": "element", "flat": flat}, {})["element"]
+    assert element["a"] == opened["report"]["first_diff"]["a"]
+    bad = api.handle({"op": "bisect_pair", "index": len(names)}, {})
+    assert not bad["ok"] and "index" in bad["error"]["message"]
+
+
+def test_bisect_of_npy_files_pairs_by_file_name():
+    rng = np.random.default_rng(3)
+    layers = {"conv": rng.standard_normal((2, 8)).astype(np.float32), "fc": rng.standard_normal(4).astype(np.float32)}
+    payloads, a_files, b_files = {}, [], []
+    for i, (name, x) in enumerate(layers.items()):
+        payloads[f"a{i}"], payloads[f"b{i}"] = npy_bytes(x), npy_bytes(x + np.float32(i))
+        a_files.append({"name": f"{name}.npy", "data": f"a{i}"})
+        b_files.append({"name": f"{name}.npy", "data": f"b{i}"})
+    out = api.handle({"op": "bisect", "inputs": {"a": a_files, "b": b_files[::-1]}, "options": {}}, payloads)
+    assert [(p["a_name"], p["b_name"], p["verdict"]) for p in out["bisect"]["pairs"]] == [
+        ("conv", "conv", "identical"),
+        ("fc", "fc", "investigate"),
+    ]
+    bad = api.handle({"op": "bisect", "inputs": {"a": a_files, "b": b_files}, "options": {"mapping": ["x"]}}, payloads)
+    assert not bad["ok"] and bad["error"]["where"] == "mapping"
+
+
+def test_runs_matrix_against_a_reference():
+    payloads = {k: (MODELS / f"cnn.capture.{k}.npz").read_bytes() for k in ("torch", "ort", "ort_bug")}
+    runs = {k: {"name": f"{k}.npz", "data": k} for k in payloads}
+    request = {"op": "runs", "inputs": {"runs": runs}, "options": {"reference": "torch", "mapping": CNN["mapping"]}}
+    out = api.handle(request, payloads)
+    assert out["ok"], out
+    matrix = out["runs"]
+    assert matrix["first_failing"] == {"ort": None, "ort_bug": CNN["bug_layer"]}
+    assert matrix["departs_first"] == "ort_bug"
+    torch_run, ort_run = (formats.read(payloads[k], f"{k}.npz") for k in ("torch", "ort"))
+    native = bisect(torch_run, ort_run, mapping=CNN["mapping"])
+    assert [c["max_ulp"] for c in matrix["runs"]["ort"]] == [p.report.max_ulp for p in native.pairs]
+    bad = api.handle({**request, "options": {"reference": "nope"}}, payloads)
+    assert not bad["ok"] and "reference" in bad["error"]["message"]

@@ -109,3 +109,19 @@ def test_numpy_default_warns_in_findings():
     r = compare(t(a), t(b), preset="numpy-default")
     assert kinds(r)["tolerance_warning"].severity == "warning"
     assert r.verdict == "investigate"  # a legitimate 1e-17 at zero fails with atol 0
+
+
+def test_lossy_print_is_judged_to_its_resolution():
+    import torch
+    from perpendis.parse import parse_text
+
+    # PyTorch prints 4 decimals by default.  For these small values the print's own error
+    # (up to 5e-5) exceeds float32's atol + rtol·|b|, so only its resolution can excuse it.
+    exact = np.random.default_rng(5).uniform(0.001, 0.03, 40).astype(np.float32)
+    (printed,) = parse_text(repr(torch.from_numpy(exact)))
+    assert not printed.lossless
+    assert not compare(Tensor(printed.array, "float32", "test"), t(exact)).tolerance.passed
+    r = compare(printed, t(exact))
+    assert r.tolerance.passed and r.verdict == "rounding"
+    assert any("printed digits" in n for n in r.notes)
+    assert "lossy" in kinds(r)

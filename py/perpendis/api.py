@@ -14,8 +14,11 @@ from typing import Any
 import numpy as np
 
 from . import bits
+from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
 from .compare import CHUNK, compare, make_element
 from .errors import InputError
+from .formats import npy
+from .formats.buffer import as_view
 from .load import load_bytes, load_text
 from .report import Report, plain
 from .tensor import Tensor
@@ -25,27 +28,29 @@ Progress = Callable[[str, float], object]
 
 # The last compared pair: tensors, options, extra notes and its report.
 _last: dict[str, Any] = {}
+# The last bisect: its pairs of entries in order, and its options.
+_bisected: dict[str, Any] = {}
 
 
 def _is_empty(spec: object) -> bool:
     return spec is None or (isinstance(spec, Mapping) and "data" not in spec and not str(spec.get("text", "")).strip())
 
 
-def _load_one(spec: Mapping[str, Any], payloads: Mapping[str, Any]) -> list[Tensor]:
+def _load_one(spec: Mapping[str, Any], payloads: Mapping[str, Any], void_format: str | None) -> list[Tensor]:
     if "data" in spec:
-        return load_bytes(payloads[spec["data"]], spec.get("name"))
+        return load_bytes(payloads[spec["data"]], spec.get("name"), void_format=void_format)
     if "text" in spec:
         return load_text(spec["text"])
     raise InputError("the input holds neither pasted text nor a file")
 
 
-def _load(spec: object, payloads: Mapping[str, Any], side: str) -> list[Tensor]:
+def _load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str | None = None) -> list[Tensor]:
     """The tensors of one input (or of a list of inputs), with errors tagged by side."""
     try:
         if _is_empty(spec):
             raise InputError(f"box {side.upper()} is empty: paste a tensor or drop a file")
         specs = spec if isinstance(spec, list) else [spec]
-        return [t for s in specs for t in _load_one(s, payloads)]
+        return [t for s in specs for t in _load_one(s, payloads, void_format)]
     except InputError as err:
         err.side = err.side or side
         raise
@@ -83,17 +88,61 @@ def _run(progress: Progress | None) -> dict[str, Any]:
 
 def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
     inputs = request.get("inputs") or {}
-    a_list = _load(inputs.get("a"), payloads, "a")
+    void = _void_formats(request)
+    a_list = _load(inputs.get("a"), payloads, "a", void.get("a"))
     notes = []
+    one_box = None
     if _is_empty(inputs.get("b")) and len(a_list) == 2:
         a, b = a_list
+        one_box = "a"
         notes.append("box B was empty and box A held two tensors: the first is A, the second B")
     else:
-        a, b = _single(a_list, "a"), _single(_load(inputs.get("b"), payloads, "b"), "b")
-    ref = None if _is_empty(inputs.get("ref")) else _single(_load(inputs["ref"], payloads, "ref"), "ref")
+        b_list = _load(inputs.get("b"), payloads, "b", void.get("b"))
+        if len(a_list) > 1 or len(b_list) > 1:
+            return _switch_to_bisect(a_list, b_list, request, progress)
+        a, b = _single(a_list, "a"), _single(b_list, "b")
+    ref = None
+    if not _is_empty(inputs.get("ref")):
+        ref = _single(_load(inputs["ref"], payloads, "ref", void.get("ref")), "ref")
     _last.clear()
     _last.update(pair=(a, b, ref), options=_options(request), notes=notes)
-    return _run(progress)
+    choices = {side: _void_choices(inputs.get(side), payloads) for side in ("a", "b", "ref")}
+    return {**_run(progress), "void_choices": {k: v for k, v in choices.items() if v}, "one_box": one_box}
+
+
+def _void_formats(request: Mapping[str, Any]) -> dict[str, str]:
+    """``options.void_format``: per side, the format anonymous void ``.npy`` elements are read as."""
+    chosen = (request.get("options") or {}).get("void_format") or {}
+    sides_ok = isinstance(chosen, Mapping) and all(k in ("a", "b", "ref") and isinstance(v, str) for k, v in chosen.items())
+    if not sides_ok:
+        raise InputError('void_format must map sides to formats, e.g. {"a": "float8_e5m2"}', where="void_format")
+    return dict(chosen)
+
+
+def _void_choices(spec: object, payloads: Mapping[str, Any]) -> list[str]:
+    """The formats a ``.npy`` file's anonymous void elements can be read as; empty for other inputs.
+
+    ``np.save`` of an ml_dtypes array writes only the element width, so the page offers
+    these to re-read the file as the format it really held.  A descr that does name its
+    format (ml_dtypes' ``'<f1'`` for float8_e5m2) offers just that one.
+    """
+    if not (isinstance(spec, Mapping) and "data" in spec):
+        return []
+    view = as_view(payloads[spec["data"]])
+    if bytes(view[: len(npy.MAGIC)]) != npy.MAGIC:
+        return []
+    header = npy.read_header(view)
+    if header.dtype.kind != "V":
+        return []
+    return [f for f in npy.VOID_FORMATS[header.itemsize] if npy.read_header(view, void_format=f).format == f]
+
+
+def _switch_to_bisect(
+    a: list[Tensor], b: list[Tensor], request: Mapping[str, Any], progress: Progress | None
+) -> dict[str, Any]:
+    """Captures of several tensors are compared layer by layer; ``switched`` says why."""
+    out = _run_bisect(as_entries(a), as_entries(b), _bisect_options(request), progress)
+    return {**out, "switched": f"A holds {len(a)} tensors and B {len(b)}: compared them pair by pair, in A's order"}
 
 
 def _report() -> Report:
@@ -265,20 +314,100 @@ def _scatter(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: 
         raise InputError(f"max_points must be a positive integer, got {max_points!r}")
     diff = np.flatnonzero(bits.raw_bits(a, fmt) != bits.raw_bits(b, fmt))
     if diff.size > max_points:
-        diff = diff[np.unique(np.linspace(0, diff.size - 1, max_points).astype(np.int64))]
+        diff = diff[np.unique(np.linspace(0, diff.size - 1, max_points).astype(np.intp))]
     va, vb = bits.to_float64(a[diff], fmt), bits.to_float64(b[diff], fmt)
     keep = np.isfinite(va) & np.isfinite(vb)
     points = np.column_stack([np.abs(vb[keep]), np.abs(va[keep] - vb[keep])])
     return {"points": points.tolist()}
 
 
-def _bisect(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
-    from .bisect import bisect
+def _entries(spec: object, payloads: Mapping[str, Any], side: str) -> list[Any]:
+    """One capture as lazy entries: an archive's members, or several files of one tensor each.
 
+    Several files are named by file name without extension (as ``python -m perpendis
+    bisect`` names a folder's files) and decoded only when their pair comes up, so many
+    large ``.npy`` files are never all decoded at once.
+    """
+    if isinstance(spec, list) and len(spec) > 1:
+        if not all(isinstance(s, Mapping) and "data" in s for s in spec):
+            raise InputError(f"box {side.upper()} mixes files and text; give files only", side=side)
+        return [
+            Entry(
+                str(s.get("name") or f"file {i}").rsplit(".", 1)[0],
+                lambda s=s: read_single(payloads[s["data"]], s.get("name")),
+            )
+            for i, s in enumerate(spec)
+        ]
+    return as_entries(_load(spec, payloads, side))
+
+
+def _counting(entries: list[Any], total: int, progress: Progress | None) -> list[Any]:
+    """The same entries, reporting ``("comparing <name>", share done)`` as each is decoded."""
+    if progress is None:
+        return entries
+    done = [0]
+
+    def loader(entry: Any) -> Callable[[], Tensor]:
+        def load() -> Tensor:
+            progress(f"comparing {entry.name}", min(1.0, done[0] / max(1, total)))
+            done[0] += 1
+            return entry.load()
+
+        return load
+
+    return [Entry(e.name, loader(e)) for e in entries]
+
+
+def _bisect_options(request: Mapping[str, Any]) -> dict[str, Any]:
+    mapping = (request.get("options") or {}).get("mapping") or {}
+    if not (
+        isinstance(mapping, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())
+    ):
+        raise InputError('mapping must map names of A to names of B, e.g. {"head.fc": "output"}', where="mapping")
+    return {**_options(request), "mapping": dict(mapping)}
+
+
+def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
+    result = bisect(_counting(ea, len(ea), progress), eb, **options)
+    # Kept for ``bisect_pair``: the entries re-decode their tensor when a row is opened.
+    by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
+    _bisected.clear()
+    _bisected.update(pairs=[(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options=options)
+    return {"bisect": result.to_dict()}
+
+
+def _bisect(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
     inputs = request.get("inputs") or {}
-    a = _load(inputs.get("a"), payloads, "a")
-    b = _load(inputs.get("b"), payloads, "b")
-    return {"bisect": bisect(a, b, **_options(request)).to_dict()}
+    ea, eb = _entries(inputs.get("a"), payloads, "a"), _entries(inputs.get("b"), payloads, "b")
+    return _run_bisect(ea, eb, _bisect_options(request), progress)
+
+
+def _bisect_pair(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
+    """Make one pair of the last bisect the last compared pair, so every follow-up op works on it."""
+    if "pairs" not in _bisected:
+        raise InputError("nothing has been bisected yet: bisect two captures first")
+    pairs = _bisected["pairs"]
+    index = request.get("index")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pairs):
+        raise InputError(f"index must be a pair number from 0 to {len(pairs) - 1}, got {index!r}")
+    ea, eb = pairs[index]
+    options = {k: v for k, v in _bisected["options"].items() if k != "mapping"}
+    _last.clear()
+    _last.update(pair=(ea.load(), eb.load(), None), options=options, notes=[])
+    return _run(progress)
+
+
+def _runs(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
+    """Several runs, each bisected against the reference run: the runs × layers matrix."""
+    runs = (request.get("inputs") or {}).get("runs")
+    if not isinstance(runs, Mapping) or len(runs) < 2:
+        raise InputError("give at least two runs, one of them the reference")
+    reference = (request.get("options") or {}).get("reference")
+    entries = {label: _entries(spec, payloads, str(label)) for label, spec in runs.items()}
+    if reference in entries:
+        total = len(entries[reference]) * (len(entries) - 1)
+        entries[reference] = _counting(entries[reference], total, progress)
+    return {"runs": bisect_runs(entries, reference, **_bisect_options(request)).to_dict()}
 
 
 _OPS = {
@@ -289,6 +418,8 @@ _OPS = {
     "slice": _slice,
     "scatter": _scatter,
     "bisect": _bisect,
+    "bisect_pair": _bisect_pair,
+    "runs": _runs,
 }
 
 

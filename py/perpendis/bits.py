@@ -168,7 +168,7 @@ def _value_table(fmt: Format) -> np.ndarray:
     """float64 value of every bit pattern of a format of at most 16 bits."""
     codes = np.arange(1 << fmt.width, dtype=np.uint64)
     sign, mag = _sign_mag(codes, fmt)
-    exp = (mag >> np.uint64(fmt.man_bits)).astype(np.int64)
+    exp = (mag >> np.uint64(fmt.man_bits)).astype(np.int32)
     man = (mag & np.uint64((1 << fmt.man_bits) - 1)).astype(np.float64)
     frac = man / float(1 << fmt.man_bits)
     normal = np.ldexp(1.0 + frac, exp - fmt.bias)
@@ -296,7 +296,7 @@ def neighbours(raw: int, fmt: Format) -> tuple[int | None, int | None]:
         k = key + step
         if fmt.is_float:
             code = (k - half) if k >= half else (half - k) | half
-            if is_nan(np.array([code], dtype=np.uint64), fmt)[0] or (code & (half - 1)) == 0 and k != half:
+            if is_nan(np.array([code], dtype=np.uint64), fmt)[0] or ((code & (half - 1)) == 0 and k != half):
                 out.append(None)
                 continue
         else:

@@ -115,7 +115,7 @@ def _shape_str(shape: tuple[int, ...]) -> str:
 
 def _permutation_score(a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt: Format, tol: Tolerance) -> int:
     """Bitwise matches plus within-tolerance matches of ``a.transpose(perm)`` against ``b`` on a sample."""
-    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.int64))
+    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.intp))
     b_idx = np.unravel_index(pos, b.shape)
     a_idx: list[np.ndarray] = [np.empty(0)] * b.ndim
     for k, axis in enumerate(perm):
@@ -419,7 +419,7 @@ def chunk_partial(
     p.n_nan, p.nan_flat = int(nan_mismatch.sum()), flat[nan_mismatch][:INDEX_CAP].tolist()
     p.n_inf, p.inf_flat = int(inf_mismatch.sum()), flat[inf_mismatch][:INDEX_CAP].tolist()
     p.n_signed_zero = int(((va == 0) & (vb == 0)).sum())
-    p.hist += np.bincount(_ulp_bins(dist[defined]), minlength=p.hist.size)[: p.hist.size]
+    p.hist += np.bincount(_ulp_bins(dist[defined]).astype(np.intp), minlength=p.hist.size)[: p.hist.size]
     p.ulp_nonfinite = int((~defined).sum())
     p.worst_abs = _pick(absd, finite, flat, da, db)
     p.worst_rel = _pick(rel, finite, flat, da, db)
@@ -456,7 +456,7 @@ def chunk_partial(
     if p.n_fail and shape:
         for axis, idx in enumerate(np.unravel_index(flat[failed], shape)):
             counts = p.axis_fails[axis]
-            counts += np.bincount(idx // _buckets(shape[axis]), minlength=counts.size)
+            counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
     p.need_atol = float(np.max(fd - tol.rtol * np.abs(fb), initial=0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p.need_rtol = float(np.max(np.where(fd <= tol.atol, 0.0, (fd - tol.atol) / np.abs(fb)), initial=0.0))

@@ -165,7 +165,7 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
 
 def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
     shape = tuple(r.compared_shape or ())
-    index = np.unravel_index(flats.astype(np.int64), shape)
+    index = np.unravel_index(flats.astype(np.intp), shape)
     keep = np.ones(flats.shape, dtype=bool)
     for ax, top in region.items():
         keep &= np.isin(index[ax] // r.axes[ax].bucket, top)

@@ -23,12 +23,15 @@ def load_text(text: str) -> list[Tensor]:
     return parse_text(text)
 
 
-def load_bytes(data: BytesLike, name: str | None = None) -> list[Tensor]:
-    """The tensors in a file's bytes: a tensor file, or text of pasted output."""
+def load_bytes(data: BytesLike, name: str | None = None, *, void_format: str | None = None) -> list[Tensor]:
+    """The tensors in a file's bytes: a tensor file, or text of pasted output.
+
+    ``void_format`` says how anonymous void ``.npy`` elements are read (see ``formats.read``).
+    """
     if formats.looks_like_text(data):
         # Only the first 64 KiB were checked; a bad byte later becomes U+FFFD for the parser to name.
         return load_text(bytes(data).decode("utf-8", errors="replace"))
-    return formats.read(data, name)
+    return formats.read(data, name, void_format=void_format)
 
 
 def load_path(path: str | Path) -> list[Tensor]:

@@ -75,7 +75,9 @@ def from_numpy(array: np.ndarray, source: str, *, name: str | None = None, notes
     if array.dtype.kind == "c":
         real = np.dtype(f"float{array.dtype.itemsize * 4}")
         array = np.ascontiguousarray(array).view(real.newbyteorder(array.dtype.byteorder)).reshape(*array.shape, 2)
-        notes.append(f"complex values are compared per component (a trailing axis of 2: real, imaginary) in {real.name}")
+        notes.append(
+            f"complex values are compared per component (a trailing axis of 2: real, imaginary) in {real.name}"
+        )
     if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and not np.little_endian):
         array = array.astype(array.dtype.newbyteorder("<"))
     name_ = array.dtype.name

@@ -37,7 +37,11 @@ def clean(text: str) -> str:
             "paste the printed tensor as plain text",
             where=f"line {line_of(text, bad.start())}",
         )
-    text = _OUTPUT_PROMPT.sub("", _INPUT_LINE.sub("", text))
+    # The prompt patterns are slow over megabytes; most pastes have no prompt at all.
+    if any(prompt in text for prompt in (">>>", "...", "In [")):
+        text = _INPUT_LINE.sub("", text)
+    if "Out[" in text:
+        text = _OUTPUT_PROMPT.sub("", text)
     if not text.strip():
         raise InputError("nothing to compare: the text is empty; paste a printed tensor or a list of numbers")
     return text

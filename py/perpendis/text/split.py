@@ -43,6 +43,7 @@ _OPENER = re.compile(
     r"|(?P<scalar>(?<![\w.])(?:np|numpy)\.(?P<sdtype>[a-z_]+\d*)\()"
     r"|(?P<npbool>(?<![\w.])(?:np|numpy)\.(?P<bool>True|False)_)"
 )
+_CALL_NAME = re.compile(r"[\w.]+\($")
 _KEYWORD = re.compile(r"\s*,\s*(\w+)=(\([^)]*\)|<[^>]*>|'[^']*'|\"[^\"]*\"|[\w.:+\-]+)")
 _KEYWORDS_KNOWN = {"dtype", "size", "shape", "device", "requires_grad", "grad_fn", "weak_type"}
 _SCALAR_END = re.compile(r"[,)>\[\]]")
@@ -51,7 +52,7 @@ _MAX_PIECES = 2
 
 def split(text: str) -> list[Piece]:
     """The printed tensors in ``text``, in order (one bare piece when there is no wrapper)."""
-    openers = list(_OPENER.finditer(text))
+    openers = _openers(text)
     if not openers:
         return [Piece("", "", text)]
     notes = _extra_text_notes(text, 0, openers[0].start())
@@ -68,6 +69,30 @@ def split(text: str) -> list[Piece]:
             f"the text holds {len(pieces)} printed tensors; paste one tensor (or two, to compare them with each other)"
         )
     return pieces
+
+
+def _openers(text: str) -> list[re.Match[str]]:
+    """The wrapper openers in ``text``, in order, found from literal anchors.
+
+    Trying a many-branched pattern at each of 12M positions takes seconds; searching
+    for ``(`` and the two openers without one is a fast literal scan, and only the few
+    hits are matched against :data:`_OPENER`.
+    """
+    starts: set[int] = set()
+    for anchor in ("(", "<tf.Tensor:", "np.True_", "np.False_", "numpy.True_", "numpy.False_"):
+        pos = text.find(anchor)
+        while pos >= 0 and len(starts) <= _MAX_PIECES + 1:  # enough to tell "too many"
+            name = _CALL_NAME.search(text, max(0, pos - 40), pos + 1) if anchor == "(" else None
+            start = name.start() if name else pos
+            if _OPENER.match(text, start):
+                starts.add(start)
+            pos = text.find(anchor, pos + 1)
+    found: list[re.Match[str]] = []
+    for start in sorted(starts):
+        match = _OPENER.match(text, start)
+        if match and (not found or start >= found[-1].end()):
+            found.append(match)
+    return found
 
 
 def _take_piece(text: str, opener: re.Match[str], end: int) -> tuple[Piece, int]:
