@@ -1,6 +1,7 @@
 // The page: collects the two inputs, sends them to the Python core, renders the report
 // and asks the core for anything more (an element's bits, the next difference, a slice,
 // scatter points). It computes no number itself.
+import { createBisectView, describeFiles, packInput, readFiles } from "./bisect.js";
 import { CancelledError, core } from "./client.js";
 import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
@@ -8,6 +9,8 @@ import { fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
 import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
+import { renderInputNotes } from "./render/inputs.js";
+import { renderReference } from "./render/reference.js";
 import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
 import { renderTolerance } from "./render/tolerance.js";
@@ -17,11 +20,13 @@ import { decodeShare, encodeShare } from "./share.js";
 
 const $ = (id) => document.getElementById(id);
 const SIDES = ["a", "b"];
+const INPUTS = [...SIDES, "ref"]; // the reference is optional
 const SCATTER_POINTS = 2000;
 const SLICE_CELLS = 4096;
 
 const state = {
-  files: { a: null, b: null }, // {name, bytes: Uint8Array} when a file replaces the text
+  files: { a: null, b: null, ref: null }, // {name, bytes: Uint8Array}, or a list of them, when files replace the text
+  voidFormat: {}, // per input: how a .npy of anonymous void elements is read; absent = the core's default
   tolerance: {}, // what the user chose: {preset} or {atol, rtol}; empty = the core's default
   result: null, // last successful compare/rejudge result: {report, markdown, text}
   compared: null, // the inputs of that result, kept for the share link
@@ -54,7 +59,7 @@ function clearError() {
   error.hidden = true;
   error.textContent = "";
   document.querySelector(".error-home").append(error);
-  for (const side of SIDES) $(`paste-${side}`).removeAttribute("aria-invalid");
+  for (const side of INPUTS) $(`paste-${side}`).removeAttribute("aria-invalid");
 }
 
 /** Show an error next to the input it concerns; the inputs themselves are never touched. */
@@ -62,7 +67,8 @@ function showError({ message, where, side }) {
   const error = $("error");
   error.textContent = where ? `${message} (${where})` : message;
   error.hidden = false;
-  if (side === "a" || side === "b") {
+  if (INPUTS.includes(side)) {
+    if (side === "ref") $("ref-box").open = true;
     $(`side-${side}`).querySelector(".error-slot").append(error);
     $(`paste-${side}`).setAttribute("aria-invalid", "true");
   } else {
@@ -77,26 +83,31 @@ function renderChip(side) {
   const file = state.files[side];
   chip.hidden = !file;
   $(`side-${side}`).classList.toggle("has-file", Boolean(file));
-  if (file) chip.querySelector(".file-name").textContent = `${file.name} (${file.bytes.length} bytes) — used instead of the text`;
+  if (file) chip.querySelector(".file-name").textContent = `${describeFiles(file)} — used instead of the text`;
 }
 
-async function setFile(side, file) {
-  state.files[side] = { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+async function setFiles(side, fileList) {
+  state.files[side] = await readFiles(fileList);
+  delete state.voidFormat[side];
   renderChip(side);
 }
 
 function removeFile(side) {
   state.files[side] = null;
+  delete state.voidFormat[side];
   $(`file-${side}`).value = "";
   renderChip(side);
 }
 
-/** The inputs as the share link and the core want them; files win over text. */
+/** The inputs as the share link and the core want them; files win over text. An empty
+ * reference is left out. */
 function currentInputs() {
   const inputs = {};
-  for (const side of SIDES) {
+  for (const side of INPUTS) {
     const file = state.files[side];
-    inputs[side] = file ? { name: file.name, bytes: file.bytes } : { text: $(`paste-${side}`).value };
+    const text = $(`paste-${side}`).value;
+    if (side === "ref" && !file && !text.trim()) continue;
+    inputs[side] = file ?? { text };
   }
   return inputs;
 }
@@ -105,24 +116,14 @@ function currentInputs() {
 function toRequest(inputs) {
   const transfer = [];
   const out = {};
-  for (const side of SIDES) {
-    const input = inputs[side];
-    if (input.bytes) {
-      const buffer = input.bytes.slice().buffer;
-      transfer.push(buffer);
-      out[side] = { name: input.name, buffer };
-    } else {
-      out[side] = { text: input.text };
-    }
-  }
+  for (const [side, input] of Object.entries(inputs)) out[side] = packInput(input, transfer);
   return { inputs: out, transfer };
 }
 
 function wireSide(side) {
   const box = $(`side-${side}`);
   $(`file-${side}`).addEventListener("change", (event) => {
-    const [file] = event.target.files;
-    if (file) setFile(side, file);
+    if (event.target.files.length) setFiles(side, event.target.files);
   });
   box.querySelector(".chip-remove").addEventListener("click", () => removeFile(side));
   box.addEventListener("dragover", (event) => {
@@ -135,8 +136,7 @@ function wireSide(side) {
   box.addEventListener("drop", (event) => {
     event.preventDefault();
     box.classList.remove("dragging");
-    const [file] = event.dataTransfer.files;
-    if (file) setFile(side, file);
+    if (event.dataTransfer.files.length) setFiles(side, event.dataTransfer.files);
     else $(`paste-${side}`).value = event.dataTransfer.getData("text/plain");
   });
   $(`paste-${side}`).addEventListener("keydown", (event) => {
@@ -167,28 +167,60 @@ function toleranceOptions() {
   return { ...state.tolerance };
 }
 
+/** Compare options: the tolerance, and for each side re-read by the user, its void format. */
+function compareOptions() {
+  const voidFormat = Object.fromEntries(Object.entries(state.voidFormat).filter(([side, f]) => f && state.files[side]));
+  return Object.keys(voidFormat).length ? { ...toleranceOptions(), void_format: voidFormat } : toleranceOptions();
+}
+
+function readVoidAs(side, format) {
+  state.voidFormat[side] = format;
+  compare();
+}
+
 async function compare() {
   clearError();
   // Fields typed just before pressing Compare count, even before their debounce fires.
   if (fieldsTimer !== null && !applyFields()) return;
-  const job = ++state.job;
   const inputs = currentInputs();
+  state.result = null;
+  if (bisectView.takes(inputs)) {
+    $("report").hidden = true;
+    $("input-notes").hidden = true;
+    bisectView.run(inputs, toleranceOptions());
+    return;
+  }
+  bisectView.hide();
+  const job = ++state.job;
   const { inputs: requestInputs, transfer } = toRequest(inputs);
   setBusy(true);
-  const result = await ask("compare", { inputs: requestInputs, options: toleranceOptions() }, transfer, job);
+  const result = await ask("compare", { inputs: requestInputs, options: compareOptions() }, transfer, job);
   if (job !== state.job) return;
   setBusy(false);
   if (!result) return;
   if (!result.ok) {
     $("report").hidden = true;
+    $("input-notes").hidden = true;
     showError(result.error);
     return;
   }
+  if (result.bisect) {
+    // An input held several tensors: the core compared them layer by layer.
+    $("report").hidden = true;
+    $("input-notes").hidden = true;
+    bisectView.show(result, inputs, toleranceOptions());
+    return;
+  }
+  renderInputNotes($("input-notes"), result, readVoidAs);
   state.compared = { ...inputs, options: toleranceOptions() };
   showReport(result, { fresh: true });
 }
 
 async function rejudge() {
+  if (bisectView.active) {
+    bisectView.rejudge(toleranceOptions());
+    return;
+  }
   if (!state.result) return;
   clearError();
   const job = ++state.job;
@@ -210,6 +242,7 @@ function showReport(result, { fresh }) {
   $("report").hidden = false;
   renderVerdict($("verdict-box"), $("verdict"), $("evidence"), report);
   renderSummary($("summary"), report);
+  renderReference($("reference-card"), $("reference"), report);
   renderFindings($("findings"), report.findings);
   renderTolerance($("tolerance"), report, selectElement);
   renderWorst($("worst"), report, selectElement);
@@ -402,6 +435,11 @@ function downloadJson() {
 }
 
 async function share() {
+  if (!state.compared) {
+    $("export-status").textContent = "A layer of a layer-by-layer comparison cannot be shared as a link; " +
+      "download the JSON, or open its two tensors as files and share that comparison.";
+    return;
+  }
   const { a, b, options } = state.compared;
   const packed = await encodeShare({ a, b, options });
   if (!packed.ok) {
@@ -441,16 +479,18 @@ function swap() {
   const [a, b] = [$("paste-a"), $("paste-b")];
   [a.value, b.value] = [b.value, a.value];
   [state.files.a, state.files.b] = [state.files.b, state.files.a];
+  [state.voidFormat.a, state.voidFormat.b] = [state.voidFormat.b, state.voidFormat.a];
   SIDES.forEach(renderChip);
 }
 
 function clearAll() {
   state.job += 1;
   setBusy(false);
-  for (const side of SIDES) {
+  for (const side of INPUTS) {
     $(`paste-${side}`).value = "";
     removeFile(side);
   }
+  $("input-notes").hidden = true;
   state.tolerance = {};
   state.result = null;
   $("preset").value = "";
@@ -458,6 +498,7 @@ function clearAll() {
   $("rtol").value = "";
   clearError();
   $("report").hidden = true;
+  bisectView.clear();
   $("example-about").hidden = true;
   history.replaceState(null, "", location.pathname + location.search);
 }
@@ -494,9 +535,24 @@ async function loadPresets() {
   }
 }
 
+const bisectView = createBisectView({
+  ask,
+  setBusy,
+  showError,
+  clearError,
+  newJob: () => ++state.job,
+  isCurrent: (job) => job === state.job,
+  openPair(result, title) {
+    state.compared = null; // one pair of two captures: no pair of inputs to put in a link
+    showReport(result, { fresh: true });
+    $("pair-title").textContent = title;
+    $("pair-title").hidden = false;
+  },
+});
+
 function init() {
   core.onStatus(showStatus);
-  SIDES.forEach(wireSide);
+  INPUTS.forEach(wireSide);
   // A file dropped beside the drop targets must not navigate away from the page.
   window.addEventListener("dragover", (event) => event.preventDefault());
   window.addEventListener("drop", (event) => event.preventDefault());

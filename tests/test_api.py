@@ -209,3 +209,39 @@ def test_runs_matrix_against_a_reference():
     assert [c["max_ulp"] for c in matrix["runs"]["ort"]] == [p.report.max_ulp for p in native.pairs]
     bad = api.handle({**request, "options": {"reference": "nope"}}, payloads)
     assert not bad["ok"] and "reference" in bad["error"]["message"]
+
+
+# --- what the page needs to offer choices: void .npy formats, two tensors from one box
+
+
+def test_void_npy_offers_its_formats_and_is_reread_as_asked():
+    import ml_dtypes
+
+    values = np.array([0.5, -1.75, 3.0, 0.0], dtype=ml_dtypes.float8_e4m3fn)
+    void, named = npy_bytes(values), npy_bytes(values.astype(np.float32))
+    inputs = {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}
+    out = api.handle({"op": "compare", "inputs": inputs, "options": {}}, {"a": void, "b": void})
+    assert out["ok"] and out["report"]["a"]["dtype"] == "float8_e4m3fn"
+    assert out["void_choices"] == {"a": ["float8_e4m3fn", "float8_e5m2"], "b": ["float8_e4m3fn", "float8_e5m2"]}
+    options = {"void_format": {"a": "float8_e5m2"}}
+    out = api.handle({"op": "compare", "inputs": inputs, "options": options}, {"a": void, "b": void})
+    assert (out["report"]["a"]["dtype"], out["report"]["b"]["dtype"]) == ("float8_e5m2", "float8_e4m3fn")
+    as_e5m2 = values.view(np.uint8).view(ml_dtypes.float8_e5m2)
+    first = out["report"]["first_diff"]
+    assert ml_dtypes.float8_e5m2(float(first["a"])) == as_e5m2[first["flat"]]
+    out = api.handle({"op": "compare", "inputs": inputs, "options": {}}, {"a": named, "b": void})
+    assert out["void_choices"] == {"b": ["float8_e4m3fn", "float8_e5m2"]}
+    bad = api.handle({"op": "compare", "inputs": inputs, "options": {"void_format": "e5m2"}}, {"a": void, "b": void})
+    assert not bad["ok"] and bad["error"]["where"] == "void_format"
+    misfit = api.handle(
+        {"op": "compare", "inputs": inputs, "options": {"void_format": {"b": "bfloat16"}}}, {"a": void, "b": void}
+    )
+    assert not misfit["ok"] and misfit["error"]["side"] == "b" and "does not fit 1-byte" in misfit["error"]["message"]
+
+
+def test_one_box_is_named_in_the_result(pair):
+    a, b = pair
+    both = api.handle({"op": "compare", "inputs": {"a": {"text": f"{a!r}\n{b!r}"}, "b": {"text": ""}}}, {})
+    assert both["ok"] and both["one_box"] == "a"
+    apart = api.handle({"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}}, {})
+    assert apart["ok"] and apart["one_box"] is None and apart["void_choices"] == {}

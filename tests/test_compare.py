@@ -228,3 +228,20 @@ def test_every_format_against_float64_reference(fmt):
     held = bits.from_float64(truth, f) if f.is_float else np.round(truth).astype(f.storage)
     r = compare(Tensor(held, fmt, "test"), Tensor(held.copy(), fmt, "test"), ref=t(truth))
     assert r.identical and r.reference.equivalent and r.reference.a_rmse == r.reference.b_rmse
+
+
+def test_a_padded_print_does_not_excuse_a_difference_it_shows():
+    """PyTorch pads its print with zeros: ``1.0000`` says the value is 1 to four decimals,
+    though the shortest decimal of what is read back is just ``1``."""
+    import torch
+    from perpendis.parse import parse_text
+
+    exact = np.array([1.0, 2.5, 3.25, 0.125], np.float32)
+    (printed,) = parse_text(repr(torch.from_numpy(exact)))
+    assert "1.0000" in repr(torch.from_numpy(exact)) and not printed.lossless
+    off = exact.copy()
+    off[0] = 1.003  # 0.3% away: visible in the fourth decimal, beyond fp32-cpu's rtol
+    r = compare(printed, t(off))
+    assert not r.tolerance.passed and r.tolerance.n_fail == 1
+    assert r.verdict == "investigate"
+    assert not any("printed digits" in n for n in r.notes)

@@ -1,8 +1,11 @@
 """Findings and verdicts on the patterns that separate rounding from bugs."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from perpendis.compare import compare
+from perpendis.load import load_path
 from perpendis.tensor import Tensor, from_numpy
 
 
@@ -125,3 +128,39 @@ def test_lossy_print_is_judged_to_its_resolution():
     assert r.tolerance.passed and r.verdict == "rounding"
     assert any("printed digits" in n for n in r.notes)
     assert "lossy" in kinds(r)
+
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def model_output(name):
+    (tensor,) = load_path(MODELS / name)
+    return tensor
+
+
+def test_reference_outweighs_the_not_rounding_warning():
+    """PyTorch against ONNX Runtime for ``nn.Linear(5, 7)``: some outputs come from
+    cancelling sums, so their relative differences look too large for rounding; the float64
+    run shows B as close to the truth as A, which only a reference can see."""
+    a, b = model_output("linear.torch.npy"), model_output("linear.ort.npy")
+    alone = kinds(compare(a, b))
+    assert alone["not_rounding"].severity == "warning"
+    r = compare(a, b, ref=model_output("linear.ref64.npy"))
+    found = kinds(r)
+    assert found["not_rounding"].severity == "info"
+    assert "as close to the reference" in found["not_rounding"].message
+    assert found["reference"].severity == "info" and r.verdict == "rounding"
+
+
+def test_a_fixed_point_print_differs_by_its_resolution_not_by_more_than_rounding():
+    """``sci_mode=False`` prints four decimals whatever the magnitude; the differences to the
+    exact ONNX Runtime output are what those decimals cannot show."""
+    printed = model_output("transformer.torch.fixed.repr.txt")
+    r = compare(printed, model_output("transformer.ort.npy"))
+    found = kinds(r)
+    assert r.verdict == "rounding" and "not_rounding" not in found
+    assert "printed digits" in found["rounding"].message
+    assert "as few as" in found["lossy"].message
+    # The exact output against the same B is not excused by any print.
+    exact = kinds(compare(model_output("transformer.torch.npy"), model_output("transformer.ort.npy")))
+    assert "printed digits" not in exact.get("rounding", exact.get("not_rounding")).message

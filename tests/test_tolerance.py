@@ -106,3 +106,44 @@ def test_numpy_default_passes_exactly_when_assert_allclose_does(seed, log_noise)
         numpy_passed = False
     report = compare(from_numpy(actual, "a"), from_numpy(desired, "b"), preset="numpy-default")
     assert report.tolerance.passed == numpy_passed
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    scale=st.integers(-3, 6),
+    printer=st.sampled_from(["torch", "torch-fixed", "torch-2", "numpy"]),
+)
+def test_print_slack_covers_the_print_error_and_no_more_than_its_digits(seed, scale, printer):
+    """Real prints of float32 values: every value read back lies within its slack of the
+    value printed, and the slack is no wider than half a unit in the ``digits``-th place."""
+    from perpendis.parse import parse_text
+    from perpendis.tolerance import print_slack, printed_digits
+
+    x = (np.random.default_rng(seed).standard_normal(12) * 10.0**scale).astype(np.float32)
+    # NumPy's print drops trailing zeros, so only its default precision can be told from the text.
+    if printer == "numpy":
+        text = repr(x)
+    else:
+        torch.set_printoptions(
+            sci_mode=False if printer == "torch-fixed" else None, precision=2 if printer == "torch-2" else 4
+        )
+        try:
+            text = repr(torch.from_numpy(x))
+        finally:
+            torch.set_printoptions(profile="default")
+    (printed,) = parse_text(text)
+    digits = printed_digits(printed.describe())
+    if digits is None:  # the print pinned every value: nothing to excuse
+        assert np.array_equal(printed.array, x)
+        return
+    fmt = format_of("float32")
+    slack = print_slack(printed.array.view(np.uint32), fmt, digits)
+    error = np.abs(printed.array.astype(np.float64) - x.astype(np.float64))
+    spacing = np.spacing(np.abs(printed.array)).astype(np.float64)  # the read-back rounds to float32 too
+    assert np.all(error <= slack + spacing), text
+    if digits:
+        nonzero = printed.array != 0
+        # The decade of each printed value (read back to float32, 0.0001 is a hair below 1e-4).
+        magnitude = 10.0 ** np.floor(np.log10(np.abs(printed.array[nonzero].astype(np.float64))) + 1e-6)
+        assert np.all(slack[nonzero] <= 5 * magnitude * 10.0 ** (1 - digits))  # within one decade of the digits

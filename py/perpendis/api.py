@@ -26,6 +26,7 @@ from .tolerance import Tolerance, within
 
 Progress = Callable[[str, float], object]
 
+_SIDES = ("a", "b", "ref")
 # The last compared pair: tensors, options, extra notes and its report.
 _last: dict[str, Any] = {}
 # The last bisect: its pairs of entries in order, and its options.
@@ -106,15 +107,15 @@ def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: 
         ref = _single(_load(inputs["ref"], payloads, "ref", void.get("ref")), "ref")
     _last.clear()
     _last.update(pair=(a, b, ref), options=_options(request), notes=notes)
-    choices = {side: _void_choices(inputs.get(side), payloads) for side in ("a", "b", "ref")}
+    choices = {side: _void_choices(inputs.get(side), payloads) for side in _SIDES}
     return {**_run(progress), "void_choices": {k: v for k, v in choices.items() if v}, "one_box": one_box}
 
 
 def _void_formats(request: Mapping[str, Any]) -> dict[str, str]:
     """``options.void_format``: per side, the format anonymous void ``.npy`` elements are read as."""
     chosen = (request.get("options") or {}).get("void_format") or {}
-    sides_ok = isinstance(chosen, Mapping) and all(k in ("a", "b", "ref") and isinstance(v, str) for k, v in chosen.items())
-    if not sides_ok:
+    valid = isinstance(chosen, Mapping) and all(k in _SIDES and isinstance(v, str) for k, v in chosen.items())
+    if not valid:
         raise InputError('void_format must map sides to formats, e.g. {"a": "float8_e5m2"}', where="void_format")
     return dict(chosen)
 

@@ -15,7 +15,6 @@ deviation of the cosine from 1, never swamps it.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from functools import reduce
 import numpy as np
 
 from . import bits
+from .align import Aligned, align, compared_format, like_a
 from .bits import Format
 from .errors import InputError
 from .report import (
@@ -35,141 +35,19 @@ from .report import (
     Report,
     Stats,
     ToleranceResult,
+    shape_text,
 )
 from .tensor import Tensor
-from .tolerance import Tolerance, resolve, within
+from .tolerance import Tolerance, print_slack, printed_digits, resolve, within
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
 PATTERN_SAMPLE_CAP = 4096  # (flat, a, b) rows of differing and failing elements, for diagnosis
 INDEX_CAP = 8  # first NaN/Inf mismatch indices reported
 AXIS_CAP = 1024  # entries per axis in failure counts; longer axes are bucketed
-PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
-PERMUTE_SAMPLE = 4096
 REF_FACTOR = 4.0  # B is rounding-equivalent when its error vs ref is within this factor of A's
 
 Chunk = tuple[int, np.ndarray, np.ndarray]
-
-
-# ---------------------------------------------------------------------------------------
-# Alignment: one element format and one shape for both sides.
-
-
-@dataclass
-class Aligned:
-    """Both sides as storage arrays of one format and one shape, and how they got there.
-
-    ``a`` and ``b`` are ``None`` when the shapes cannot be aligned.  ``layout`` says what
-    was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``.
-    """
-
-    fmt: Format
-    a: np.ndarray | None
-    b: np.ndarray | None
-    layout: dict[str, object]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def shape(self) -> tuple[int, ...] | None:
-        return None if self.b is None else tuple(int(n) for n in self.b.shape)
-
-
-def compared_format(fa: Format, fb: Format) -> Format:
-    """The format both sides are compared in: the narrower float, or the wider integer.
-
-    Rounding the wider float to the narrower format asks "would these agree if both had
-    been computed in the narrower type?"; integers instead widen, which is exact.
-    """
-    if fa == fb:
-        return fa
-    if fa.is_float != fb.is_float:
-        return fa if fa.is_float else fb
-    if fa.is_float:
-        return min((fa, fb), key=lambda f: (f.width, f.man_bits))
-    if {fa.kind, fb.kind} == {"int", "uint"}:
-        return bits.FORMATS["int64"]
-    return max((fa, fb), key=lambda f: (f.width, f.kind != "bool"))
-
-
-def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
-    """An array held in ``src`` as ``dst``'s storage, rounding to nearest for floats."""
-    if src == dst:
-        return array
-    if dst.is_float:
-        return bits.from_float64(bits.to_float64(array, src), dst)
-    return np.asarray(array).astype(dst.storage)
-
-
-def _contiguous(array: np.ndarray) -> np.ndarray:
-    """C-contiguous, keeping 0-d arrays 0-d (``np.ascontiguousarray`` makes them 1-d)."""
-    return np.ascontiguousarray(array).reshape(np.shape(array))
-
-
-def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(n for n in shape if n != 1)
-
-
-def _shape_str(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(n) for n in shape) + ")"
-
-
-def _permutation_score(a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt: Format, tol: Tolerance) -> int:
-    """Bitwise matches plus within-tolerance matches of ``a.transpose(perm)`` against ``b`` on a sample."""
-    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.intp))
-    b_idx = np.unravel_index(pos, b.shape)
-    a_idx: list[np.ndarray] = [np.empty(0)] * b.ndim
-    for k, axis in enumerate(perm):
-        a_idx[axis] = b_idx[k]
-    va, vb = a[tuple(a_idx)], b[b_idx]
-    same = bits.raw_bits(va, fmt) == bits.raw_bits(vb, fmt)
-    fa, fb = bits.to_float64(va, fmt), bits.to_float64(vb, fmt)
-    with np.errstate(invalid="ignore"):
-        close = within(np.abs(fa - fb), np.abs(fb), tol)
-    return int(same.sum() + close.sum())
-
-
-def _best_permutation(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[tuple[int, ...], int]:
-    candidates = [p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape]
-    scored = [(_permutation_score(a, b, p, fmt, tol), p) for p in candidates]
-    score, perm = max(scored, key=lambda sp: sp[0])
-    return perm, score
-
-
-def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
-    """Both sides in the compared format and one shape (B's, or the broadcast one), where meaningful.
-
-    The aligned arrays are C-contiguous, so follow-up questions can index them flat.
-    """
-    fmt = compared_format(a.fmt, b.fmt)
-    notes: list[str] = []
-    if a.fmt != b.fmt:
-        rounded = "A" if fmt != a.fmt else "B"
-        notes.append(f"A is {a.format} and B is {b.format}: {rounded} was rounded to {fmt.name} to compare values")
-    xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
-    sa, sb = a.shape, b.shape
-    if sa == sb:
-        return Aligned(fmt, _contiguous(xa), _contiguous(xb), {"kind": "same"}, notes)
-    if a.size == b.size and _squeezed(sa) == _squeezed(sb):
-        notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} differ only by size-1 axes; compared in B's shape")
-        return Aligned(fmt, _contiguous(xa).reshape(sb), _contiguous(xb), {"kind": "squeeze"}, notes)
-    if len(sa) == len(sb) and sorted(sa) == sorted(sb) and len(sa) <= PERMUTE_MAX_DIMS:
-        perm, score = _best_permutation(xa, xb, fmt, tol)
-        sample = min(PERMUTE_SAMPLE, b.size)
-        agree = score / (2 * sample) if sample else 0.0
-        notes.append(f"A was transposed with axes {perm} to B's shape {_shape_str(sb)} before comparing values")
-        layout = {"kind": "transpose", "perm": list(perm), "agree": agree}
-        return Aligned(fmt, _contiguous(xa.transpose(perm)), _contiguous(xb), layout, notes)
-    try:
-        common = np.broadcast_shapes(sa, sb)
-    except ValueError:
-        common = None
-    if common is not None and math.prod(common) == max(a.size, b.size):
-        notes.append(f"shapes {_shape_str(sa)} and {_shape_str(sb)} were broadcast to {_shape_str(common)} to compare")
-        layout = {"kind": "broadcast", "shape": list(common)}
-        wide_a, wide_b = (_contiguous(np.broadcast_to(x, common)) for x in (xa, xb))
-        return Aligned(fmt, wide_a, wide_b, layout, notes)
-    layout = {"kind": "none", "broadcast": None if common is None else list(common)}
-    return Aligned(fmt, None, None, layout, notes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -356,20 +234,6 @@ def _relative(absd: np.ndarray, absb: np.ndarray) -> np.ndarray:
         return np.where(absd == 0, 0.0, absd / absb)
 
 
-def _print_half_unit(raw: np.ndarray, fmt: Format) -> np.ndarray:
-    """Half a unit in the last place of each value's shortest decimal.
-
-    A value read from a print with few digits is only known to that precision: ``0.1294``
-    stands for anything within 0.00005 of it.  Run only on the few failing elements of a
-    lossy input, so a Python loop is affordable.
-    """
-    out = np.empty(raw.size)
-    for i, code in enumerate(raw.tolist()):
-        mantissa, _, exponent = bits.decimal_string(code, fmt).partition("e")
-        out[i] = 0.5 * 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
-    return out
-
-
 def chunk_partial(
     start: int,
     a: np.ndarray,
@@ -377,11 +241,12 @@ def chunk_partial(
     fmt: Format,
     shape: tuple[int, ...],
     tol: Tolerance,
-    lossy: tuple[bool, bool] = (False, False),
+    lossy: tuple[int | None, int | None] = (None, None),
 ) -> Partial:
     """The partial result of one aligned chunk: flat elements ``start ...`` of both sides.
 
-    ``lossy`` says which sides were printed with too few digits to pin their values; a
+    ``lossy`` gives, for each side printed with too few digits to pin its values, the
+    :func:`~perpendis.tolerance.printed_digits` of its print (None for exact sides); a
     failure within what those digits resolve is not counted (``n_print_limited``).
     """
     a, b = np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
@@ -443,9 +308,9 @@ def chunk_partial(
 
     passed = within(absd, absb, tol) | (nan_a & nan_b)
     failed = ~passed
-    if any(lossy) and failed.any():
+    if lossy != (None, None) and failed.any():
         idx = np.flatnonzero(failed)
-        slack = sum(_print_half_unit(raw[idx], fmt) for raw, flag in ((da, lossy[0]), (db, lossy[1])) if flag)
+        slack = sum(print_slack(raw[idx], fmt, d) for raw, d in ((da, lossy[0]), (db, lossy[1])) if d is not None)
         unresolved = absd[idx] <= tol.atol + tol.rtol * absb[idx] + slack
         failed[idx[unresolved]] = False
         p.n_print_limited = int(unresolved.sum())
@@ -479,7 +344,7 @@ def fold(
     tol: Tolerance,
     *,
     progress: Callable[[float], object] | None = None,
-    lossy: tuple[bool, bool] = (False, False),
+    lossy: tuple[int | None, int | None] = (None, None),
 ) -> Partial:
     """Merge the partials of all chunks, calling ``progress(fraction)`` after each."""
     total = math.prod(shape)
@@ -657,7 +522,7 @@ def compare_chunks(
     tol = tolerance or resolve(fmt)
     report = _empty_report(a_info, b_info, None, fmt)
     report.compared_shape = list(shape)
-    lossy = (not a_info.get("lossless", True), not b_info.get("lossless", True))
+    lossy = (printed_digits(a_info), printed_digits(b_info))
     _numbers(report, fold(chunks, fmt, shape, tol, progress=progress, lossy=lossy), fmt, shape, tol)
     report.layout = {"kind": "same"}
     diagnose(report, depth=depth)
@@ -702,34 +567,23 @@ def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float
     return (math.sqrt(sq / count) if count else 0.0), (worst if worst >= 0 else None)
 
 
-def _like_a(array: np.ndarray, aligned: Aligned) -> np.ndarray:
-    """An array of A's shape laid out as A was for the comparison."""
-    shape = aligned.shape
-    kind = aligned.layout["kind"]
-    if kind == "transpose":
-        return array.transpose(aligned.layout["perm"])  # type: ignore[arg-type]
-    if kind == "squeeze":
-        return array.reshape(shape)
-    return np.broadcast_to(array, shape)  # type: ignore[arg-type]
-
-
 def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
     """Each side's error against ``ref``, and whether B's is within REF_FACTOR of A's."""
     shape = aligned.shape
     if shape is None:
         return None
     if ref.shape == a.shape:
-        r = _like_a(ref.array, aligned)
+        r = like_a(ref.array, aligned)
     elif ref.shape in (b.shape, shape):
         r = np.broadcast_to(ref.array, shape)
     else:
         raise InputError(
-            f"the reference has shape {_shape_str(ref.shape)} but A has {_shape_str(a.shape)} and B "
-            f"{_shape_str(b.shape)}; give a reference of the same shape as A or B",
+            f"the reference has shape {shape_text(ref.shape)} but A has {shape_text(a.shape)} and B "
+            f"{shape_text(b.shape)}; give a reference of the same shape as A or B",
             side="ref",
         )
     ref64 = bits.to_float64(np.ascontiguousarray(r), ref.fmt)
-    a_rmse, a_ulp = _side_error(np.ascontiguousarray(_like_a(a.array, aligned)), a.fmt, ref64)
+    a_rmse, a_ulp = _side_error(np.ascontiguousarray(like_a(a.array, aligned)), a.fmt, ref64)
     b_rmse, b_ulp = _side_error(np.ascontiguousarray(np.broadcast_to(b.array, shape)), b.fmt, ref64)
     ratio = b_rmse / a_rmse if a_rmse > 0 else None
     # B within one step of the correctly rounded reference is as good as rounding gets.
@@ -775,7 +629,7 @@ def compare(
     shape = aligned.shape
     if shape is not None and aligned.a is not None and aligned.b is not None:
         report.compared_shape = list(shape)
-        lossy = (not a.lossless, not b.lossless)
+        lossy = (printed_digits(report.a), printed_digits(report.b))
         partial = fold(aligned_chunks(aligned.a, aligned.b), fmt, shape, tol, progress=progress, lossy=lossy)
         _numbers(report, partial, fmt, shape, tol)
     elif progress is not None:

@@ -13,8 +13,10 @@ import math
 
 import numpy as np
 
-from .bits import format_of
-from .report import AxisFailures, Finding, Report
+from . import bits
+from .bits import Format, format_of
+from .report import AxisFailures, Finding, Report, shape_text
+from .tolerance import print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
 # (one float32 ULP is 1 to 2 units of roundoff, so 8 allows a few ULP at depth 1).
@@ -27,12 +29,12 @@ REGION_MIN_FAILS = 4
 
 _AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
 _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
-# Findings about failures, demoted to warnings when a reference shows B is rounding-equivalent.
-_TOLERANCE_KINDS = {"tolerance", "region", "sign_flip", "offset", "scale"}
-
-
-def _shape(shape: list[int] | tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(n) for n in shape) + ")"
+# Findings that judge the size of the differences, which a reference outweighs: when it
+# shows B rounding-equivalent to A they drop one severity.  A difference large for its
+# magnitude is still rounding where the value itself came from cancellation, which only
+# the reference can see.
+_OUTWEIGHED_BY_REFERENCE = {"tolerance", "region", "sign_flip", "offset", "scale", "not_rounding"}
+_DEMOTED = {"error": "warning", "warning": "info"}
 
 
 def _index_ranges(indices: list[int], bucket: int) -> str:
@@ -50,7 +52,7 @@ def _index_ranges(indices: list[int], bucket: int) -> str:
 def _shape_findings(r: Report) -> list[Finding]:
     layout = r.layout
     kind = layout.get("kind")
-    sa, sb = _shape(r.a["shape"]), _shape(r.b["shape"])
+    sa, sb = shape_text(r.a["shape"]), shape_text(r.b["shape"])
     if r.shape_match:
         return []
     differ = f"A has shape {sa} but B has {sb}"
@@ -60,7 +62,7 @@ def _shape_findings(r: Report) -> list[Finding]:
         extra = ""
         if layout.get("broadcast") is not None:
             extra = (
-                f"; they broadcast to {_shape(layout['broadcast'])}, which compares every pair — "
+                f"; they broadcast to {shape_text(layout['broadcast'])}, which compares every pair — "
                 "usually a missing squeeze or unsqueeze"
             )
         return [Finding("shape", "error", f"{differ}: the shapes cannot be aligned, so no values were compared{extra}")]
@@ -75,7 +77,7 @@ def _shape_findings(r: Report) -> list[Finding]:
                 "error",
                 f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
                 f"{layout['agree']:.0%} of sampled elements agree",
-                _shape(perm),
+                shape_text(perm),
             )
         )
     elif kind == "broadcast":
@@ -83,7 +85,7 @@ def _shape_findings(r: Report) -> list[Finding]:
             Finding(
                 "broadcast",
                 "error",
-                f"{sa} and {sb} broadcast to {_shape(layout['shape'])}: one side was probably expanded or a "
+                f"{sa} and {sb} broadcast to {shape_text(layout['shape'])}: one side was probably expanded or a "
                 "reduction dropped an axis; compared after broadcasting",
             )
         )
@@ -110,7 +112,7 @@ def _nonfinite_findings(r: Report) -> list[Finding]:
     ):
         if n:
             what = "NaN on one side only" if kind == "nan" else "infinite on one side, or infinities of opposite sign"
-            out.append(Finding(kind, "error", f"{n} element(s) are {what}", _shape(where[0])))
+            out.append(Finding(kind, "error", f"{n} element(s) are {what}", shape_text(where[0])))
     if r.n_signed_zero_diff:
         out.append(
             Finding(
@@ -221,7 +223,7 @@ def _tolerance_findings(r: Report) -> list[Finding]:
                 f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
                 f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); it would pass at "
                 f"atol {m.atol_at_rtol:.3g}{rtol_text}",
-                None if first is None else _shape(first.index),
+                None if first is None else shape_text(first.index),
             )
         )
     if tol.warning:
@@ -240,16 +242,19 @@ def _rounding(r: Report, depth: float) -> list[Finding]:
     usable = np.isfinite(a) & np.isfinite(b) & (np.abs(b) > tol.atol)
     if not usable.any():
         return []
-    rel = np.abs(a[usable] - b[usable]) / np.abs(b[usable])
+    a, b = a[usable], b[usable]
+    rel = np.abs(a - b) / np.abs(b)
     u = fmt.unit_roundoff
     bound = ROUNDOFF_FACTOR * u * depth
-    share = float(np.mean(rel <= bound))
+    slack = _print_slack(r, fmt, a, b)
+    share = float(np.mean(np.abs(a - b) <= bound * np.abs(b) + slack))
     typical = float(np.quantile(rel, ROUNDING_SHARE))
     u_text = f"u = 2^-{fmt.man_bits + 1} for {fmt.name}"
+    printed = " or what the printed digits resolve" if np.any(slack) else ""
     if share >= ROUNDING_SHARE:
         message = (
             f"the differences look like rounding: {share:.1%} of differing elements are within "
-            f"{ROUNDOFF_FACTOR:g}·u·depth relative ({u_text}, depth {depth:g}); the largest is "
+            f"{ROUNDOFF_FACTOR:g}·u·depth relative{printed} ({u_text}, depth {depth:g}); the largest is "
             f"{r.max_rel_diff:.3g} ({r.max_rel_diff / u:.3g} u)"
         )
         return [Finding("rounding", "info", message)]
@@ -264,12 +269,22 @@ def _rounding(r: Report, depth: float) -> list[Finding]:
     return [Finding("not_rounding", "warning", message)]
 
 
+def _print_slack(r: Report, fmt: Format, a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
+    """Per sampled pair, how far the sides read from a coarse print may be from their values."""
+    slack: np.ndarray | float = 0.0
+    for info, values in ((r.a, a), (r.b, b)):
+        digits = printed_digits(info)
+        if digits is not None:
+            slack = slack + print_slack(bits.raw_bits(bits.from_float64(values, fmt), fmt), fmt, digits)
+    return slack
+
+
 def _lossy(r: Report) -> list[Finding]:
     out = []
     for side, info in (("A", r.a), ("B", r.b)):
         if not info.get("lossless", True):
             digits = info.get("digits")
-            shown = f"with {digits} significant digits" if digits else "lossily"
+            shown = f"with as few as {digits} significant digits" if digits else "lossily"
             out.append(
                 Finding(
                     "lossy",
@@ -288,8 +303,8 @@ def _reference(r: Report, findings: list[Finding]) -> list[Finding]:
     ratio = f"{ref.ratio:.3g}×" if ref.ratio is not None else "n/a"
     if ref.equivalent:
         for f in findings:
-            if f.kind in _TOLERANCE_KINDS and f.severity == "error":
-                f.severity = "warning"
+            if f.kind in _OUTWEIGHED_BY_REFERENCE and f.severity in _DEMOTED:
+                f.severity = _DEMOTED[f.severity]
                 f.message += " (but B is as close to the reference as A is)"
         return [
             Finding(

@@ -12,6 +12,7 @@ printed decimals, not the values the library held (see :mod:`perpendis.text.numb
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from .errors import InputError
 from .tensor import Tensor, from_numpy
 from .text.clean import clean
 from .text.grid import shape_of, token_bounds
-from .text.numbers import decimals, digits_needed, exactness, split_complex, whole_values
+from .text.numbers import decimals, digits_needed, exactness, join_complex, split_complex, whole_values
 from .text.split import Piece, split
 
 _ALIASES = {
@@ -72,8 +73,11 @@ def _tensor(piece: Piece) -> Tensor:
         notes += header_notes
     kind = _element_kind(body, form)
     fmt, is_complex = _element_format(piece, kind, where)
+    if is_complex:
+        body = join_complex(body)
     buf = np.frombuffer(body.encode("ascii"), dtype=np.uint8)
-    starts, _ = token_bounds(buf)
+    bounds = token_bounds(buf)
+    starts = bounds[0]
     if form == "table":
         shape, source = _table_shape(buf, starts, line_at, source)
     elif "[" in body:
@@ -92,18 +96,21 @@ def _tensor(piece: Piece) -> Tensor:
     flat = body.translate(_SEPARATORS)
     if is_complex:
         flat = split_complex(flat)
-    tokens = flat.split()
+        buf = np.frombuffer(flat.encode("ascii"), dtype=np.uint8)
+        bounds = token_bounds(buf)
+    count = 2 * starts.size if is_complex else starts.size
     lossless, digits = True, None
     if fmt.is_float:
-        printed = decimals(tokens, form == "hex", where)
+        printed = decimals(flat, form == "hex", where)
+        if printed.size != count or bounds[0].size != count:
+            raise InputError("some values could not be read as numbers; paste the text as printed", where=where)
         stored = from_float64(printed, fmt)
-        if form != "hex":
-            found = exactness(flat, printed, stored, fmt, printer)
-            lossless, digits = found.exact, found.digits
-            if not found.exact:
-                notes.append(_lossy_note(piece.library, fmt, found.n_inexact, len(tokens), found.digits))
+        found = exactness(buf, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt)
+        lossless, digits = found.exact, found.digits
+        if not found.exact:
+            notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
     else:
-        stored = whole_values(tokens, fmt, where)
+        stored = whole_values(flat.split(), fmt, where)
     if piece.dtype is None and form in ("wrapped", "print"):
         notes.append(f"no dtype printed: taken as {_dtype_name(fmt, is_complex)}, the default of {source}")
     if is_complex:
@@ -125,18 +132,25 @@ def _form(piece: Piece) -> tuple[str, str, str]:
     if "0x" in body or "0X" in body:
         return "hex", "float.hex list", "shortest"
     if "[" in body:
-        return ("list", "nested list", "shortest") if "," in body else ("print", "NumPy print", "maxprec")
+        # Python separates items with commas, NumPy's print with spaces.  A lone number
+        # has neither: NumPy prints integral floats as "1.", Python as "1.0".
+        if "," in body:
+            return "list", "nested list", "shortest"
+        several = len(body.translate(_SEPARATORS).split(maxsplit=1)) > 1
+        if not (several or re.search(r"\d\.(?!\d)", body)):
+            return "list", "nested list", "shortest"
+        return "print", "NumPy print", "maxprec"
     return "table", "CSV column" if "," in body else "one number per line", "shortest"
 
 
 def _element_kind(body: str, form: str) -> str:
-    """"bool", "complex", "float" or "int", from the characters of the printed numbers."""
-    if form == "hex" or not any(c in body for c in "0123456789"):
-        return "float"  # an empty tensor prints no numbers and takes the default float dtype
+    """ "bool", "complex", "float" or "int", from the characters of the printed numbers."""
     if "True" in body or "False" in body:
         return "bool"
     if "j" in body:
         return "complex"
+    if form == "hex" or not any(c in body for c in "0123456789"):
+        return "float"  # an empty tensor prints no numbers and takes the default float dtype
     if any(mark in body for mark in (".", "e", "E", "nan", "inf")):
         return "float"
     return "int"

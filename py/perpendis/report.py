@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -224,17 +225,18 @@ def _num(x: float | int | None) -> str:
     return f"{x:.4g}"
 
 
+def shape_text(shape: Sequence[int]) -> str:
+    """``(2, 3)``, as NumPy prints a shape (``(5)`` for one axis, so an index reads the same)."""
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
 def _shape(info: dict[str, Any]) -> str:
-    return "(" + ", ".join(str(n) for n in info["shape"]) + ")"
-
-
-def _where(e: Element) -> str:
-    return "(" + ", ".join(str(i) for i in e.index) + ")"
+    return shape_text(info["shape"])
 
 
 def _element_lines(label: str, e: Element) -> list[str]:
     return [
-        f"{label} at {_where(e)} (flat {e.flat}): A = {e.a}, B = {e.b}; "
+        f"{label} at {shape_text(e.index)} (flat {e.flat}): A = {e.a}, B = {e.b}; "
         f"ulp {_num(e.ulp)}, abs {_num(e.abs_diff)}, rel {_num(e.rel_diff)}",
         f"    A bits {e.a_bits} ({e.a_hex})",
         f"    B bits {e.b_bits} ({e.b_hex})",

@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .align import align, compared_format, convert
 from .bits import Format, format_of
-from .compare import CHUNK, Chunk, align, compare_chunks, compared_format, convert
+from .compare import CHUNK, Chunk, compare_chunks
 from .errors import InputError
 from .formats.buffer import BytesLike
 from .formats.limits import NPY_HEADER_PREFIX

@@ -9,10 +9,13 @@ situations, not guarantees; the report also says the smallest tolerance that wou
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 
+from . import bits
 from .bits import Format
 from .errors import InputError
 
@@ -80,7 +83,7 @@ _DEFAULT_FOR_FORMAT = {
 def default_preset(fmt_a: Format, fmt_b: Format | None = None) -> str:
     """The preset for values compared in ``fmt_a``, or in the format A and B are compared in."""
     if fmt_b is not None:
-        from .compare import compared_format
+        from .align import compared_format
 
         fmt_a = compared_format(fmt_a, fmt_b)
     return _DEFAULT_FOR_FORMAT.get(fmt_a.name, "exact")
@@ -119,3 +122,33 @@ def resolve(
 def within(abs_diff: np.ndarray, abs_ref: np.ndarray, tol: Tolerance) -> np.ndarray:
     """Where ``|a - b| <= atol + rtol * |b|``; False where the difference is NaN."""
     return abs_diff <= tol.atol + tol.rtol * abs_ref
+
+
+def printed_digits(info: Mapping[str, object]) -> int | None:
+    """For an input read from a print too coarse to pin its values (a :meth:`Tensor.describe`
+    dict), the fewest significant digits it was printed with (0 when unknown); None when
+    the input was read exactly and has no print slack."""
+    if info.get("lossless", True):
+        return None
+    return int(info.get("digits") or 0)  # type: ignore[call-overload]
+
+
+def print_slack(raw: np.ndarray, fmt: Format, digits: int) -> np.ndarray:
+    """How far each value read from a coarse print may lie from the value that was printed.
+
+    That is half a unit in the print's last digit; the print is gone, but two upper bounds
+    on that unit remain, and the smaller is kept.  The shortest decimal of the value read
+    back has at most the printed digits (a print pads: ``1.0000`` reads back as ``1``, so
+    this bound alone would excuse a difference of 0.5), and every printed value had at
+    least ``digits`` significant ones (0: unknown, this bound is left out).  Run only on
+    the few elements being judged, so a Python loop is affordable.
+    """
+    out = np.full(raw.size, math.inf)
+    for i, code in enumerate(raw.tolist()):
+        shortest = Decimal(bits.decimal_string(code, fmt))
+        if shortest.is_finite():
+            last = shortest.as_tuple().exponent
+            if digits:
+                last = min(last, shortest.adjusted() - digits + 1)  # type: ignore[type-var]
+            out[i] = 0.5 * 10.0**last
+    return out

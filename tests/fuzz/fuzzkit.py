@@ -12,15 +12,19 @@ have served it.
 from __future__ import annotations
 
 import contextlib
+import io
 import resource
 import signal
+import struct
 import tracemalloc
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from numpy.lib import format as npformat
 from perpendis.bits import format_of, raw_bits
 from perpendis.errors import InputError
 from perpendis.tensor import Tensor
@@ -182,3 +186,37 @@ def mutated(draw, data: bytes, max_mutations: int = 3) -> bytes:
         data = draw(_one_mutation(data))
     return data
 
+
+
+# ---------------------------------------------------------------- zip archives
+
+
+def central_entries(data: bytes) -> list[int]:
+    """Offsets of the central directory entries of a zip."""
+    offsets, at = [], data.find(b"PK\x01\x02")
+    while at >= 0:
+        offsets.append(at)
+        at = data.find(b"PK\x01\x02", at + 4)
+    return offsets
+
+
+def zip_bomb(n_bytes: int, declared: int | None = None) -> bytes:
+    """A real ``.npz`` (zipfile, deflate) of one all-zero float64 array of ``n_bytes``.
+
+    ``declared`` rewrites the size the zip directory claims for it, to make the
+    directory lie.
+    """
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive,
+        archive.open("bomb.npy", "w", force_zip64=True) as member,
+    ):
+        npformat.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False, "shape": (n_bytes // 8,)})
+        zeros = bytes(1 << 20)
+        for _ in range(n_bytes // len(zeros)):
+            member.write(zeros)
+    data = bytearray(out.getvalue())
+    if declared is not None:
+        for at in central_entries(bytes(data)):
+            struct.pack_into("<I", data, at + 24, declared)
+    return bytes(data)

@@ -12,11 +12,10 @@ import struct
 import zipfile
 
 import numpy as np
-from fuzzkit import FUZZ, assert_same, mutated, outcome
+from fuzzkit import FUZZ, assert_same, central_entries, mutated, outcome, zip_bomb
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from numpy.lib import format as npformat
 from perpendis import formats
 from perpendis.formats import limits
 
@@ -86,45 +85,16 @@ def test_mutated_members_read_exactly_or_fail_cleanly(data):
         same_as_numpy(result.tensors, data)
 
 
-def _central_entries(data: bytes) -> list[int]:
-    """Offsets of the central directory entries of a zip."""
-    offsets, at = [], data.find(b"PK\x01\x02")
-    while at >= 0:
-        offsets.append(at)
-        at = data.find(b"PK\x01\x02", at + 4)
-    return offsets
-
-
 @FUZZ
 @given(real_npz(), st.sampled_from([0, 1, 100, 2**20 + 1, 2**31, 2**32 - 1]), st.booleans())
 def test_lying_directory_sizes_fail_cleanly(data, size, compressed_field):
     """The zip directory declares another (un)compressed size than the member has."""
     lied = bytearray(data)
-    for at in _central_entries(data):
+    for at in central_entries(data):
         struct.pack_into("<I", lied, at + (20 if compressed_field else 24), size)
     result = outcome(formats.read, bytes(lied), "x.npz")
     if result.error is None:
         same_as_numpy(result.tensors, bytes(lied))
-
-
-def zip_bomb(n_bytes: int, declared: int | None = None) -> bytes:
-    """A real ``.npz`` (zipfile, deflate) of one all-zero float64 array of ``n_bytes``.
-
-    ``declared`` rewrites the size the zip directory claims for it, to make the
-    directory lie.
-    """
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
-        with archive.open("bomb.npy", "w", force_zip64=True) as member:
-            npformat.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False, "shape": (n_bytes // 8,)})
-            zeros = bytes(1 << 20)
-            for _ in range(n_bytes // len(zeros)):
-                member.write(zeros)
-    data = bytearray(out.getvalue())
-    if declared is not None:
-        for at in _central_entries(bytes(data)):
-            struct.pack_into("<I", data, at + 24, declared)
-    return bytes(data)
 
 
 def test_zip_bomb_is_refused_by_its_ratio_before_inflating():

@@ -23,6 +23,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 NUMPY_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "int64", "uint32",
                 "uint64", "bool", "complex64", "complex128"]  # fmt: skip
 ML = {TensorProto.BFLOAT16: np.uint16, TensorProto.FLOAT8E4M3FN: np.uint8, TensorProto.FLOAT8E5M2: np.uint8}
+ML_TYPES = {TensorProto.BFLOAT16: ml_dtypes.bfloat16, TensorProto.FLOAT8E4M3FN: ml_dtypes.float8_e4m3fn,
+            TensorProto.FLOAT8E5M2: ml_dtypes.float8_e5m2}  # fmt: skip
 
 
 @st.composite
@@ -36,9 +38,7 @@ def real_proto(draw) -> bytes:
     data_type = draw(st.sampled_from([TensorProto.FLOAT, TensorProto.INT32, TensorProto.FLOAT16, *ML]))
     if data_type in ML:
         bits = draw(hnp.arrays(ML[data_type], shape))
-        values = bits.view(ml_dtypes.bfloat16 if data_type == TensorProto.BFLOAT16 else
-                           (ml_dtypes.float8_e4m3fn if data_type == TensorProto.FLOAT8E4M3FN else ml_dtypes.float8_e5m2))
-        values = values.astype(np.float32)
+        values = bits.view(ML_TYPES[data_type]).astype(np.float32)
     else:
         dtype = {TensorProto.FLOAT: np.float32, TensorProto.INT32: np.int32, TensorProto.FLOAT16: np.float16}[data_type]
         values = draw(hnp.arrays(dtype, shape, elements={"allow_nan": False} if dtype != np.int32 else None))

@@ -145,7 +145,7 @@ def wrapped_text() -> st.SearchStrategy[str]:
 
 
 @FUZZ
-@given(st.lists(wrapped_text(), min_size=2, max_size=4), st.sampled_from(["\n", "\n\n", " ", "\nParameter containing:\n"]))
+@given(st.lists(wrapped_text(), min_size=2, max_size=4), st.sampled_from(["\n", " ", "\nParameter containing:\n"]))
 def test_several_tensors_in_one_paste(texts, separator):
     """Two printed tensors are a pair to compare; more are refused."""
     result = outcome(parse_text, separator.join(texts))

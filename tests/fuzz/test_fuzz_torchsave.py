@@ -71,7 +71,7 @@ def flatten(obj: object, path: str | None, name: str | None) -> list[tuple[str |
         items = enumerate(obj)
     else:
         return []
-    return [pair for key, value in items for pair in flatten(value, str(key) if path is None else f"{path}.{key}", name)]
+    return [pair for key, value in items for pair in flatten(value, f"{path}.{key}" if path else str(key), name)]
 
 
 def torch_reads(data: bytes) -> list[tuple[str | None, np.ndarray]]:

@@ -24,9 +24,16 @@ _SEPARATOR_BYTES[[ord(c) for c in " \n[],'\""]] = True
 
 def token_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive) offsets of the tokens between separators in ``buf``."""
-    sep = _SEPARATOR_BYTES[buf].view(np.int8)
-    edge = np.diff(sep, prepend=np.int8(1), append=np.int8(1))
-    return np.flatnonzero(edge == -1), np.flatnonzero(edge == 1)
+    word = ~_SEPARATOR_BYTES[buf]
+    if word.size == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    starts = np.flatnonzero(word[1:] & ~word[:-1]) + 1
+    ends = np.flatnonzero(word[:-1] & ~word[1:]) + 1
+    if word[0]:
+        starts = np.concatenate(([0], starts))
+    if word[-1]:
+        ends = np.concatenate((ends, [word.size]))
+    return starts, ends
 
 
 def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str]) -> tuple[int, ...]:

@@ -14,12 +14,15 @@ the printer.  Our rule, per value ``y`` (the printed decimal rounded to the dtyp
 2. *Shortest round-trip printers* (Python ``repr``/``tolist``, ``float.hex``, NumPy
    scalar ``repr``, and CSV/lines, which we take as written by such a printer) are
    exact by construction.
-3. NumPy's array printer (``floatmode="maxprec"``) prints the shortest round-trip
-   decimal unless that needs more than ``precision`` fractional digits (8 by default).
-   So a value printed with fewer fractional digits than the precision is exact; one
-   printed with exactly that many may have been cut, and rule 1 decides.  We take the
-   precision to be 8, or the most fractional digits seen if more were printed; a user
-   who lowered NumPy's precision will be told the text is exact when it is not.
+3. NumPy's array printer (``floatmode="maxprec"``) rounds every value at ``precision``
+   fractional digits (8 by default) and then drops trailing zeros, so ``0.1`` may stand
+   for ``0.1000000000001``.  A short decimal is therefore no proof of a short value:
+   every value must pin its value at the precision (rule 1 with the unit of the 8th
+   fractional digit).  We take the precision to be 8, or the most fractional digits
+   seen if more were printed (raised precision or ``floatmode="unique"``).  A user who
+   lowered NumPy's precision will be told the text is exact when it may not be.
+5. A printed zero is a zero (of the printed sign): both printers switch to scientific
+   notation when a nonzero value is below 1e-4, so none rounds to ``0.0000``.
 4. PyTorch prints every value with a fixed number of decimals (4), except integral
    tensors, which print the exact integer (``2.``): values without fractional digits or
    exponent are exact, others must pin their value (rule 1).
@@ -32,13 +35,15 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
 from ..bits import Format, to_float64
 from ..errors import InputError
-from .grid import token_bounds
 
 NUMPY_PRECISION = 8
 
@@ -50,6 +55,11 @@ class Exactness:
     exact: bool
     digits: int | None  # fewest significant digits among the values not pinned
     n_inexact: int
+
+
+def join_complex(body: str) -> str:
+    """Complex elements without the padding NumPy puts before an aligned imaginary part (``0. +1.j``)."""
+    return re.sub(r"(?<=[0-9.nf])\s+(?=[+-][^\s,\[\]]*j)", "", body)
 
 
 def split_complex(body: str) -> str:
@@ -67,19 +77,33 @@ def whole_values(tokens: list[str], fmt: Format, where: str) -> np.ndarray:
     return _integers(tokens, fmt, where)
 
 
-def decimals(tokens: list[str], hexadecimal: bool, where: str) -> np.ndarray:
-    """The tokens as float64, correctly rounded (the nearest float64 to each decimal)."""
-    try:
-        if hexadecimal:
+def decimals(text: str, hexadecimal: bool, where: str) -> np.ndarray:
+    """The whitespace-separated numbers in ``text`` as float64, each the nearest to its decimal."""
+    if hexadecimal or not text.strip():
+        tokens = text.split()
+        try:
             return np.fromiter(map(float.fromhex, tokens), dtype=np.float64, count=len(tokens))
-        return np.array(tokens, dtype=np.float64)
-    except ValueError:
-        reader = float.fromhex if hexadecimal else float
-        bad = next(t for t in tokens if not _reads(reader, t))
-        raise InputError(f"{bad!r} is not a number; paste numbers only", where=where) from None
+        except ValueError:
+            _raise_bad_token(tokens, float.fromhex, where)
+    try:
+        # NumPy 2.0 warns and stops at a bad token; later versions raise.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            return np.fromstring(text, dtype=np.float64, sep=" ")
+    except (ValueError, DeprecationWarning):
+        tokens = text.split()
+        try:
+            return np.array(tokens, dtype=np.float64)
+        except ValueError:
+            _raise_bad_token(tokens, float, where)
 
 
-def _reads(reader, token: str) -> bool:
+def _raise_bad_token(tokens: list[str], reader: Callable[[str], float], where: str) -> NoReturn:
+    bad = next((t for t in tokens if not _reads(reader, t)), tokens[0] if tokens else "")
+    raise InputError(f"{bad!r} is not a number; paste numbers only", where=where)
+
+
+def _reads(reader: Callable[[str], float | int], token: str) -> bool:
     try:
         reader(token)
     except ValueError:
@@ -108,45 +132,72 @@ def _is_integer(token: str, fmt: Format) -> bool:
     return value >= 0 if fmt.kind == "uint" else -(1 << 63) <= value < (1 << 63)
 
 
-def exactness(text: str, printed: np.ndarray, stored: np.ndarray, fmt: Format, printer: str) -> Exactness:
-    """Whether the decimals in ``text`` (bare tokens, read as ``printed``) pin the values ``stored``."""
+def exactness(
+    buf: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    printed: np.ndarray,
+    stored: np.ndarray,
+    printer: str,
+    fmt: Format,
+) -> Exactness:
+    """Whether the decimals (the tokens of ``buf`` at ``bounds``, read as ``printed``) pin ``stored``."""
     n = int(stored.size)
     if printer == "shortest" or not fmt.is_float or n == 0:
         return Exactness(True, None, 0)
-    buf = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    starts, ends = token_bounds(buf)
-    mant_end, has_exp = _exponent_marks(buf, starts, ends)
+    starts, ends = bounds
+    mant_end, has_exp = ends.copy(), np.zeros(n, dtype=bool)
+    marks = _owner(starts, ends, np.flatnonzero((buf == ord("e")) | (buf == ord("E"))))
+    mant_end[marks[0]] = marks[1]
+    has_exp[marks[0]] = True
     dot = np.full(n, -1, dtype=np.int64)
-    dots = np.flatnonzero(buf == ord("."))
-    dot[np.searchsorted(starts, dots, side="right") - 1] = dots
+    dots = _owner(starts, ends, np.flatnonzero(buf == ord(".")))
+    dot[dots[0]] = dots[1]
     frac = np.where(dot >= 0, mant_end - dot - 1, 0)
+    # Both printers switch to scientific notation before a nonzero value could print as 0.
+    finite = np.isfinite(printed) & (printed != 0)
     exponent = _exponent_values(buf, mant_end, ends, has_exp)
-    value = to_float64(stored, fmt)
-    finite = np.isfinite(printed)
-    exact = ~finite | _pinned(printed, value, fmt, 10.0 ** (exponent - frac.astype(np.float64)))
     if printer == "fixed":
-        exact |= (frac == 0) & ~has_exp
+        exact = ~finite | ((frac == 0) & ~has_exp)
+        unit_exp = exponent - frac
     else:
-        cap = max(NUMPY_PRECISION, int(frac[finite].max(initial=0)))
-        exact |= frac < cap
-    inexact = ~exact
-    n_inexact = int(np.count_nonzero(inexact))
-    if n_inexact == 0:
+        # NumPy pads scientific mantissas with zeros to a common width and trims them in
+        # positional mode; either way every value was rounded at the same digit.
+        needed = frac - _trailing_zeros(buf, mant_end, frac)
+        cap = max(NUMPY_PRECISION, int(needed[finite].max(initial=0)))
+        exact = ~finite
+        unit_exp = exponent - cap
+    check = np.flatnonzero(~exact)
+    if check.size == 0:
         return Exactness(True, None, 0)
-    sig = _significant_digits(buf, starts, mant_end, dot)
-    shown = sig[inexact & (sig > 0)]
-    return Exactness(False, int(shown.min()) if shown.size else 1, n_inexact)
+    unit_exp = unit_exp[check]
+    pinned = _pinned(printed[check], to_float64(stored[check], fmt), fmt, 10.0 ** unit_exp.astype(np.float64))
+    loose = check[~pinned]
+    if loose.size == 0:
+        return Exactness(True, None, 0)
+    with np.errstate(divide="ignore"):
+        leading = np.floor(np.log10(np.abs(printed[loose])))
+    significant = leading - unit_exp[~pinned] + 1
+    shown = significant[np.isfinite(significant)]
+    return Exactness(False, int(shown.min()) if shown.size else 1, int(loose.size))
 
 
-def _exponent_marks(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per token: where the mantissa ends (the ``e`` or the token's end), and whether it has an exponent."""
-    marks = np.flatnonzero((buf == ord("e")) | (buf == ord("E")))
-    owner = np.searchsorted(starts, marks, side="right") - 1
-    mant_end = ends.copy()
-    mant_end[owner] = marks
-    has_exp = np.zeros(starts.size, dtype=bool)
-    has_exp[owner] = True
-    return mant_end, has_exp
+def _trailing_zeros(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """Zeros at the end of each token's fractional digits."""
+    zeros = np.zeros(frac.size, dtype=np.int64)
+    active = frac > 0
+    k = 1
+    while active.any():
+        active &= (k <= frac) & (buf[np.maximum(mant_end - k, 0)] == ord("0"))
+        zeros += active
+        k += 1
+    return zeros
+
+
+def _owner(starts: np.ndarray, ends: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens holding each mark (a ``.`` or ``e``), and the marks; one mark per token at most."""
+    if marks.size == starts.size and np.all((marks >= starts) & (marks < ends)):
+        return np.arange(marks.size), marks  # the usual case: every token has one
+    return np.searchsorted(starts, marks, side="right") - 1, marks
 
 
 def _exponent_values(buf: np.ndarray, mant_end: np.ndarray, ends: np.ndarray, has_exp: np.ndarray) -> np.ndarray:
@@ -183,17 +234,6 @@ def _pinned(printed: np.ndarray, value: np.ndarray, fmt: Format, unit: np.ndarra
     half = unit / 2
     with np.errstate(invalid="ignore"):
         return (above - printed > half) & (printed - below > half)
-
-
-def _significant_digits(buf: np.ndarray, starts: np.ndarray, mant_end: np.ndarray, dot: np.ndarray) -> np.ndarray:
-    """Digits from the first nonzero one to the end of the mantissa (0 for zeros)."""
-    nonzero = np.flatnonzero((buf >= ord("1")) & (buf <= ord("9")))
-    if nonzero.size == 0:
-        return np.zeros(starts.size, dtype=np.int64)
-    k = np.searchsorted(nonzero, starts)
-    first = nonzero[np.minimum(k, nonzero.size - 1)]
-    valid = (k < nonzero.size) & (first < mant_end)
-    return np.where(valid, mant_end - first - (dot > first), 0)
 
 
 def digits_needed(fmt: Format) -> int:

@@ -34,7 +34,7 @@ class Piece:
 
 
 _OPENER = re.compile(
-    r"(?P<tfrepr><tf\.Tensor: shape=(?P<tfshape>\([^)]*\)), dtype=(?P<tfdtype>\w+), numpy=(?P<tfarray>array\()?)"
+    r"(?P<tfrepr><tf\.Tensor: shape=(?P<tfshape>\([^)]*\)), dtype=(?P<tfdtype>\w+), numpy=\s*(?P<tfarray>array\()?)"
     r"|(?P<tfstr>(?<![\w.])tf\.Tensor\()"
     r"|(?P<masked>(?<![\w.])(?:(?:np|numpy)\.)?(?:ma\.)?masked_array\()"
     r"|(?P<torch>(?<![\w.])(?:torch\.)?tensor\()"

@@ -1,0 +1,331 @@
+// The bisect view: captures of many tensors compared layer by layer. It collects the
+// inputs (several files per side, more runs than two, a name mapping), asks the core for
+// the `bisect` or `runs` result, renders the table, the error-against-depth chart and the
+// runs × layers matrix, and opens one pair as the core's last compared pair so the
+// ordinary report (bits, heatmap, navigation) shows it. It computes no number itself.
+import { renderDepthChart } from "./render/bisect_chart.js";
+import { renderRunsMatrix } from "./render/bisect_matrix.js";
+import { renderBisectTable, renderUnpaired } from "./render/bisect_table.js";
+import { el, fill } from "./render/dom.js";
+
+const $ = (id) => document.getElementById(id);
+const RUN_LABELS = ["C", "D", "E", "F"];
+
+/**
+ * An input as the worker wants it: text stays text; file bytes are copied into a buffer
+ * put in `transfer` (transferring the page's own bytes would empty them); a list of files
+ * becomes a list.
+ */
+export function packInput(input, transfer) {
+  if (Array.isArray(input)) return input.map((item) => packInput(item, transfer));
+  if (!input.bytes) return { text: input.text };
+  const buffer = input.bytes.slice().buffer;
+  transfer.push(buffer);
+  return { name: input.name, buffer };
+}
+
+/** Files picked or dropped, read into memory: one {name, bytes}, or a list when several. */
+export async function readFiles(fileList) {
+  const files = await Promise.all([...fileList].map(async (file) => ({
+    name: file.name, bytes: new Uint8Array(await file.arrayBuffer()),
+  })));
+  return files.length === 1 ? files[0] : files;
+}
+
+/** What a chip says about the files of one side or run. */
+export function describeFiles(files) {
+  if (!Array.isArray(files)) return `${files.name} (${files.bytes.length} bytes)`;
+  const bytes = files.reduce((sum, f) => sum + f.bytes.length, 0);
+  const names = files.slice(0, 3).map((f) => f.name).join(", ");
+  return `${files.length} files (${names}${files.length > 3 ? ", …" : ""}; ${bytes} bytes), paired by file name`;
+}
+
+/** "A name = B name" lines as a mapping; the first "=" splits, as in `--map A=B`. */
+function parseMapping(text) {
+  const mapping = {};
+  const bad = [];
+  for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
+    const at = line.indexOf("=");
+    const [a, b] = at < 0 ? ["", ""] : [line.slice(0, at).trim(), line.slice(at + 1).trim()];
+    if (a && b) mapping[a] = b;
+    else bad.push(line);
+  }
+  return { mapping, bad };
+}
+
+function mappingText(mapping) {
+  return Object.entries(mapping).map(([a, b]) => `${a} = ${b}`).join("\n");
+}
+
+/**
+ * The view, wired to the page through `ctx`: ask(op, payload, transfer, job), newJob(),
+ * isCurrent(job), setBusy(busy, stage?), showError(error), clearError(), openPair(result, title).
+ */
+export function createBisectView(ctx) {
+  const view = {
+    runs: [], // extra runs: {label, files, box}
+    pair: null, // {a, b, aLabel, bLabel}: the inputs of the table shown
+    allRuns: null, // {label: input} when more than two runs are compared
+    names: {}, // label → what the user gave for it
+    options: {},
+    result: null, // the core's `bisect` dict
+    matrix: null, // the core's `runs` dict
+    openRun: null,
+    selected: null,
+  };
+
+  function extraRuns() {
+    return view.runs.filter((r) => r.files);
+  }
+
+  // ------------------------------------------------------------ more runs than two
+
+  function renderReferencePick() {
+    const pick = $("run-reference");
+    const labels = ["A", "B", ...view.runs.map((r) => r.label)];
+    const keep = labels.includes(pick.value) ? pick.value : "A";
+    fill(pick, labels.map((label) => el("option", { value: label }, label)));
+    pick.value = keep;
+    $("run-reference-pick").hidden = view.runs.length === 0;
+    $("runs-extra").hidden = view.runs.length === 0;
+    $("add-run").disabled = view.runs.length >= RUN_LABELS.length;
+  }
+
+  function renderRunChip(run) {
+    const chip = run.box.querySelector(".file-chip");
+    chip.hidden = !run.files;
+    if (run.files) chip.querySelector(".file-name").textContent = describeFiles(run.files);
+  }
+
+  async function setRunFiles(run, fileList) {
+    if (!fileList.length) return;
+    run.files = await readFiles(fileList);
+    renderRunChip(run);
+  }
+
+  function addRun() {
+    const label = RUN_LABELS.find((l) => !view.runs.some((r) => r.label === l));
+    if (!label) return;
+    const input = el("input", { type: "file", multiple: true, "data-testid": `file-${label.toLowerCase()}`,
+      "aria-label": `Open the capture of run ${label}` });
+    const remove = el("button", { type: "button", class: "chip-remove", "aria-label": `Remove run ${label}` }, "×");
+    const box = el("div", { class: "side run", "data-run": label },
+      el("div", { class: "side-head" }, el("span", { class: "run-label" }, `Run ${label}`,
+        el("span", { class: "hint" }, " — another capture of the same model")),
+      el("label", { class: "file-pick" }, "Open files…", input)),
+      el("p", { class: "file-chip", hidden: true }, el("span", { class: "file-name" })),
+      el("p", { class: "empty" }, "Drop an archive or several .npy files here."),
+      remove,
+      el("div", { class: "drop-hint", "aria-hidden": "true" }, `Drop files for run ${label}`));
+    const run = { label, files: null, box };
+    input.addEventListener("change", () => setRunFiles(run, input.files));
+    remove.addEventListener("click", () => {
+      view.runs = view.runs.filter((r) => r !== run);
+      box.remove();
+      renderReferencePick();
+    });
+    box.addEventListener("dragover", (event) => {
+      event.preventDefault();
+      box.classList.add("dragging");
+    });
+    box.addEventListener("dragleave", (event) => {
+      if (!box.contains(event.relatedTarget)) box.classList.remove("dragging");
+    });
+    box.addEventListener("drop", (event) => {
+      event.preventDefault();
+      box.classList.remove("dragging");
+      setRunFiles(run, event.dataTransfer.files);
+    });
+    view.runs.push(run);
+    $("runs-extra").append(box);
+    renderReferencePick();
+  }
+
+  // ------------------------------------------------------------ talking to the core
+
+  /** Tolerance plus the mapping typed in the field; null (and the error shown) when a line is bad. */
+  function requestOptions() {
+    const { mapping, bad } = parseMapping($("mapping").value);
+    if (bad.length) {
+      ctx.showError({ message: `each mapping line must read "A name = B name"; "${bad[0]}" does not`,
+        where: "mapping", side: null });
+      return null;
+    }
+    return { ...view.options, mapping };
+  }
+
+  /** One request with a fresh job; the result when it is still wanted and ok, else null. */
+  async function request(op, payload, transfer, stage) {
+    const job = ctx.newJob();
+    ctx.setBusy(true, stage);
+    const result = await ctx.ask(op, payload, transfer, job);
+    if (!ctx.isCurrent(job)) return null;
+    ctx.setBusy(false);
+    if (!result) return null;
+    if (!result.ok) {
+      ctx.showError(result.error);
+      return null;
+    }
+    return result;
+  }
+
+  async function bisectPair(a, b, labels = { a: "A", b: "B" }) {
+    const options = requestOptions();
+    if (!options) return false;
+    const transfer = [];
+    const inputs = { a: packInput(a, transfer), b: packInput(b, transfer) };
+    const result = await request("bisect", { inputs, options }, transfer, "comparing layers");
+    if (!result) return false;
+    view.pair = { a, b, labels };
+    showResult(result.bisect);
+    return true;
+  }
+
+  async function runMatrix() {
+    const options = requestOptions();
+    if (!options) return;
+    const reference = $("run-reference").value;
+    const transfer = [];
+    const runs = Object.fromEntries(Object.entries(view.allRuns).map(([label, input]) => [label, packInput(input, transfer)]));
+    const result = await request("runs", { inputs: { runs }, options: { ...options, reference } }, transfer, "comparing runs");
+    if (!result) return;
+    view.matrix = result.runs;
+    const target = result.runs.departs_first ?? Object.keys(result.runs.runs)[0];
+    await openRun(target);
+  }
+
+  async function openRun(label) {
+    const reference = view.matrix.reference;
+    const shown = await bisectPair(view.allRuns[reference], view.allRuns[label], { a: reference, b: label });
+    if (!shown) return;
+    view.openRun = label;
+    renderMatrix();
+  }
+
+  function renderMatrix() {
+    $("runs-card").hidden = !view.matrix;
+    if (view.matrix) renderRunsMatrix($("runs-matrix"), view.matrix, { names: view.names, open: view.openRun, onOpen: openRun });
+  }
+
+  // ------------------------------------------------------------ rendering
+
+  function showResult(result) {
+    view.result = result;
+    view.selected = null;
+    $("bisect").hidden = false;
+    $("report").hidden = true;
+    const { a, b } = view.pair.labels;
+    $("bisect-sides").textContent = `— ${a}: ${view.names[a] ?? a}; ${b}: ${view.names[b] ?? b}`;
+    renderRows();
+    renderUnpaired($("unpaired"), result, pairByHand);
+  }
+
+  function renderRows() {
+    renderBisectTable($("bisect-table"), view.result, { selected: view.selected, onSelect: select });
+    renderDepthChart($("depth-chart"), view.result, { selected: view.selected, onSelect: select });
+  }
+
+  async function select(index) {
+    ctx.clearError();
+    const result = await request("bisect_pair", { index }, [], "opening the pair");
+    if (!result) return;
+    view.selected = index;
+    renderRows();
+    const pair = view.result.pairs[index];
+    const { a, b } = view.pair.labels;
+    ctx.openPair(result, `Layer ${index + 1} of ${view.result.pairs.length}: ${a} ${pair.a_name} against ${b} ${pair.b_name}`);
+  }
+
+  function pairByHand(aName, bName) {
+    const { mapping } = parseMapping($("mapping").value);
+    mapping[aName] = bName;
+    $("mapping").value = mappingText(mapping);
+    again();
+  }
+
+  /** Run whatever is shown again: after the mapping or the tolerance changed. */
+  function again() {
+    ctx.clearError();
+    if (view.allRuns) runMatrix();
+    else if (view.pair) bisectPair(view.pair.a, view.pair.b, view.pair.labels);
+  }
+
+  function describe(label, input) {
+    if (Array.isArray(input) || input.bytes) return describeFiles(input);
+    return `pasted text of box ${label}`;
+  }
+
+  function start(inputs, options, note) {
+    view.options = options;
+    view.matrix = null;
+    view.openRun = null;
+    view.allRuns = null;
+    view.names = { A: describe("A", inputs.a), B: describe("B", inputs.b) };
+    const note$ = $("bisect-note");
+    note$.textContent = note ?? "";
+    note$.hidden = !note;
+    renderMatrix();
+  }
+
+  $("add-run").addEventListener("click", addRun);
+  $("run-reference").addEventListener("change", () => view.allRuns && runMatrix());
+  $("apply-mapping").addEventListener("click", again);
+  $("mapping").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      again();
+    }
+  });
+
+  return {
+    get active() {
+      return !$("bisect").hidden;
+    },
+
+    /** Whether these inputs need the bisect view: several files on a side, or more runs. */
+    takes(inputs) {
+      return Array.isArray(inputs.a) || Array.isArray(inputs.b) || extraRuns().length > 0;
+    },
+
+    /** Compare the inputs layer by layer (two sides) or as runs × layers (more runs). */
+    run(inputs, options) {
+      const runs = extraRuns();
+      start(inputs, options, runs.length
+        ? `${runs.length + 2} runs: each is compared layer by layer with the reference run.`
+        : "Several files on a side: they are compared pair by pair, matched by file name.");
+      if (!runs.length) return bisectPair(inputs.a, inputs.b);
+      view.allRuns = { A: inputs.a, B: inputs.b, ...Object.fromEntries(runs.map((r) => [r.label, r.files])) };
+      for (const r of runs) view.names[r.label] = describeFiles(r.files);
+      return runMatrix();
+    },
+
+    /** A `compare` that the core answered layer by layer (an input held several tensors). */
+    show(result, inputs, options) {
+      start(inputs, options, `${result.switched}. Showing the layer-by-layer view; select a row for its full report.`);
+      view.pair = { a: inputs.a, b: inputs.b, labels: { a: "A", b: "B" } };
+      showResult(result.bisect);
+    },
+
+    /** The tolerance changed: judge every layer again. */
+    rejudge(options) {
+      view.options = options;
+      again();
+    },
+
+    hide() {
+      $("bisect").hidden = true;
+      $("pair-title").hidden = true;
+    },
+
+    /** Back to a blank page: no extra runs, no mapping. */
+    clear() {
+      for (const run of view.runs) run.box.remove();
+      view.runs = [];
+      view.pair = null;
+      view.allRuns = null;
+      $("mapping").value = "";
+      renderReferencePick();
+      this.hide();
+    },
+  };
+}

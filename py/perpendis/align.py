@@ -1,0 +1,159 @@
+"""Alignment: decide what of two tensors can be compared element for element, and how.
+
+Before any value is compared, both sides need one element format and one shape.  A
+dtype mismatch is compared in the narrower float (the question is "would these agree
+had both been computed in the narrower type?"); a shape mismatch is resolved, when it
+can be, by dropping size-1 axes, by the axis permutation under which most sampled
+elements agree (NCHW against NHWC, a transposed matrix), or by broadcasting.  What was
+done travels with the result as ``layout`` and ``notes``, so the diagnosis can name it
+as a finding instead of silently comparing something else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import bits
+from .bits import Format
+from .report import shape_text
+from .tensor import Tensor
+from .tolerance import Tolerance, within
+
+PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
+PERMUTE_SAMPLE = 4096
+
+
+@dataclass
+class Aligned:
+    """Both sides as storage arrays of one format and one shape, and how they got there.
+
+    ``a`` and ``b`` are ``None`` when the shapes cannot be aligned.  ``layout`` says what
+    was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``.
+    """
+
+    fmt: Format
+    a: np.ndarray | None
+    b: np.ndarray | None
+    layout: dict[str, object]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        return None if self.b is None else tuple(int(n) for n in self.b.shape)
+
+
+def compared_format(fa: Format, fb: Format) -> Format:
+    """The format both sides are compared in: the narrower float, or the wider integer.
+
+    Rounding the wider float to the narrower format asks "would these agree if both had
+    been computed in the narrower type?"; integers instead widen, which is exact.
+    """
+    if fa == fb:
+        return fa
+    if fa.is_float != fb.is_float:
+        return fa if fa.is_float else fb
+    if fa.is_float:
+        return min((fa, fb), key=lambda f: (f.width, f.man_bits))
+    if {fa.kind, fb.kind} == {"int", "uint"}:
+        return bits.FORMATS["int64"]
+    return max((fa, fb), key=lambda f: (f.width, f.kind != "bool"))
+
+
+def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
+    """An array held in ``src`` as ``dst``'s storage, rounding to nearest for floats."""
+    if src == dst:
+        return array
+    if dst.is_float:
+        return bits.from_float64(bits.to_float64(array, src), dst)
+    return np.asarray(array).astype(dst.storage)
+
+
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping 0-d arrays 0-d (``np.ascontiguousarray`` makes them 1-d)."""
+    return np.ascontiguousarray(array).reshape(np.shape(array))
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
+def _permutation_score(
+    a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt: Format, tol: Tolerance
+) -> tuple[int, int]:
+    """How many sampled elements of ``a.transpose(perm)`` agree with ``b`` (equal or within
+    tolerance), then how many are bitwise equal: the second breaks ties of the first."""
+    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.intp))
+    b_idx = np.unravel_index(pos, b.shape)
+    a_idx: list[np.ndarray] = [np.empty(0)] * b.ndim
+    for k, axis in enumerate(perm):
+        a_idx[axis] = b_idx[k]
+    va, vb = a[tuple(a_idx)], b[b_idx]
+    same = bits.raw_bits(va, fmt) == bits.raw_bits(vb, fmt)
+    fa, fb = bits.to_float64(va, fmt), bits.to_float64(vb, fmt)
+    with np.errstate(invalid="ignore"):
+        close = within(np.abs(fa - fb), np.abs(fb), tol)
+    return int((same | close).sum()), int(same.sum())
+
+
+def _best_permutation(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[tuple[int, ...], float]:
+    """The permutation of A's axes under which most sampled elements agree with B, and that share."""
+    candidates = [p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape]
+    scored = [(_permutation_score(a, b, p, fmt, tol), p) for p in candidates]
+    (agreeing, _), perm = max(scored, key=lambda sp: sp[0])
+    sample = min(PERMUTE_SAMPLE, b.size)
+    return perm, agreeing / sample if sample else 0.0
+
+
+def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
+    """Both sides in the compared format and one shape (B's, or the broadcast one), where meaningful.
+
+    ``tol`` decides which permutation fits best when several axes have the same size.
+    The aligned arrays are C-contiguous, so follow-up questions can index them flat.
+    """
+    fmt = compared_format(a.fmt, b.fmt)
+    notes: list[str] = []
+    if a.fmt != b.fmt:
+        rounded = "A" if fmt != a.fmt else "B"
+        notes.append(f"A is {a.format} and B is {b.format}: {rounded} was rounded to {fmt.name} to compare values")
+    xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
+    sa, sb = a.shape, b.shape
+    if sa == sb:
+        return Aligned(fmt, _contiguous(xa), _contiguous(xb), {"kind": "same"}, notes)
+    if a.size == b.size and _squeezed(sa) == _squeezed(sb):
+        notes.append(f"shapes {shape_text(sa)} and {shape_text(sb)} differ only by size-1 axes; compared in B's shape")
+        return Aligned(fmt, _contiguous(xa).reshape(sb), _contiguous(xb), {"kind": "squeeze"}, notes)
+    if len(sa) == len(sb) and sorted(sa) == sorted(sb) and len(sa) <= PERMUTE_MAX_DIMS:
+        perm, agree = _best_permutation(xa, xb, fmt, tol)
+        notes.append(f"A was transposed with axes {perm} to B's shape {shape_text(sb)} before comparing values")
+        layout = {"kind": "transpose", "perm": list(perm), "agree": agree}
+        return Aligned(fmt, _contiguous(xa.transpose(perm)), _contiguous(xb), layout, notes)
+    try:
+        common = np.broadcast_shapes(sa, sb)
+    except ValueError:
+        common = None
+    if common is not None and math.prod(common) == max(a.size, b.size):
+        notes.append(f"shapes {shape_text(sa)} and {shape_text(sb)} were broadcast to {shape_text(common)} to compare")
+        layout = {"kind": "broadcast", "shape": list(common)}
+        wide_a, wide_b = (_contiguous(np.broadcast_to(x, common)) for x in (xa, xb))
+        return Aligned(fmt, wide_a, wide_b, layout, notes)
+    layout = {"kind": "none", "broadcast": None if common is None else list(common)}
+    return Aligned(fmt, None, None, layout, notes)
+
+
+def like_a(array: np.ndarray, aligned: Aligned) -> np.ndarray:
+    """An array of A's shape laid out as A was for the comparison (a view where possible).
+
+    A third input in A's shape, such as a float64 reference, must be moved exactly as A
+    was, or its elements would be paired with the wrong ones of B.
+    """
+    shape = aligned.shape
+    kind = aligned.layout["kind"]
+    if kind == "transpose":
+        return array.transpose(aligned.layout["perm"])  # type: ignore[arg-type]
+    if kind == "squeeze":
+        return array.reshape(shape)
+    return np.broadcast_to(array, shape)  # type: ignore[arg-type]

@@ -1,0 +1,132 @@
+"""Bad or unusual text: every refusal is an InputError that says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perpendis.errors import InputError
+from perpendis.parse import parse_text
+
+
+def _refused(text: str) -> InputError:
+    with pytest.raises(InputError) as error:
+        parse_text(text)
+    return error.value
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t\r\n", ">>> a\n"])
+def test_empty_text_has_nothing_to_compare(text: str) -> None:
+    assert "nothing to compare" in _refused(text).message
+
+
+def test_numpy_summarised_repr_names_numpy_fix() -> None:
+    message = _refused(repr(np.arange(2000.0).reshape(40, 50))).message
+    assert "summarised" in message and "np.set_printoptions(threshold=sys.maxsize)" in message
+
+
+def test_numpy_summarised_print_names_numpy_fix() -> None:
+    message = _refused(str(np.arange(5000))).message
+    assert "np.set_printoptions(threshold=sys.maxsize)" in message
+
+
+def test_full_numpy_print_after_the_fix_parses() -> None:
+    original = np.arange(2000.0).reshape(40, 50)
+    with np.printoptions(threshold=sys.maxsize):
+        (tensor,) = parse_text(repr(original))
+    np.testing.assert_array_equal(tensor.array, original)
+
+
+def test_typographic_ellipsis_counts_as_summarised() -> None:
+    assert "summarised" in _refused("tensor([1.0000, 2.0000, \u2026, 9.0000])").message
+
+
+def test_masked_array_is_refused_with_the_fix() -> None:
+    text = repr(np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]))
+    message = _refused(text).message
+    assert "masked" in message and "filled" in message
+
+
+def test_ragged_list_names_the_row() -> None:
+    error = _refused("[[1.0, 2.0], [3.0, 4.0], [5.0]]")
+    assert "ragged" in error.message and "row [2]" in error.message
+
+
+def test_ragged_inner_row_names_its_full_index() -> None:
+    error = _refused("[[[1, 2], [3, 4]],\n [[5, 6], [7]]]")
+    assert "row [1, 1]" in error.message and error.where == "line 2"
+
+
+def test_mixed_depths_are_refused() -> None:
+    assert "depth" in _refused("[[1.0, 2.0], 3.0]").message
+
+
+def test_nesting_deeper_than_numpy_allows_is_refused() -> None:
+    assert "64" in _refused("[" * 65 + "1.0" + "]" * 65).message
+
+
+def test_nesting_at_the_limit_parses() -> None:
+    (tensor,) = parse_text("[" * 64 + "1.5" + "]" * 64)
+    assert tensor.shape == (1,) * 64
+
+
+def test_unbalanced_brackets_are_refused() -> None:
+    assert "brackets" in _refused("[[1.0, 2.0], [3.0, 4.0]]]").message
+
+
+def test_cut_off_tensor_is_refused() -> None:
+    message = _refused("tensor([[1.0000, 2.0000],\n        [3.0000,").message
+    assert "cut off" in message
+
+
+def test_bad_token_is_named() -> None:
+    assert "'x'" in _refused("[1.0, x, 3.0]").message
+
+
+def test_unknown_character_is_named_with_its_code_point() -> None:
+    error = _refused("[1.0, 2.0\u00d7, 3.0]")
+    assert "U+00D7" in error.message and error.where == "line 1"
+
+
+def test_three_tensors_are_refused() -> None:
+    text = "\n".join(repr(np.arange(3.0)) for _ in range(3))
+    assert "3 printed tensors" in _refused(text).message
+
+
+def test_integer_out_of_range_is_refused() -> None:
+    assert "int8" in _refused("array([1, 300], dtype=int8)").message
+
+
+def test_integer_dtype_with_decimals_is_refused() -> None:
+    assert "int32" in _refused("array([1.5, 2.], dtype=int32)").message
+
+
+def test_unsupported_dtype_is_refused() -> None:
+    assert "cannot be compared" in _refused(repr(np.array(["a", "b"]))).message
+
+
+def test_trailing_data_after_the_tensor_is_refused() -> None:
+    assert "unexpected text" in _refused("tensor([1., 2.]) and [3., 4.]").message
+
+
+def test_ragged_csv_names_the_line() -> None:
+    error = _refused("1,2,3\n4,5,6\n7,8\n")
+    assert error.where == "line 3" and "columns" in error.message
+
+
+def test_printed_shape_must_match_the_values() -> None:
+    assert "shape" in _refused("tf.Tensor([1. 2. 3.], shape=(2,), dtype=float32)").message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("[](),. 0123456789-+eEjnaifTrueFalsx\n'\"tensor=dtype")), max_size=60))
+def test_any_text_parses_or_raises_input_error(text: str) -> None:
+    try:
+        tensors = parse_text(text)
+    except InputError as error:
+        assert error.message
+    else:
+        assert 1 <= len(tensors) <= 2
