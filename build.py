@@ -13,6 +13,7 @@ Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cache
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import shutil
@@ -43,6 +44,10 @@ PROJECT_PACKAGE = "perpendis"
 PRECOMPILE_SCRIPT = ROOT / "scripts" / "precompile.mjs"
 STDLIB_AT = "/lib/python312.zip"
 SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
+# The service worker is published at the site root, so its scope covers the page; the build
+# writes the file list over this exact line of the source.
+SERVICE_WORKER = ROOT / "app" / "sw.js"
+SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
 
 
 class BuildError(Exception):
@@ -211,7 +216,9 @@ def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc
         shutil.copyfile(cached, path)
 
 
-def build_pyodide(out: Path, pyodide_dist: Path | None) -> None:
+def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
+    """Write the runtime to ``out``; returns the names of the files that are byte for byte
+    as Pyodide released them (which the service worker may serve without revalidating)."""
     npm_dir = ensure_npm_pyodide()
     lock = json.loads((npm_dir / "pyodide-lock.json").read_text())
     out.mkdir(parents=True)
@@ -239,6 +246,31 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> None:
     for entry in served.values():
         entry["sha256"] = sha256_of((out / entry["file_name"]).read_bytes())
     (out / "pyodide-lock.json").write_text(json.dumps({"info": lock["info"], "packages": served}, indent=1))
+    official = {name: sha256_of((npm_dir / name).read_bytes()) for name in CORE_FILES}
+    official |= {entry["file_name"]: entry["sha256"] for entry in lock["packages"].values()}
+    return {path.name for path in out.iterdir() if official.get(path.name) == sha256_of(path.read_bytes())}
+
+
+def write_service_worker(out: Path, immutable: set[Path]) -> None:
+    """Publish ``app/sw.js`` as ``out/sw.js`` listing every file of the site with its
+    integrity hash. Its cache name is a hash of that list, so any rebuilt file makes a new
+    cache (and the browser a new install), while an identical rebuild changes nothing."""
+    source = SERVICE_WORKER.read_text()
+    if source.count(SERVICE_WORKER_FILES_LINE) != 1:
+        raise BuildError(f"app/sw.js must hold this line exactly once, for the build to fill in: "
+                         f"{SERVICE_WORKER_FILES_LINE}")
+    files = [
+        {
+            "path": path.relative_to(out).as_posix(),
+            "integrity": "sha256-" + base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode(),
+            "immutable": path.relative_to(out) in immutable,
+        }
+        for path in sorted(out.rglob("*"))
+        if path.is_file() and path != out / "sw.js"
+    ]
+    version = sha256_of((json.dumps(files) + source).encode())[:16]
+    line = f"const BUILD = {json.dumps({'version': version, 'files': files}, indent=1)};"
+    (out / "sw.js").write_text(source.replace(SERVICE_WORKER_FILES_LINE, line))
 
 
 def build(out: Path, pyodide_dist: Path | None = None) -> None:
@@ -249,8 +281,9 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     shutil.copyfile(ROOT / "index.html", out / "index.html")
-    shutil.copytree(ROOT / "app", out / "app")
-    build_pyodide(out / "pyodide", pyodide_dist)
+    shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
+    immutable = build_pyodide(out / "pyodide", pyodide_dist)
+    write_service_worker(out, {Path("pyodide", name) for name in immutable})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,8 @@ function mappingText(mapping) {
 
 /**
  * The view, wired to the page through `ctx`: ask(op, payload, transfer, job), newJob(),
- * isCurrent(job), setBusy(busy, stage?), showError(error), clearError(), openPair(result, title).
+ * isCurrent(job), setBusy(busy, stage?), showError(error), clearError(), openPair(result) (shows
+ * a compare result as the page's report).
  */
 export function createBisectView(ctx) {
   const view = {
@@ -231,9 +232,14 @@ export function createBisectView(ctx) {
     if (!result) return;
     view.selected = index;
     renderRows();
+    ctx.openPair(result);
     const pair = view.result.pairs[index];
     const { a, b } = view.pair.labels;
-    ctx.openPair(result, `Layer ${index + 1} of ${view.result.pairs.length}: ${a} ${pair.a_name} against ${b} ${pair.b_name}`);
+    const back = el("button", { type: "button", class: "link" }, "back to the layers");
+    back.addEventListener("click", () => $("bisect-table").scrollIntoView({ block: "start" }));
+    fill($("pair-title"),
+      `Layer ${index + 1} of ${view.result.pairs.length}: ${a} ${pair.a_name} against ${b} ${pair.b_name} `, back);
+    $("pair-title").hidden = false;
   }
 
   function pairByHand(aName, bName) {
@@ -243,11 +249,15 @@ export function createBisectView(ctx) {
     again();
   }
 
-  /** Run whatever is shown again: after the mapping or the tolerance changed. */
-  function again() {
+  /** Run whatever is shown again, after the mapping or the tolerance changed; the open
+   * layer, if any, is opened again, so a new tolerance shows on the report being read. */
+  async function again() {
     ctx.clearError();
-    if (view.allRuns) runMatrix();
-    else if (view.pair) bisectPair(view.pair.a, view.pair.b, view.pair.labels);
+    const open = view.selected === null ? null : view.result.pairs[view.selected].a_name;
+    if (view.allRuns) await runMatrix();
+    else if (view.pair) await bisectPair(view.pair.a, view.pair.b, view.pair.labels);
+    const index = open === null || !view.result ? -1 : view.result.pairs.findIndex((p) => p.a_name === open);
+    if (index >= 0) select(index);
   }
 
   function describe(label, input) {

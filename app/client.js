@@ -3,6 +3,8 @@
 // Protocol: docs/contracts.md, "Worker protocol".
 
 const WORKER_URL = new URL("./worker.js", import.meta.url);
+// Published at the site root by build.py, so its scope covers the page (see app/sw.js).
+const SERVICE_WORKER_URL = new URL("../sw.js", import.meta.url);
 
 /** Rejection reason of a request the page cancelled (`err.name === "CancelledError"`). */
 export class CancelledError extends Error {
@@ -105,3 +107,20 @@ export class CoreClient {
 
 /** The one client of the page, started on import. */
 export const core = new CoreClient();
+
+/** Installs the service worker that lets the next visit start offline, once the core is
+ * ready: its downloads then never compete with start-up, and come from the HTTP cache. */
+function keepOfflineCopy(client) {
+  if (!("serviceWorker" in navigator)) return;
+  let registered = false;
+  client.onStatus((status) => {
+    if (status.state !== "ready" || registered) return;
+    registered = true;
+    navigator.serviceWorker
+      .register(SERVICE_WORKER_URL)
+      // Offline, the update check fails while the installed worker keeps serving the page.
+      .catch((err) => console.info(`offline copy not updated: ${err.message}`));
+  });
+}
+
+keepOfflineCopy(core);

@@ -542,11 +542,9 @@ const bisectView = createBisectView({
   clearError,
   newJob: () => ++state.job,
   isCurrent: (job) => job === state.job,
-  openPair(result, title) {
+  openPair(result) {
     state.compared = null; // one pair of two captures: no pair of inputs to put in a link
     showReport(result, { fresh: true });
-    $("pair-title").textContent = title;
-    $("pair-title").hidden = false;
   },
 });
 

@@ -4,9 +4,10 @@ Run from anywhere: ``python docs/make_real_cases.py``.  Each case is run exactly
 user would, ``python -m perpendis A B [--ref R] --json``, and the table shows the
 verdict, the main finding and whether both match what the fixture's ``manifest.json``
 says the case is (``legit``: rounding only; ``bug``: a known fault).  The cases are
-the manifest's pairs, the same pairs with A pasted as PyTorch printed it (each
-``repr`` file stands in for the ``.npy`` it was printed from), and the layer-by-layer
-captures through ``python -m perpendis bisect``.  A row marked ✗ is a bug in Perpendis.
+the manifest's pairs, its bugs again against the float64 run where there is one for
+their input, the same pairs with A pasted as PyTorch printed it (each ``repr`` file
+stands in for the ``.npy`` it was printed from), and the layer-by-layer captures
+through ``python -m perpendis bisect``.  A row marked ✗ is a bug in Perpendis.
 """
 
 from __future__ import annotations
@@ -48,11 +49,18 @@ class Case:
 
 def _cases(manifest: dict) -> list[Case]:
     pairs = [Case(p["a"], p["b"], p.get("ref"), p["expect"], p.get("bug")) for p in manifest["pairs"]]
+    # ``{model}.ref64.npy`` is the model in float64 on the input of ``{model}.torch.npy`` and
+    # ``{model}.ort.npy``, so it can judge every bug made from those outputs too.
+    judged = []
+    for c in pairs:
+        model, _, run = c.a.partition(".")
+        if c.ref is None and run in ("torch.npy", "ort.npy") and (MODELS / f"{model}.ref64.npy").exists():
+            judged.append(Case(c.a, c.b, f"{model}.ref64.npy", c.expect, c.bug))
     pasted = []
     for text in manifest["repr"]:
         printed_from = re.sub(r"(\.fixed)?\.repr\d*\.txt$", ".npy", text)
-        pasted += [Case(text, c.b, c.ref, c.expect, c.bug) for c in pairs if c.a == printed_from]
-    return pairs + pasted
+        pasted += [Case(text, c.b, c.ref, c.expect, c.bug) for c in pairs + judged if c.a == printed_from]
+    return pairs + judged + pasted
 
 
 def _cli(*args: str) -> tuple[int, dict | None, str]:

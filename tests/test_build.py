@@ -3,9 +3,11 @@ headers the page relies on."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
+import shutil
 import sys
 import threading
 import urllib.request
@@ -205,3 +207,51 @@ def test_access_log_records_paths(served):
     with urllib.request.urlopen(base + "/index.html?probe=1") as response:
         assert response.status == 200
     assert "GET /index.html?probe=1 " in log_path.read_text()
+
+
+# --- the service worker's file list (app/sw.js, published as dist/sw.js)
+
+
+def sw_manifest(site: Path) -> dict:
+    match = re.search(r"^const BUILD = (\{.*?\});$", (site / "sw.js").read_text(), re.S | re.M)
+    assert match, "sw.js holds no build manifest"
+    return json.loads(match.group(1))
+
+
+def test_service_worker_is_at_the_root_and_lists_every_file_with_its_hash(site: Path):
+    assert not (site / "app" / "sw.js").exists(), "a second copy under app/ would have the wrong scope"
+    files = {file["path"]: file for file in sw_manifest(site)["files"]}
+    on_disk = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()} - {"sw.js"}
+    assert set(files) == on_disk
+    for path, file in files.items():
+        digest = hashlib.sha256((site / path).read_bytes()).digest()
+        assert file["integrity"] == "sha256-" + base64.b64encode(digest).decode(), path
+
+
+def test_files_served_as_immutable_are_exactly_those_the_worker_never_revalidates(site: Path):
+    for file in sw_manifest(site)["files"]:
+        assert file["immutable"] == (serve.cache_control("/" + file["path"]) == serve.IMMUTABLE), file["path"]
+    immutable = {file["path"] for file in sw_manifest(site)["files"] if file["immutable"]}
+    assert "pyodide/pyodide.asm.wasm" in immutable
+    assert "pyodide/python_stdlib.zip" not in immutable, "the build adds bytecode to it"
+
+
+def test_cache_version_changes_with_any_file_and_only_then(site: Path, tmp_path: Path):
+    copy = tmp_path / "dist"
+    shutil.copytree(site, copy)
+    immutable = {Path(file["path"]) for file in sw_manifest(site)["files"] if file["immutable"]}
+    build.write_service_worker(copy, immutable)
+    assert (copy / "sw.js").read_text() == (site / "sw.js").read_text()
+
+    (copy / "app" / "client.js").write_text((copy / "app" / "client.js").read_text() + "\n// changed\n")
+    build.write_service_worker(copy, immutable)
+    assert sw_manifest(copy)["version"] != sw_manifest(site)["version"]
+
+
+def test_service_worker_source_without_the_build_line_stops_the_build(tmp_path: Path, monkeypatch):
+    source = tmp_path / "sw.js"
+    source.write_text(build.SERVICE_WORKER.read_text().replace(build.SERVICE_WORKER_FILES_LINE, "const BUILD = {};"))
+    monkeypatch.setattr(build, "SERVICE_WORKER", source)
+    (tmp_path / "site").mkdir()
+    with pytest.raises(build.BuildError, match=re.escape(build.SERVICE_WORKER_FILES_LINE)):
+        build.write_service_worker(tmp_path / "site", set())

@@ -1,5 +1,7 @@
 """The numbers of the report, each checked against an independent NumPy computation."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -245,3 +247,22 @@ def test_a_padded_print_does_not_excuse_a_difference_it_shows():
     assert not r.tolerance.passed and r.tolerance.n_fail == 1
     assert r.verdict == "investigate"
     assert not any("printed digits" in n for n in r.notes)
+
+
+def test_a_nan_the_reference_lacks_is_never_rounding_equivalent():
+    """ONNX Runtime with one NaN input element gives a NaN row; the RMSE over finite pairs
+    cannot see it, so B would look as close to the float64 run as PyTorch is."""
+    from perpendis import formats
+
+    def load(name):
+        path = Path(__file__).parent / "fixtures" / "models" / name
+        (tensor,) = formats.read(path.read_bytes(), name)
+        return tensor
+
+    r = compare(load("linear.torch.npy"), load("linear.nan.npy"), ref=load("linear.ref64.npy"))
+    assert r.reference.b_rmse <= 4 * r.reference.a_rmse  # the finite pairs alone would pass
+    assert (r.reference.a_nonfinite, r.reference.b_nonfinite) == (0, 7)
+    assert not r.reference.equivalent
+    reference = next(f for f in r.findings if f.kind == "reference")
+    assert reference.severity == "error" and "NaN or infinite at 7 element(s)" in reference.message
+    assert all(f.severity == "error" for f in r.findings if f.kind in ("region", "tolerance"))

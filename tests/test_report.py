@@ -61,3 +61,23 @@ def test_markdown_and_text_carry_the_evidence():
         assert "NaN on one side only" in out
     assert md.startswith("**Perpendis:")
     assert "ulp histogram" in text
+
+
+def test_the_passing_tolerance_never_claims_to_pass_a_nan():
+    """``pair_report`` holds one NaN on one side: no atol or rtol passes it, whatever the
+    smallest tolerance over the finite pairs says."""
+    r = pair_report()
+    assert r.min_tolerance.atol_at_rtol == 0.0  # the one finite difference is a single ULP
+    for out in (r.to_text(), next(f.message for f in r.findings if f.kind == "tolerance")):
+        assert "no tolerance passes its 1 NaN or inf mismatch(es); the other elements would pass at atol 0" in out
+        assert "it would pass" not in out
+
+
+def test_reference_json_carries_the_non_finite_counts():
+    data = compare(*(from_numpy(np.array([1.0, np.nan], np.float32), s) for s in "ab"), ref=None).to_dict()
+    assert data["reference"] is None
+    x = np.array([1.0, 2.0], np.float32)
+    with_ref = compare(from_numpy(x, "a"), from_numpy(np.array([1.0, np.inf], np.float32), "b"), ref=from_numpy(x, "r"))
+    ref = with_ref.to_dict()["reference"]
+    assert (ref["a_nonfinite"], ref["b_nonfinite"], ref["equivalent"]) == (0, 1, False)
+    assert Report.from_dict(with_ref.to_dict()).reference == with_ref.reference

@@ -547,10 +547,12 @@ def _empty_report(
 # The optional higher-precision reference.
 
 
-def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float, int | None]:
-    """RMSE of one side against the float64 reference, and its max ULP distance from the
-    reference rounded to the side's own format (None where no distance is defined)."""
-    sq, count, worst = 0.0, 0, -1
+def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float, int | None, int]:
+    """One side against the float64 reference: the RMSE over elements finite in both, the
+    max ULP distance from the reference rounded to the side's own format (None where no
+    distance is defined), and how many elements are non-finite on one of the two only, or
+    non-finite on both but not the same (NaN against inf, or infinities of opposite sign)."""
+    sq, count, worst, unlike = 0.0, 0, -1, 0
     flat_side, flat_ref = side.reshape(-1), ref64.reshape(-1)
     for start in range(0, flat_side.size, CHUNK):
         x, r = flat_side[start : start + CHUNK], flat_ref[start : start + CHUNK]
@@ -560,11 +562,12 @@ def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float
             err = v[ok] - r[ok]
         sq += float(np.dot(err, err))
         count += int(ok.sum())
+        unlike += int((~ok & (v != r) & ~(np.isnan(v) & np.isnan(r))).sum())
         rounded = bits.raw_bits(bits.from_float64(r, fmt), fmt)
         dist, defined = bits.ulp_distance(bits.raw_bits(x, fmt), rounded, fmt)
         if defined.any():
             worst = max(worst, int(dist[defined].max()))
-    return (math.sqrt(sq / count) if count else 0.0), (worst if worst >= 0 else None)
+    return (math.sqrt(sq / count) if count else 0.0), (worst if worst >= 0 else None), unlike
 
 
 def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
@@ -583,12 +586,14 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
             side="ref",
         )
     ref64 = bits.to_float64(np.ascontiguousarray(r), ref.fmt)
-    a_rmse, a_ulp = _side_error(np.ascontiguousarray(like_a(a.array, aligned)), a.fmt, ref64)
-    b_rmse, b_ulp = _side_error(np.ascontiguousarray(np.broadcast_to(b.array, shape)), b.fmt, ref64)
+    a_rmse, a_ulp, a_unlike = _side_error(np.ascontiguousarray(like_a(a.array, aligned)), a.fmt, ref64)
+    b_rmse, b_ulp, b_unlike = _side_error(np.ascontiguousarray(np.broadcast_to(b.array, shape)), b.fmt, ref64)
     ratio = b_rmse / a_rmse if a_rmse > 0 else None
-    # B within one step of the correctly rounded reference is as good as rounding gets.
-    equivalent = b_rmse <= REF_FACTOR * a_rmse or (b_ulp is not None and b_ulp <= 1)
-    return Reference(a_rmse, b_rmse, a_ulp, b_ulp, ratio, equivalent)
+    # B within one step of the correctly rounded reference is as good as rounding gets; a
+    # NaN or inf the reference does not have is never rounding, and the RMSE cannot see it.
+    close = b_rmse <= REF_FACTOR * a_rmse or (b_ulp is not None and b_ulp <= 1)
+    equivalent = close and b_unlike <= a_unlike
+    return Reference(a_rmse, b_rmse, a_ulp, b_ulp, ratio, equivalent, a_unlike, b_unlike)
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bits
 from .bits import Format, format_of
-from .report import AxisFailures, Finding, Report, shape_text
+from .report import AxisFailures, Finding, Report, passing_tolerance, shape_text
 from .tolerance import print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
@@ -213,16 +213,13 @@ def _tolerance_findings(r: Report) -> list[Finding]:
         return []
     out = []
     if not tol.passed:
-        m = r.min_tolerance
-        rtol_text = f" or rtol {m.rtol_at_atol:.3g}" if m.rtol_at_atol is not None else ""
         first = tol.first_fail
         out.append(
             Finding(
                 "tolerance",
                 "error",
                 f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
-                f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); it would pass at "
-                f"atol {m.atol_at_rtol:.3g}{rtol_text}",
+                f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); {passing_tolerance(r)}",
                 None if first is None else shape_text(first.index),
             )
         )
@@ -314,14 +311,17 @@ def _reference(r: Report, findings: list[Finding]) -> list[Finding]:
                 "B is rounding-equivalent",
             )
         ]
-    return [
-        Finding(
-            "reference",
-            "error",
-            f"against the reference, B's error (rmse {ref.b_rmse:.3g}, max ulp {ref.b_max_ulp}) is {ratio} A's "
-            f"(rmse {ref.a_rmse:.3g}, max ulp {ref.a_max_ulp}): B is not rounding-equivalent to A",
+    if ref.b_nonfinite > ref.a_nonfinite:
+        message = (
+            f"against the reference, B is NaN or infinite at {ref.b_nonfinite} element(s) where the reference is "
+            f"not (A at {ref.a_nonfinite}): B is not rounding-equivalent to A"
         )
-    ]
+    else:
+        message = (
+            f"against the reference, B's error (rmse {ref.b_rmse:.3g}, max ulp {ref.b_max_ulp}) is {ratio} A's "
+            f"(rmse {ref.a_rmse:.3g}, max ulp {ref.a_max_ulp}): B is not rounding-equivalent to A"
+        )
+    return [Finding("reference", "error", message)]
 
 
 def diagnose(report: Report, *, depth: float = 1.0) -> None:

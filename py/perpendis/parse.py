@@ -149,8 +149,10 @@ def _element_kind(body: str, form: str) -> str:
         return "bool"
     if "j" in body:
         return "complex"
-    if form == "hex" or not any(c in body for c in "0123456789"):
-        return "float"  # an empty tensor prints no numbers and takes the default float dtype
+    if form == "hex":
+        return "float"
+    if not any(c in body for c in "0123456789"):
+        return "empty"  # no numbers: any printed dtype fits, and the default is float
     if any(mark in body for mark in (".", "e", "E", "nan", "inf")):
         return "float"
     return "int"
@@ -159,7 +161,8 @@ def _element_kind(body: str, form: str) -> str:
 def _element_format(piece: Piece, kind: str, where: str) -> tuple[Format, bool]:
     """The element format of a piece (its printed dtype, or the library's default) and if it is complex."""
     if piece.dtype is None:
-        name = "bool" if kind == "bool" else _DEFAULT_DTYPES.get(piece.library, _DEFAULT_DTYPES[""])[kind]
+        defaults = _DEFAULT_DTYPES.get(piece.library, _DEFAULT_DTYPES[""])
+        name = "bool" if kind == "bool" else defaults["float" if kind == "empty" else kind]
     else:
         name = piece.dtype.rsplit(".", 1)[-1]
         name = _ALIASES.get(name, name)
@@ -175,7 +178,7 @@ def _element_format(piece: Piece, kind: str, where: str) -> tuple[Format, bool]:
             where=where,
         ) from None
     printed_kind = "complex" if is_complex else ("float" if fmt.is_float else ("bool" if fmt.kind == "bool" else "int"))
-    if printed_kind != kind and not (printed_kind == "float" and kind == "int"):
+    if printed_kind != kind and kind != "empty" and not (printed_kind == "float" and kind == "int"):
         raise InputError(
             f"the dtype printed is {piece.dtype} but the values look like {kind} values; "
             "paste the text as printed, without editing it",
@@ -194,6 +197,8 @@ def _drop_header(body: str) -> tuple[str, list[str]]:
 
 
 def _is_number(field: str) -> bool:
+    if field in ("True", "False"):
+        return True
     try:
         float.fromhex(field) if "0x" in field.lower() else float(field.strip("'\""))
     except ValueError:

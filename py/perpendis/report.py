@@ -90,12 +90,17 @@ class AxisFailures:
 
 @dataclass
 class Reference:
+    """Each side against a higher-precision run; ``*_nonfinite`` count elements whose NaN or
+    inf the reference does not share, which the RMSE (over finite pairs) cannot show."""
+
     a_rmse: float
     b_rmse: float
     a_max_ulp: int | None
     b_max_ulp: int | None
     ratio: float | None
     equivalent: bool
+    a_nonfinite: int = 0
+    b_nonfinite: int = 0
 
 
 @dataclass
@@ -249,8 +254,22 @@ def _tolerance_line(r: Report) -> str | None:
         return None
     state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {r.n_elements} elements ({t.fraction_fail:.3%})"
     line = f"tolerance {t.preset or 'custom'} (atol {_num(t.atol)}, rtol {_num(t.rtol)}): {state}"
+    return f"{line}; {passing_tolerance(r)}"
+
+
+def passing_tolerance(r: Report) -> str:
+    """The smallest atol (at the rtol used) or rtol (at the atol used) that passes, in words.
+
+    ``min_tolerance`` is taken over pairs finite on both sides; a NaN or an infinity on one
+    side only fails at any tolerance, and the words say so rather than claim a pass.
+    """
     m = r.min_tolerance
-    return f"{line}; would pass at atol {_num(m.atol_at_rtol)} or rtol {_num(m.rtol_at_atol)}"
+    rtol = f" or rtol {_num(m.rtol_at_atol)}" if m.rtol_at_atol is not None else ""
+    text = f"would pass at atol {_num(m.atol_at_rtol)}{rtol}"
+    nonfinite = r.n_nan_mismatch + r.n_inf_mismatch
+    if nonfinite:
+        return f"no tolerance passes its {nonfinite} NaN or inf mismatch(es); the other elements {text}"
+    return f"it {text}"
 
 
 def _body_lines(r: Report) -> list[str]:

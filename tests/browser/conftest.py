@@ -8,7 +8,8 @@ Fixtures
 ``server`` (session)
     The site served by ``scripts/serve.py`` from a background thread on a free port of
     127.0.0.1. Attributes: ``url`` (ends with ``/``), ``origin``, ``log_path`` (access log,
-    one line per request, as the server saw it).
+    one line per request, as the server saw it), ``stop()``. A test module that needs a
+    server of its own (to stop it) overrides this fixture with ``serving(site, log_path)``.
 ``context`` (per test)
     A fresh Chromium profile (``launch_persistent_context`` on a new temporary folder), so
     every test starts cold: no cache, no storage, no service worker.
@@ -22,7 +23,8 @@ Fixtures
 ``ready_page`` (per test)
     ``page`` navigated to the site and waited on until the ``data-testid="status"`` element
     says ``ready`` (the Python core is loaded). Fails with the last status text if it
-    says ``failed`` or does not become ready in time.
+    says ``failed`` or does not become ready in time (``wait_until_ready(page)``, also
+    usable after a reload).
 
 Chromium is Debian's ``chromium`` (``apt-get install chromium``), driven by Playwright's
 Python package; Playwright's own browser downloads are never used.
@@ -34,7 +36,9 @@ import shutil
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -70,6 +74,25 @@ class Server:
     url: str
     origin: str
     log_path: Path
+    httpd: ThreadingHTTPServer
+
+    def stop(self) -> None:
+        """Stop answering: afterwards connections to the origin are refused (safe to repeat)."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@contextmanager
+def serving(site: Path, log_path: Path) -> Iterator[Server]:
+    """``site`` served from a background thread on a free port, stopped on exit."""
+    httpd = serve.make_server(site, port=0, log_path=log_path)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{httpd.server_address[1]}"
+    server = Server(url=origin + "/", origin=origin, log_path=log_path, httpd=httpd)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def chromium_path() -> str:
@@ -91,14 +114,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server(site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    log_path = tmp_path_factory.mktemp("server") / "access.log"
-    httpd = serve.make_server(site, port=0, log_path=log_path)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    origin = f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield Server(url=origin + "/", origin=origin, log_path=log_path)
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(site, tmp_path_factory.mktemp("server") / "access.log") as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -153,6 +170,12 @@ def page(context) -> object:
 @pytest.fixture
 def ready_page(page, server: Server) -> object:
     page.goto(server.url)
+    wait_until_ready(page)
+    return page
+
+
+def wait_until_ready(page) -> None:
+    """Wait until the page says its Python core is ready; fail the test if it cannot start."""
     # Also watch the client's own status, so a core that failed to start fails the test at
     # once instead of after the timeout, whatever words the page shows for it.
     page.evaluate(
@@ -175,4 +198,3 @@ def ready_page(page, server: Server) -> object:
     core_status = page.evaluate("() => window.__coreStatus")
     if core_status["state"] == "failed":
         pytest.fail(f"the Python core did not start: {core_status['message']}")
-    return page

@@ -183,3 +183,28 @@ def test_three_runs_matrix(ready_page):
     page.locator("[data-testid=runs-open][data-run=B]").click()
     page.wait_for_selector("[data-testid=runs-open][data-run=B][aria-pressed=true]", timeout=TIMEOUT_MS)
     assert page.get_by_test_id("first-failing").count() == 0
+
+
+def test_new_tolerance_judges_every_layer_again_and_keeps_the_open_layer(ready_page):
+    page = ready_page
+    drop_files(page, "a", [capture_path("cnn", "torch")])
+    drop_files(page, "b", [capture_path("cnn", "ort")])
+    run_and_wait(page)
+    assert page.get_by_test_id("first-failing").count() == 0
+    page.locator("[data-testid=bisect-row][data-index='0']").click()
+    page.get_by_test_id("pair-title").wait_for(timeout=TIMEOUT_MS)
+
+    page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]').remove()")
+    page.get_by_test_id("atol").fill("0")
+    page.get_by_test_id("rtol").fill("0")
+    page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
+    native = bisect(capture("cnn", "torch"), capture("cnn", "ort"), atol=0.0, rtol=0.0)
+    assert native.first_failing is not None
+    first = page.get_by_test_id("first-failing").locator("xpath=..")
+    first.wait_for(timeout=TIMEOUT_MS)
+    assert first.text_content().startswith(native.first_failing.a_name)
+    # The layer that was open is open again, judged with the new tolerance.
+    want = native.pairs[0].report.verdict
+    page.wait_for_selector(f"#verdict-box[data-verdict='{want}']", timeout=TIMEOUT_MS)
+    assert page.get_by_test_id("pair-title").text_content().startswith(f"Layer 1 of {len(native.pairs)}")
+    assert page.locator("[data-testid=bisect-row][data-index='0']").get_attribute("aria-selected") == "true"

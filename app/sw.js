@@ -1,0 +1,94 @@
+// Service worker: after one visit the page starts with no network at all, and a warm start
+// asks the network only for what may have changed. build.py publishes it as dist/sw.js (the
+// site root, so its scope covers the page) with this build's files written over BUILD.
+//
+// Strategy per file, from the build's list:
+// - immutable (Pyodide's own files, byte for byte as released): cache first, never asked again;
+// - everything else (the page, app/*, and what build.py writes: the lock, the project wheel,
+//   the stdlib and NumPy with bytecode): network first, so a new build shows at once, and the
+//   cached copy when the network fails or hangs.
+// Each build has its own cache, filled at install with integrity-checked bytes, so the cache
+// always holds one consistent build; activating a build deletes the caches of older ones.
+
+const BUILD = { version: "unbuilt", files: [] }; // build.py: files
+
+const CACHE_PREFIX = "perpendis-";
+const CACHE = CACHE_PREFIX + BUILD.version;
+// Past this wait for response headers the network counts as down (a captive portal or a
+// dead link can hang far longer than a refused connection).
+const NETWORK_TIMEOUT_MS = 4000;
+const SCOPE = new URL("./", self.location.href);
+const PAGE = new URL("index.html", SCOPE).href;
+const FILES = new Map(BUILD.files.map((file) => [new URL(file.path, SCOPE).href, file]));
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(precache().then(() => self.skipWaiting()));
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    (async () => {
+      for (const name of await caches.keys()) {
+        if (name.startsWith(CACHE_PREFIX) && name !== CACHE) await caches.delete(name);
+      }
+      // Controls the page that registered it, so the first visit is already enough.
+      await self.clients.claim();
+    })(),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const { request } = event;
+  if (request.method !== "GET") return;
+  const key = cacheKey(request);
+  const file = FILES.get(key);
+  if (!file) return; // not part of the build: the browser handles it as if there were no service worker
+  event.respondWith(file.immutable ? cacheFirst(key, request) : networkFirst(key, request));
+});
+
+/** The build's URL a request stands for: any navigation to the root or index.html is the page. */
+function cacheKey(request) {
+  const url = new URL(request.url);
+  url.hash = "";
+  if (request.mode === "navigate") {
+    url.search = "";
+    if (url.href === SCOPE.href) return PAGE;
+  }
+  return url.href;
+}
+
+async function precache() {
+  const cache = await caches.open(CACHE);
+  await Promise.all(
+    BUILD.files.map(async (file) => {
+      const url = new URL(file.path, SCOPE).href;
+      // The integrity check rejects bytes of another build (deployed since this sw.js was
+      // fetched): installing then fails, and the next visit installs the right build.
+      const response = await fetch(url, { integrity: file.integrity, cache: file.immutable ? "default" : "no-cache" });
+      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+      await cache.put(url, response);
+    }),
+  );
+}
+
+async function cached(key) {
+  return (await caches.open(CACHE)).match(key);
+}
+
+async function cacheFirst(key, request) {
+  return (await cached(key)) ?? fetch(request);
+}
+
+async function networkFirst(key, request) {
+  let response = null;
+  try {
+    response = await Promise.race([
+      fetch(request),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("network timeout")), NETWORK_TIMEOUT_MS)),
+    ]);
+    if (response.ok) return response;
+  } catch {
+    // offline, refused or timed out: the cached copy below answers
+  }
+  return (await cached(key)) ?? response ?? Response.error();
+}
