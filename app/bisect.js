@@ -184,23 +184,25 @@ export function createBisectView(ctx) {
 
   async function runMatrix() {
     const options = requestOptions();
-    if (!options) return;
+    if (!options) return false;
     const reference = $("run-reference").value;
     const transfer = [];
     const runs = Object.fromEntries(Object.entries(view.allRuns).map(([label, input]) => [label, packInput(input, transfer)]));
     const result = await request("runs", { inputs: { runs }, options: { ...options, reference } }, transfer, "comparing runs");
-    if (!result) return;
+    if (!result) return false;
     view.matrix = result.runs;
     const target = result.runs.departs_first ?? Object.keys(result.runs.runs)[0];
-    await openRun(target);
+    return openRun(target);
   }
 
   async function openRun(label) {
     const reference = view.matrix.reference;
     const shown = await bisectPair(view.allRuns[reference], view.allRuns[label], { a: reference, b: label });
-    if (!shown) return;
-    view.openRun = label;
-    renderMatrix();
+    if (shown) {
+      view.openRun = label;
+      renderMatrix();
+    }
+    return shown;
   }
 
   function renderMatrix() {
@@ -254,9 +256,10 @@ export function createBisectView(ctx) {
   async function again() {
     ctx.clearError();
     const open = view.selected === null ? null : view.result.pairs[view.selected].a_name;
-    if (view.allRuns) await runMatrix();
-    else if (view.pair) await bisectPair(view.pair.a, view.pair.b, view.pair.labels);
-    const index = open === null || !view.result ? -1 : view.result.pairs.findIndex((p) => p.a_name === open);
+    let shown = false;
+    if (view.allRuns) shown = await runMatrix();
+    else if (view.pair) shown = await bisectPair(view.pair.a, view.pair.b, view.pair.labels);
+    const index = shown && open !== null ? view.result.pairs.findIndex((p) => p.a_name === open) : -1;
     if (index >= 0) select(index);
   }
 
@@ -271,9 +274,9 @@ export function createBisectView(ctx) {
     view.openRun = null;
     view.allRuns = null;
     view.names = { A: describe("A", inputs.a), B: describe("B", inputs.b) };
-    const note$ = $("bisect-note");
-    note$.textContent = note ?? "";
-    note$.hidden = !note;
+    const noteBox = $("bisect-note");
+    noteBox.textContent = note ?? "";
+    noteBox.hidden = !note;
     renderMatrix();
   }
 

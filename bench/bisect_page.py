@@ -140,8 +140,8 @@ def main() -> None:
         print(f"native api.handle bisect: {native_seconds(a, b):.2f} s")
         build.build(folder / "dist")
         times = page_seconds(folder / "dist", a, b, args.runs)
-        print(f"page, Compare pressed to table shown: {statistics.median(times):.2f} s (runs: "
-              + ", ".join(f"{t:.2f}" for t in times) + ")")
+        runs = ", ".join(f"{t:.2f}" for t in times)
+        print(f"page, Compare pressed to table shown: {statistics.median(times):.2f} s (runs: {runs})")
 
 
 if __name__ == "__main__":

@@ -146,6 +146,9 @@ def _bisect_row(a: str, b: str, maps: list[str], bug_layer: str | None) -> str:
 def main() -> None:
     manifest = json.loads((MODELS / "manifest.json").read_text())
     versions = ", ".join(f"{k} {v}" for k, v in manifest["versions"].items())
+    pair_rows = [_pair_row(c) for c in _cases(manifest)]
+    capture_rows = _capture_rows(manifest)
+    wrong = sum("✗" in row.rsplit("|", 2)[1] for row in pair_rows + capture_rows)
     lines = [
         "# Real cases",
         "",
@@ -157,17 +160,20 @@ def main() -> None:
         "*Main finding* is the first finding of the highest severity. *OK* says whether the verdict",
         "(and, for a bug, the finding that names it) matches the fixture's `manifest.json`.",
         "",
+        f"**{len(pair_rows) + len(capture_rows) - wrong} of {len(pair_rows) + len(capture_rows)} cases right; "
+        f"{wrong} marked ✗.**",
+        "",
         "## Pairs of outputs",
         "",
         "| command | case | verdict | main finding | other findings | OK |",
         "|---|---|---|---|---|---|",
-        *(_pair_row(c) for c in _cases(manifest)),
+        *pair_rows,
         "",
         "## Layer captures",
         "",
         "| command | case | verdict | what bisect found | OK |",
         "|---|---|---|---|---|",
-        *_capture_rows(manifest),
+        *capture_rows,
         "",
     ]
     OUT.write_text("\n".join(lines))

@@ -245,3 +245,13 @@ def test_one_box_is_named_in_the_result(pair):
     assert both["ok"] and both["one_box"] == "a"
     apart = api.handle({"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}}, {})
     assert apart["ok"] and apart["one_box"] is None and apart["void_choices"] == {}
+
+
+def test_several_tensors_in_box_a_and_none_in_b_are_named(pair):
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"layer{i}": pair[0] for i in range(10)})
+    request = {"op": "compare", "inputs": {"a": {"name": "all.npz", "data": "a"}, "b": {"text": ""}}}
+    out = api.handle(request, {"a": buffer.getvalue()})
+    assert not out["ok"] and out["error"]["side"] == "b"
+    message = out["error"]["message"]
+    assert message.startswith("box A holds 10 tensors ('layer0', 'layer1', ") and "'layer7' and 2 more" in message

@@ -147,3 +147,20 @@ def test_print_slack_covers_the_print_error_and_no_more_than_its_digits(seed, sc
         # The decade of each printed value (read back to float32, 0.0001 is a hair below 1e-4).
         magnitude = 10.0 ** np.floor(np.log10(np.abs(printed.array[nonzero].astype(np.float64))) + 1e-6)
         assert np.all(slack[nonzero] <= 5 * magnitude * 10.0 ** (1 - digits))  # within one decade of the digits
+
+
+def test_the_heatmap_fails_exactly_the_elements_the_report_fails():
+    """One rule for pass and fail: the page's ``fail`` plane excuses what a coarse print
+    cannot resolve, as the report's count does."""
+    from perpendis import api
+
+    exact = np.random.default_rng(5).uniform(0.001, 0.03, (4, 10)).astype(np.float32)
+    other = exact.copy()
+    other[2, 7] *= 1.5  # one real failure, far beyond the print's resolution
+    text = repr(torch.from_numpy(exact))  # four decimals: up to 5e-5 off, beyond fp32-cpu near 0.01
+    out = api.handle({"op": "compare", "inputs": {"a": {"text": text}, "b": {"text": repr(other)}}}, {})
+    report = out["report"]
+    assert report["tolerance"]["n_fail"] == 1 and any("printed digits" in n for n in report["notes"])
+    plane = api.handle({"op": "slice", "axes": [0, 1], "index": [0, 0], "metric": "fail", "max_cells": 40}, {})
+    values = np.array(plane["slice"]["values"]).reshape(4, 10)
+    assert values.sum() == 1 and values[2, 7] == 1

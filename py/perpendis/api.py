@@ -15,14 +15,14 @@ import numpy as np
 
 from . import bits
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from .compare import CHUNK, compare, make_element
+from .compare import CHUNK, compare, make_element, relative
 from .errors import InputError
 from .formats import npy
 from .formats.buffer import as_view
 from .load import load_bytes, load_text
 from .report import Report, plain
 from .tensor import Tensor
-from .tolerance import Tolerance, within
+from .tolerance import Tolerance, failing, printed_digits
 
 Progress = Callable[[str, float], object]
 
@@ -57,11 +57,24 @@ def _load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str
         raise
 
 
+def _names(tensors: list[Tensor], shown: int = 8) -> str:
+    """The tensors' names for a message, the first few and how many more.
+
+    Names that repeat (one output saved by several Polygraphy runners) are told apart by
+    where each tensor came from.
+    """
+    names = [repr(t.name) if t.name else "unnamed" for t in tensors]
+    separator = ", "
+    if len(set(names)) < len(names):
+        names = [f"{name} from {t.source}" for name, t in zip(names, tensors, strict=True)]
+        separator = "; "  # sources hold commas
+    return separator.join(names[:shown]) + (f" and {len(tensors) - shown} more" if len(tensors) > shown else "")
+
+
 def _single(tensors: list[Tensor], side: str) -> Tensor:
     if len(tensors) != 1:
-        names = ", ".join(t.name or "?" for t in tensors[:5])
         raise InputError(
-            f"box {side.upper()} holds {len(tensors)} tensors ({names}); put one tensor in each box, "
+            f"box {side.upper()} holds {len(tensors)} tensors ({_names(tensors)}); put one tensor in each box, "
             "or compare archives member by member with bisect",
             side=side,
         )
@@ -97,6 +110,12 @@ def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: 
         a, b = a_list
         one_box = "a"
         notes.append("box B was empty and box A held two tensors: the first is A, the second B")
+    elif _is_empty(inputs.get("b")) and len(a_list) > 2:
+        raise InputError(
+            f"box A holds {len(a_list)} tensors ({_names(a_list)}) and box B is empty: put what to compare them "
+            "with in box B (an archive or files of the same names), or one tensor in each box",
+            side="b",
+        )
     else:
         b_list = _load(inputs.get("b"), payloads, "b", void.get("b"))
         if len(a_list) > 1 or len(b_list) > 1:
@@ -219,21 +238,22 @@ def _step(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pro
     return {"flat": None}
 
 
-def _metric(name: str, a: np.ndarray, b: np.ndarray, fmt: bits.Format, tol: Tolerance) -> np.ndarray:
-    """Per-element metric of a plane; NaN or undefined becomes +inf, the worst possible."""
+def _metric(
+    name: str, a: np.ndarray, b: np.ndarray, fmt: bits.Format, tol: Tolerance, lossy: tuple[int | None, int | None]
+) -> np.ndarray:
+    """Per-element metric of a plane, as the report judges it; NaN or undefined becomes +inf, the worst possible."""
     va, vb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         absd = np.abs(va - vb)
         if name == "abs":
             out = absd
         elif name == "rel":
-            out = np.where(absd == 0, 0.0, absd / np.abs(vb))
+            out = relative(absd, np.abs(vb))
         elif name == "ulp":
             dist, defined = bits.ulp_distance(bits.raw_bits(a, fmt), bits.raw_bits(b, fmt), fmt)
             out = np.where(defined, dist.astype(np.float64), np.inf)
         elif name == "fail":
-            passed = within(absd, np.abs(vb), tol) | (bits.is_nan(bits.raw_bits(a, fmt), fmt) & np.isnan(vb))
-            out = (~passed).astype(np.float64)
+            out = failing(va, vb, bits.raw_bits(a, fmt), bits.raw_bits(b, fmt), fmt, tol, lossy)[0].astype(np.float64)
         else:
             raise InputError(f"metric must be one of abs, ulp, rel, fail; got {name!r}")
     same = bits.raw_bits(a, fmt) == bits.raw_bits(b, fmt)
@@ -285,7 +305,10 @@ def _slice(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pr
             pa, pb = pa.T, pb.T
     t = report.tolerance
     tol = Tolerance(t.atol, t.rtol) if t is not None else Tolerance(0.0, 0.0)
-    values = _metric(str(request.get("metric")), np.ascontiguousarray(pa), np.ascontiguousarray(pb), aligned.fmt, tol)
+    lossy = (printed_digits(report.a), printed_digits(report.b))
+    values = _metric(
+        str(request.get("metric")), np.ascontiguousarray(pa), np.ascontiguousarray(pb), aligned.fmt, tol, lossy
+    )
     rows, cols = values.shape
     rs, cs = _steps(rows, cols, max_cells)
     pr, pc = math.ceil(rows / rs), math.ceil(cols / cs)

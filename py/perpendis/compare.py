@@ -1,4 +1,4 @@
-"""Compare two tensors: align them, then fold over aligned chunks into the report's numbers.
+"""Compare two tensors: align them (:mod:`perpendis.align`), then fold over aligned chunks into numbers.
 
 The fold is the whole design: each chunk of C-order elements becomes a :class:`Partial`
 holding only what merges exactly (counts, first indices, maxima with their index,
@@ -38,7 +38,7 @@ from .report import (
     shape_text,
 )
 from .tensor import Tensor
-from .tolerance import Tolerance, print_slack, printed_digits, resolve, within
+from .tolerance import Tolerance, failing, printed_digits, resolve
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
@@ -228,7 +228,7 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
 
 
-def _relative(absd: np.ndarray, absb: np.ndarray) -> np.ndarray:
+def relative(absd: np.ndarray, absb: np.ndarray) -> np.ndarray:
     """``|a - b| / |b|``: 0 where both are equal, infinite where only ``b`` is zero."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(absd == 0, 0.0, absd / absb)
@@ -273,7 +273,7 @@ def chunk_partial(
     with np.errstate(invalid="ignore", over="ignore"):
         absd = np.abs(va - vb)
     absb = np.abs(vb)
-    rel = _relative(absd, absb)
+    rel = relative(absd, absb)
     finite = np.isfinite(va) & np.isfinite(vb)
     dist, defined = bits.ulp_distance(da, db, fmt)
 
@@ -306,14 +306,7 @@ def chunk_partial(
     nonzero = fd > 0
     p.errors = _sample_of(ERROR_SAMPLE_CAP, fd[nonzero], fr[nonzero])
 
-    passed = within(absd, absb, tol) | (nan_a & nan_b)
-    failed = ~passed
-    if lossy != (None, None) and failed.any():
-        idx = np.flatnonzero(failed)
-        slack = sum(print_slack(raw[idx], fmt, d) for raw, d in ((da, lossy[0]), (db, lossy[1])) if d is not None)
-        unresolved = absd[idx] <= tol.atol + tol.rtol * absb[idx] + slack
-        failed[idx[unresolved]] = False
-        p.n_print_limited = int(unresolved.sum())
+    failed, p.n_print_limited = failing(va, vb, da, db, fmt, tol, lossy)
     p.n_fail = int(failed.sum())
     if p.n_fail:
         i = int(np.argmax(failed))
@@ -371,7 +364,7 @@ def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[in
     abs_diff = rel_diff = None
     if not (math.isnan(va) or math.isnan(vb)):
         abs_diff = 0.0 if va == vb else float(abs(va - vb))
-        rel_diff = float(_relative(np.array(abs_diff), np.array(abs(float(vb)))))
+        rel_diff = float(relative(np.array(abs_diff), np.array(abs(float(vb)))))
     return Element(
         flat=int(flat),
         index=_index(flat, shape),
@@ -497,7 +490,13 @@ def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], to
             "resolve; they were not counted as failures"
         )
     report.axes = _axes(p, shape)
-    report.samples = {"diffs": p.diffs.rows(), "fails": p.fails.rows(), "n_diffs": p.diffs.count}
+    n_finite = p.n - p.n_excluded
+    report.samples = {
+        "diffs": p.diffs.rows(),
+        "fails": p.fails.rows(),
+        "n_diffs": p.diffs.count,
+        "b_rms": math.sqrt(max(p.s_bb, 0.0) / n_finite) if n_finite > 0 else 0.0,  # over pairs finite on both sides
+    }
 
 
 def compare_chunks(

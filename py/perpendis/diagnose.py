@@ -229,7 +229,13 @@ def _tolerance_findings(r: Report) -> list[Finding]:
 
 
 def _rounding(r: Report, depth: float) -> list[Finding]:
-    """Info when the differences look like rounding; a warning when they are bigger than that."""
+    """Info when the differences look like rounding; a warning when they are bigger than that.
+
+    A rounding error is relative to the terms a value was computed from, not to the value:
+    an output that cancels (a dot product near zero) keeps the absolute error of its terms.
+    So each difference is measured against ``|B|``, or against B's RMS where ``|B|`` is
+    smaller, the RMS standing in for the size of the terms.
+    """
     rows = r.samples.get("diffs")
     tol = r.tolerance
     fmt = format_of(r.compared_as)
@@ -240,27 +246,29 @@ def _rounding(r: Report, depth: float) -> list[Finding]:
     if not usable.any():
         return []
     a, b = a[usable], b[usable]
-    rel = np.abs(a - b) / np.abs(b)
+    scale = np.maximum(np.abs(b), r.samples.get("b_rms", 0.0))
     u = fmt.unit_roundoff
     bound = ROUNDOFF_FACTOR * u * depth
     slack = _print_slack(r, fmt, a, b)
-    share = float(np.mean(np.abs(a - b) <= bound * np.abs(b) + slack))
-    typical = float(np.quantile(rel, ROUNDING_SHARE))
+    share = float(np.mean(np.abs(a - b) <= bound * scale + slack))
+    scaled = np.abs(a - b) / scale
+    typical = float(np.quantile(scaled, ROUNDING_SHARE))
     u_text = f"u = 2^-{fmt.man_bits + 1} for {fmt.name}"
-    printed = " or what the printed digits resolve" if np.any(slack) else ""
+    measure = "of |B| (or of B's RMS where |B| is smaller, as for sums that cancel)"
     if share >= ROUNDING_SHARE:
+        printed = ", or within what the printed digits resolve" if np.any(slack) else ""
         message = (
             f"the differences look like rounding: {share:.1%} of differing elements are within "
-            f"{ROUNDOFF_FACTOR:g}·u·depth relative{printed} ({u_text}, depth {depth:g}); the largest is "
-            f"{r.max_rel_diff:.3g} ({r.max_rel_diff / u:.3g} u)"
+            f"{ROUNDOFF_FACTOR:g}·u·depth {measure}{printed} ({u_text}, depth {depth:g}); the largest is "
+            f"{scaled.max() / u:.3g} u"
         )
         return [Finding("rounding", "info", message)]
     if not tol.passed:
         return []  # the tolerance finding already says this is more than rounding
     needed = math.ceil(typical / (ROUNDOFF_FACTOR * u))
     message = (
-        f"the relative differences are larger than rounding at depth {depth:g}: the 99th percentile "
-        f"is {typical:.3g} ({typical / u:.3g} u, {u_text}); that is rounding only for a computation about "
+        f"the differences are larger than rounding at depth {depth:g}: the 99th percentile is {typical:.3g} "
+        f"{measure} ({typical / u:.3g} u, {u_text}); that is rounding only for a computation about "
         f"{needed} roundings deep (set depth)"
     )
     return [Finding("not_rounding", "warning", message)]

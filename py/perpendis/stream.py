@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +45,13 @@ Reader = Callable[[int, int], BytesLike]
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]
 
-STREAM_MIN_BYTES = 256 * 2**20
-"""Combined size of two ``.npy`` files from which the CLI streams them by default."""
+STREAM_MIN_BYTES = 96 * 2**20
+"""Combined size of two ``.npy`` files from which they are streamed rather than loaded.
+
+Below it, loading is cheap and keeps the pair for follow-up questions (an element's
+bits, the heat map); above it, a 32-bit browser heap would soon run out, at three
+times the inputs' size for a comparison.
+"""
 
 
 class Cancelled(Exception):
@@ -125,14 +131,17 @@ class Source:
             return decode_chunk(h, raw)
 
 
-def open_source(read: Reader, size: int, name: str | None = None, side: str = "a") -> Source:
+def open_source(
+    read: Reader, size: int, name: str | None = None, side: str = "a", *, void_format: str | None = None
+) -> Source:
     """Read and check the header of a ``.npy`` file of ``size`` bytes.
 
     Refuses, with :class:`InputError` tagged with ``side``, anything but a complete
-    ``.npy`` file whose elements are stored in C order.
+    ``.npy`` file whose elements are stored in C order.  ``void_format`` is as for
+    :func:`formats.npy.read_header`.
     """
     with _blame(side):
-        header = read_header(read(0, min(size, NPY_HEADER_PREFIX)))
+        header = read_header(read(0, min(size, NPY_HEADER_PREFIX)), void_format=void_format)
         present = size - header.data_offset
         if present < header.nbytes:
             raise InputError(
@@ -222,3 +231,63 @@ def is_npy_path(path: str | Path) -> bool:
             return file.read(len(MAGIC)) == MAGIC
     except OSError:
         return False
+
+
+def _streamable(request: Mapping[str, Any], files: Mapping[str, tuple[Reader, int]]) -> bool:
+    """Whether a worker request compares two ``.npy`` files big enough to stream, and nothing else."""
+    inputs = request.get("inputs") or {}
+    specs = [inputs.get(side) for side in ("a", "b")]
+    keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
+    if request.get("op") != "compare" or inputs.get("ref") or not all(k in files for k in keys):
+        return False
+    sized = [files[k] for k in keys]
+    return sum(size for _, size in sized) >= STREAM_MIN_BYTES and all(
+        size >= len(MAGIC) and bytes(read(0, len(MAGIC))) == MAGIC for read, size in sized
+    )
+
+
+def serve(
+    request: Mapping[str, Any],
+    payloads: Mapping[str, Any],
+    files: Mapping[str, tuple[Reader, int]],
+    progress: Callable[[str, float], object] | None = None,
+) -> dict[str, Any]:
+    """The worker's entry for requests whose inputs include files it reads itself.
+
+    ``files`` maps payload keys to ``(read, size)`` of files the page handed over
+    unread (``Blob`` objects, read with ``Blob.slice``).  Two big ``.npy`` files are
+    streamed, and the result says ``"streamed": true``: the pair is not kept, so there
+    is nothing to ask follow-up questions about.  Anything else is read whole and
+    answered by :func:`api.handle`, exactly as if the page had sent the bytes.
+    """
+    from . import api
+
+    if not _streamable(request, files):
+        whole = {key: read(0, size) for key, (read, size) in files.items()}
+        return api.handle(request, {**payloads, **whole}, progress)
+    inputs = request["inputs"]
+    options = request.get("options") or {}
+    void = options.get("void_format") or {}
+    try:
+        a, b = (
+            open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
+            for side in ("a", "b")
+        )
+        report = compare_sources(
+            a,
+            b,
+            preset=options.get("preset"),
+            atol=options.get("atol"),
+            rtol=options.get("rtol"),
+            depth=options.get("depth") or 1.0,
+            progress=None if progress is None else (lambda fraction: progress("streaming", fraction)),
+        )
+    except InputError as err:
+        return {"ok": False, "error": err.to_dict()}
+    return {
+        "ok": True,
+        "report": report.to_dict(),
+        "markdown": report.to_markdown(),
+        "text": report.to_text(),
+        "streamed": True,
+    }

@@ -124,6 +124,37 @@ def within(abs_diff: np.ndarray, abs_ref: np.ndarray, tol: Tolerance) -> np.ndar
     return abs_diff <= tol.atol + tol.rtol * abs_ref
 
 
+def failing(
+    va: np.ndarray,
+    vb: np.ndarray,
+    raw_a: np.ndarray,
+    raw_b: np.ndarray,
+    fmt: Format,
+    tol: Tolerance,
+    lossy: tuple[int | None, int | None] = (None, None),
+) -> tuple[np.ndarray, int]:
+    """Where pairs fail the tolerance, and how many failures a coarse print excused.
+
+    ``va``/``vb`` are the float64 values of the raw bits ``raw_a``/``raw_b``.  NaN against
+    NaN passes (equal as missing values); a NaN against a number or an infinity against
+    anything else fails at any tolerance.  ``lossy`` holds each side's
+    :func:`printed_digits`: a failure within :func:`print_slack` of passing is not one,
+    since the print cannot tell it from a pass.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        abs_diff = np.abs(va - vb)
+    abs_ref = np.abs(vb)
+    failed = ~(within(abs_diff, abs_ref, tol) | (bits.is_nan(raw_a, fmt) & bits.is_nan(raw_b, fmt)))
+    if lossy == (None, None) or not failed.any():
+        return failed, 0
+    idx = np.flatnonzero(failed)
+    sides = ((raw_a, lossy[0]), (raw_b, lossy[1]))
+    slack = sum(print_slack(raw.reshape(-1)[idx], fmt, d) for raw, d in sides if d is not None)
+    excused = abs_diff.reshape(-1)[idx] <= tol.atol + tol.rtol * abs_ref.reshape(-1)[idx] + slack
+    failed.reshape(-1)[idx[excused]] = False  # a view: ``failed`` is a fresh C-ordered array
+    return failed, int(excused.sum())
+
+
 def printed_digits(info: Mapping[str, object]) -> int | None:
     """For an input read from a print too coarse to pin its values (a :meth:`Tensor.describe`
     dict), the fewest significant digits it was printed with (0 when unknown); None when

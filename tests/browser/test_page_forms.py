@@ -186,7 +186,7 @@ def check_report(page, want: dict, *, case: str) -> None:
 def nudged(array: np.ndarray) -> np.ndarray:
     """A copy with two elements changed a little: one ULP (or one unit) and a few ULPs more."""
     out = array.copy()
-    flat = out.reshape(-1)
+    flat = out.reshape(-1, order="A")  # a view, for C and Fortran order alike
     picks = (1, flat.size - 2)
     if out.dtype == np.bool_:
         for i in picks:
@@ -195,7 +195,7 @@ def nudged(array: np.ndarray) -> np.ndarray:
         for step, i in enumerate(picks, 1):
             flat[i] += step
     else:
-        as_bits = flat.view(f"u{out.dtype.itemsize}")
+        as_bits = flat.view(np.dtype(f"u{out.dtype.itemsize}").newbyteorder(out.dtype.byteorder))
         for step, i in enumerate(picks, 1):
             as_bits[i] += step * 3 - 2
     return out
@@ -296,8 +296,9 @@ def test_every_file_form_through_the_file_inputs(ready_page, tmp_path):
     page = ready_page
     for case, (a_name, a_bytes, b_name, b_bytes, shape, dtype) in file_cases().items():
         want = native_files((a_name, a_bytes), (b_name, b_bytes))
-        # What the test saved, known without Perpendis.
+        # What the test saved, known without Perpendis; and B does differ from A.
         assert (tuple(want["report"]["a"]["shape"]), want["report"]["a"]["dtype"]) == (shape, dtype), case
+        assert want["report"]["n_bitwise_diff"] == 2, case
         start_over(page)
         for side, name, data in (("a", a_name, a_bytes), ("b", b_name, b_bytes)):
             path = tmp_path / name
@@ -362,7 +363,7 @@ def numpy_print(values: np.ndarray) -> str:
 
 def csv_text(values: np.ndarray) -> str:
     buffer = io.StringIO()
-    np.savetxt(buffer, values, delimiter=",", fmt="%.9g")
+    np.savetxt(buffer, values, delimiter=",", fmt="%.17g")
     return buffer.getvalue()
 
 
@@ -382,7 +383,7 @@ def text_cases() -> dict[str, tuple[str, str]]:
         "NumPy 2 scalar": (repr(scalar), repr(np.nextafter(scalar, np.float32(1)))),
         "list": (repr(f64.tolist()), repr(nudged(f64).tolist())),
         "hex list": (repr([float(x).hex() for x in f64]), repr([float(x).hex() for x in nudged(f64)])),
-        "CSV": (csv_text(f32), csv_text(nudged(f32))),
+        "CSV": (csv_text(f64.reshape(2, 3)), csv_text(nudged(f64.reshape(2, 3)))),
         "REPL prompts": (f">>> a\n{numpy_repr(f32)}\n>>> ", f"In [7]: b\nOut[7]: \n{numpy_repr(nudged(f32))}\n"),
     }
 
@@ -395,6 +396,7 @@ def paste(page, a: str, b: str) -> None:
 def check_texts(page, cases: dict[str, tuple[str, str]]) -> None:
     for case, (a, b) in cases.items():
         want = native_texts(a, b)
+        assert want["report"]["n_bitwise_diff"] > 0, case
         start_over(page)
         paste(page, a, b)
         run_compare(page)
@@ -418,12 +420,22 @@ def test_jax_arrays_pasted(ready_page):
     check_texts(ready_page, {"JAX": (a, b)})
 
 
-def test_tensorflow_tensors_pasted(ready_page):
-    tf = pytest.importorskip("tensorflow")
-    values = sample((2, 3), np.float32)
-    with np.printoptions(floatmode="unique"):
-        a, b = repr(tf.constant(values)), str(tf.constant(nudged(values)))
-    check_texts(ready_page, {"TensorFlow repr and print": (a, b)})
+def test_tensorflow_repr_and_print_pasted(ready_page):
+    """TensorFlow's own output, committed with the script that made it (``tests/fixtures/tensorflow``)."""
+    page = ready_page
+    folder = FIXTURES / "tensorflow"
+    texts = {
+        f"{form}_{side}": (folder / f"tf_{form}_{side}.txt").read_text() for form in ("repr", "print") for side in "ab"
+    }
+    check_texts(page, {"TensorFlow repr": (texts["repr_a"], texts["repr_b"]),
+                       "TensorFlow print": (texts["print_a"], texts["print_b"]),
+                       "TensorFlow repr against print": (texts["repr_a"], texts["print_b"])})  # fmt: skip
+    # The last pair, checked against the values TensorFlow held.
+    a, b = np.load(folder / "tf_a.npy"), np.load(folder / "tf_b.npy")
+    differ = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
+    assert text(page, "n-diff") == str(differ.size)
+    assert text(page, "first-diff-index") == index_text(list(np.unravel_index(differ[0], a.shape)))
+    assert text(page, "max-ulp") == str(int(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)).max()))
 
 
 @pytest.mark.parametrize(
@@ -544,6 +556,37 @@ def test_polygraphy_outputs_of_two_runners_are_offered_as_a_and_b(ready_page, tm
     # Which runner is which side is on the page, not left to guess.
     assert ORT_RUNNER in text(page, "source-a") and TRT_RUNNER in text(page, "source-b")
     assert text(page, "n-diff") == "2"
+
+
+def test_several_tensors_and_an_empty_box_name_every_tensor(ready_page, tmp_path):
+    """Neither the first tensor nor the first two are taken silently: the page names them all.
+
+    (With both boxes filled, several tensors go to the layer-by-layer view; its tests are
+    in ``test_page_bisect.py``.)
+    """
+    page = ready_page
+    x = sample((2, 2), np.float32)
+    buffer = io.BytesIO()
+    np.savez(buffer, conv=x, relu=x, fc=x)
+    third = "tensorrt-runner-N0-11/29/26-18:00:09"
+    inputs = {
+        "layers.npz": (buffer.getvalue(), ["'conv'", "'relu'", "'fc'"]),
+        "runners.json": (polygraphy_bytes(x, (TRT_RUNNER, x), (third, x)), [ORT_RUNNER, TRT_RUNNER, third]),
+    }
+    for name, (data, names) in inputs.items():
+        request = {"op": "compare", "inputs": {"a": {"name": name, "data": "a"}, "b": {"text": ""}}}
+        refused = api.handle(request, {"a": data})
+        assert not refused["ok"] and refused["error"]["side"] == "b", name
+        start_over(page)
+        (tmp_path / name).write_bytes(data)
+        pick_file(page, "a", tmp_path / name)
+        page.get_by_test_id("compare").click()
+        error = page.locator("#side-b [data-testid='error']")
+        error.wait_for(timeout=REPORT_TIMEOUT_MS)
+        assert error.text_content() == refused["error"]["message"], name
+        assert "box A holds 3 tensors" in error.text_content(), name
+        assert all(n in error.text_content() for n in names), name
+        assert page.locator("#report").is_hidden()
 
 
 # ---------------------------------------------------------------- the optional reference

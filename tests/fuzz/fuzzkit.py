@@ -187,7 +187,6 @@ def mutated(draw, data: bytes, max_mutations: int = 3) -> bytes:
     return data
 
 
-
 # ---------------------------------------------------------------- zip archives
 
 

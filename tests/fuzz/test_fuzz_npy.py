@@ -35,8 +35,10 @@ def real_npy(draw) -> tuple[bytes, np.ndarray]:
         array = draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)))
     else:
         bits = draw(hnp.arrays(np.uint16, hnp.array_shapes(max_dims=3, max_side=5)))
-        array = bits.view(ml_dtypes.bfloat16) if draw(st.booleans()) else bits.astype(np.uint8).view(
-            draw(st.sampled_from(ML_DTYPES[1:]))
+        array = (
+            bits.view(ml_dtypes.bfloat16)
+            if draw(st.booleans())
+            else bits.astype(np.uint8).view(draw(st.sampled_from(ML_DTYPES[1:])))
         )
     if draw(st.booleans()):
         array = np.asfortranarray(array)

@@ -12,6 +12,7 @@ import struct
 import zipfile
 
 import numpy as np
+import pytest
 from fuzzkit import FUZZ, assert_same, central_entries, mutated, outcome, zip_bomb
 from hypothesis import given
 from hypothesis import strategies as st
@@ -111,3 +112,12 @@ def test_zip_bomb_whose_directory_understates_its_size_stops_inflating():
     # zipfile stops at the declared size, then its CRC check fails.
     assert result.error is not None and "bomb.npy" in result.error.message
     assert result.peak_bytes < 16 << 20
+
+
+@pytest.mark.parametrize("name", ["", "/", "a.npy/", "x/data.pkl"])
+def test_odd_member_names_fail_cleanly(name):
+    """Names zipfile writes when asked, found by atheris: an empty name broke ``ZipInfo.is_dir``."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(zipfile.ZipInfo(name), b"\x93NUMPY")
+    assert outcome(formats.read, out.getvalue(), "x.npz").error is not None

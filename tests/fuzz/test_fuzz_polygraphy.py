@@ -32,6 +32,7 @@ NAMES = st.text(max_size=8)
 @st.composite
 def real_file(draw) -> bytes:
     """Polygraphy's JSON for RunResults (runners, iterations, outputs) or for a list of feeds."""
+
     def value(array: np.ndarray) -> object:
         return torch.from_numpy(array.astype(array.dtype.newbyteorder("="))) if draw(st.integers(0, 4)) == 0 else array
 
