@@ -123,6 +123,10 @@ def pasted_text(n: int) -> str:
 # Native figures.
 
 
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def best_ms(run: Callable[[], object], repeat: int) -> float:
     """Fastest of ``repeat`` runs: the least disturbed by the other work on a shared machine."""
     times = []
@@ -239,10 +243,10 @@ const ready = loadPyodide({
   indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy", "perpendis"],
 }).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.stream"); return py; });
 self.onmessage = async (event) => {
-  const py = await ready;
-  const heap = () => py._module.HEAP8.length;
-  const before = heap();
   try {
+    const py = await ready;
+    const heap = () => py._module.HEAP8.length;
+    const before = heap();
     const main = py.runPython(event.data.code);
     const t0 = performance.now();
     const out = JSON.parse(main(event.data.args));
@@ -450,9 +454,11 @@ def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, b
     tab.goto(url)
     page = tab.page
     for n in sizes:
+        log(f"report of {n // M}M elements in the tab")
         times = [page.evaluate(TAB_REPORT_JS, [f"bench/a{n}.npy", f"bench/b{n}.npy"])["ms"] for _ in range(2)]
         out[f"report_{n // M}m_tab_ms"] = min(times)
     n16 = 16 * M if 16 * M in sizes else max(sizes)
+    log("bare JavaScript diff")
     diff = page.evaluate(
         WORKER_JOB_JS,
         ["bench/jsdiff.js", {"args": {"atol": 1e-5, "rtol": 1.3e-6}, "buffers": ["a", "b"]},
@@ -469,9 +475,11 @@ def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, b
       worker.terminate();
       return out;
     }"""
+    log("parsing pasted text in the tab")
     parse = page.evaluate(text_job, [text_url, PY_PARSE])
     out["parse_1m_tab_ms"] = parse["to_python_ms"] + parse["parse_ms"]
     out["parse_1m_tab_to_python_ms"] = parse["to_python_ms"]
+    log("memory of a full report in the tab")
     memory = page.evaluate(
         WORKER_JOB_JS,
         ["bench/pyworker.js", {"code": PY_COMPARE, "args": {}, "buffers": ["a", "b"]},
@@ -483,6 +491,7 @@ def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, b
     out["heap_after_compare_mb"] = memory["heapAfter"] / 1e6
     out["stage_copy_ms"], out["stage_handle_ms"], out["stage_json_ms"] = (
         memory["copy_ms"], memory["handle_ms"], memory["json_ms"])
+    log("streaming two big files in the tab")
     tab.goto(url + "bench/stream.html")
     tab.page.set_input_files("#a", str(big[0]))
     tab.page.set_input_files("#b", str(big[1]))
@@ -518,7 +527,6 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
-        log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr)  # noqa: E731
         log("writing inputs")
         pairs = {n: save_pair(data, n) for n in sizes}
         text = pasted_text(M)

@@ -6,11 +6,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis import bits
+from perpendis import bits, formats
 from perpendis import compare as compare_mod
 from perpendis.compare import aligned_chunks, compare, compare_chunks
 from perpendis.tensor import Tensor, from_numpy
 from perpendis.tolerance import resolve
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def model_output(name):
+    """A tensor of ``tests/fixtures/models``, made by real PyTorch and ONNX Runtime runs."""
+    (tensor,) = formats.read((MODELS / name).read_bytes(), name)
+    return tensor
 
 
 def t(x, source="test"):
@@ -252,17 +260,24 @@ def test_a_padded_print_does_not_excuse_a_difference_it_shows():
 def test_a_nan_the_reference_lacks_is_never_rounding_equivalent():
     """ONNX Runtime with one NaN input element gives a NaN row; the RMSE over finite pairs
     cannot see it, so B would look as close to the float64 run as PyTorch is."""
-    from perpendis import formats
-
-    def load(name):
-        path = Path(__file__).parent / "fixtures" / "models" / name
-        (tensor,) = formats.read(path.read_bytes(), name)
-        return tensor
-
-    r = compare(load("linear.torch.npy"), load("linear.nan.npy"), ref=load("linear.ref64.npy"))
+    r = compare(model_output("linear.torch.npy"), model_output("linear.nan.npy"), ref=model_output("linear.ref64.npy"))
     assert r.reference.b_rmse <= 4 * r.reference.a_rmse  # the finite pairs alone would pass
     assert (r.reference.a_nonfinite, r.reference.b_nonfinite) == (0, 7)
     assert not r.reference.equivalent
     reference = next(f for f in r.findings if f.kind == "reference")
     assert reference.severity == "error" and "NaN or infinite at 7 element(s)" in reference.message
     assert all(f.severity == "error" for f in r.findings if f.kind in ("region", "tolerance"))
+
+
+@pytest.mark.parametrize("model", ["linear", "cnn", "transformer"])
+def test_a_mixed_precision_pair_is_judged_against_the_reference_in_the_narrower_format(model):
+    """PyTorch float32 against ONNX Runtime float16: the values are compared in float16, and
+    so is A against the float64 run, or A's float32 accuracy would make any float16 run
+    look thousands of times worse than A."""
+    a, b = model_output(f"{model}.torch.npy"), model_output(f"{model}.ort16.npy")
+    ref = model_output(f"{model}.ref64.npy")
+    r = compare(a, b, ref=ref)
+    assert r.compared_as == "float16"
+    assert r.reference.a_max_ulp <= 1  # A rounded to float16 is the float64 run rounded, give or take a step
+    assert r.reference.equivalent and r.reference.ratio < 4
+    assert [f.kind for f in r.findings if f.severity == "error"] == ["dtype"]  # the mismatch itself stays an error

@@ -241,3 +241,53 @@ def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
     """Every value differs (the costliest case): four times the file, yet not four times the memory."""
     small, big = streaming_peak(tmp_path, 2 * CHUNK), streaming_peak(tmp_path, 8 * CHUNK)
     assert big < 1.5 * small
+
+
+def file_reader(path: Path) -> tuple[stream.Reader, int]:
+    """What the browser worker hands over for a dropped file: a slice reader and the size."""
+    data = path.read_bytes()
+    return (lambda offset, length: np.frombuffer(data, np.uint8, length, offset).copy()), len(data)
+
+
+def worker_request(name_a: str = "a.npy", name_b: str = "b.npy", **options) -> dict:
+    inputs = {"a": {"name": name_a, "data": "p0"}, "b": {"name": name_b, "data": "p1"}}
+    return {"op": "compare", "inputs": inputs, "options": options}
+
+
+def test_worker_streams_two_big_npy_files_and_says_so(tmp_path, monkeypatch):
+    from perpendis import api
+
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 10_000)
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((40, 100), dtype=np.float32)
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", perturbed(a, rng, 0.3))
+    files = {"p0": file_reader(pa), "p1": file_reader(pb)}
+    stages = []
+    result = stream.serve(worker_request(atol=1e-7), {}, files, lambda stage, f: stages.append((stage, f)))
+    expected = api.handle(worker_request(atol=1e-7), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
+    assert result["streamed"] is True and result["ok"]
+    assert result["report"] == expected["report"] and result["text"] == expected["text"]
+    assert stages == [("streaming", 1.0)]
+
+
+def test_worker_reads_small_or_other_files_whole_through_the_api(tmp_path, monkeypatch):
+    from perpendis import api
+
+    a = np.linspace(0, 1, 50, dtype=np.float32)
+    pa, pb = save(tmp_path, "a.npy", a), tmp_path / "b.txt"
+    pb.write_text(repr(a + np.float32(1e-7)))
+    for threshold in (stream.STREAM_MIN_BYTES, 0):  # small, and big but B is text
+        monkeypatch.setattr(stream, "STREAM_MIN_BYTES", threshold)
+        files = {"p0": file_reader(pa), "p1": file_reader(pb)}
+        result = stream.serve(worker_request(name_b="b.txt"), {}, files)
+        expected = api.handle(worker_request(name_b="b.txt"), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
+        assert "streamed" not in result and result["ok"]
+        assert result["report"] == expected["report"]
+
+
+def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    pa = save(tmp_path, "a.npy", np.ones((30, 30), np.float32))
+    pb = save(tmp_path, "b.npy", np.asfortranarray(np.ones((30, 30), np.float32)))
+    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
+    assert result["ok"] is False and result["error"]["side"] == "b" and "Fortran" in result["error"]["message"]

@@ -16,7 +16,7 @@ import numpy as np
 from . import bits
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
 from .compare import CHUNK, compare, make_element, relative
-from .errors import InputError
+from .errors import InputError, blame
 from .formats import npy
 from .formats.buffer import as_view
 from .load import load_bytes, load_text
@@ -47,14 +47,11 @@ def _load_one(spec: Mapping[str, Any], payloads: Mapping[str, Any], void_format:
 
 def _load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str | None = None) -> list[Tensor]:
     """The tensors of one input (or of a list of inputs), with errors tagged by side."""
-    try:
+    with blame(side):
         if _is_empty(spec):
             raise InputError(f"box {side.upper()} is empty: paste a tensor or drop a file")
         specs = spec if isinstance(spec, list) else [spec]
         return [t for s in specs for t in _load_one(s, payloads, void_format)]
-    except InputError as err:
-        err.side = err.side or side
-        raise
 
 
 def _names(tensors: list[Tensor], shown: int = 8) -> str:

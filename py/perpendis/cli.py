@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from .compare import compare
-from .errors import InputError
+from .errors import InputError, blame
 from .load import load_path
 from .tensor import Tensor
 from .tolerance import PRESETS
@@ -38,11 +38,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _tagged(path: str, side: str) -> list[Tensor]:
-    try:
+    with blame(side):
         return load_path(path)
-    except InputError as err:
-        err.side = err.side or side
-        raise
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:

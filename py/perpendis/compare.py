@@ -259,7 +259,8 @@ def chunk_partial(
         # Rare: non-finite or huge values.  Redo the sum in float64 over finite pairs only.
         fa, fb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
         finite_all = np.isfinite(fa) & np.isfinite(fb)
-        s_bb = float(np.dot(fb[finite_all], fb[finite_all]))
+        with np.errstate(over="ignore"):  # float64 values past 1e154 square to inf: cosine and SNR say so
+            s_bb = float(np.dot(fb[finite_all], fb[finite_all]))
         p.n_excluded = int(a.size - finite_all.sum())
     p.s_bb = s_bb
     if diff.size == 0:
@@ -297,12 +298,14 @@ def chunk_partial(
     if exact_sum:
         p.n_excluded = int((~finite).sum())
         p.s_bb -= float(np.dot(vb[~finite & np.isfinite(vb)], vb[~finite & np.isfinite(vb)]))
-    p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.square(fd).sum())
-    # Σa² - Σb² and Σab - Σb² over the differing elements, without the cancellation of
-    # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
-    signed = fa - fb
-    p.d_aa = float((signed * (fa + fb)).sum())
-    p.d_ab = float((signed * fb).sum())
+    # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
+    with np.errstate(over="ignore", invalid="ignore"):
+        p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.square(fd).sum())
+        # Σa² - Σb² and Σab - Σb² over the differing elements, without the cancellation of
+        # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
+        signed = fa - fb
+        p.d_aa = float((signed * (fa + fb)).sum())
+        p.d_ab = float((signed * fb).sum())
     nonzero = fd > 0
     p.errors = _sample_of(ERROR_SAMPLE_CAP, fd[nonzero], fr[nonzero])
 
@@ -570,7 +573,8 @@ def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float
 
 
 def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
-    """Each side's error against ``ref``, and whether B's is within REF_FACTOR of A's."""
+    """Each side's error against ``ref`` in the compared format, and whether B's is within
+    REF_FACTOR of A's."""
     shape = aligned.shape
     if shape is None:
         return None
@@ -585,8 +589,10 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
             side="ref",
         )
     ref64 = bits.to_float64(np.ascontiguousarray(r), ref.fmt)
-    a_rmse, a_ulp, a_unlike = _side_error(np.ascontiguousarray(like_a(a.array, aligned)), a.fmt, ref64)
-    b_rmse, b_ulp, b_unlike = _side_error(np.ascontiguousarray(np.broadcast_to(b.array, shape)), b.fmt, ref64)
+    # Both sides as they were compared: with a dtype mismatch, A is judged as if it too had
+    # been computed in the narrower format, which is the question the comparison asks.
+    a_rmse, a_ulp, a_unlike = _side_error(aligned.a, aligned.fmt, ref64)  # type: ignore[arg-type]
+    b_rmse, b_ulp, b_unlike = _side_error(aligned.b, aligned.fmt, ref64)  # type: ignore[arg-type]
     ratio = b_rmse / a_rmse if a_rmse > 0 else None
     # B within one step of the correctly rounded reference is as good as rounding gets; a
     # NaN or inf the reference does not have is never rounding, and the RMSE cannot see it.

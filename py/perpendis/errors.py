@@ -7,6 +7,9 @@ Any other exception escaping the core is a bug in Perpendis, not in the input.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class InputError(ValueError):
     """Input that cannot be read, with a message meant for the person who gave it.
@@ -30,3 +33,17 @@ class InputError(ValueError):
         prefix = f"{self.side}: " if self.side else ""
         suffix = f" ({self.where})" if self.where else ""
         return f"{prefix}{self.message}{suffix}"
+
+
+@contextmanager
+def blame(side: str) -> Iterator[None]:
+    """Tag an :class:`InputError` raised inside with the input it concerns.
+
+    Readers know what is wrong but not which box they are reading; their callers know the
+    box.  A side a deeper caller already named is kept.
+    """
+    try:
+        yield
+    except InputError as err:
+        err.side = err.side or side
+        raise

@@ -46,6 +46,7 @@ _FULL_PRINT = {
     "": "np.set_printoptions(threshold=sys.maxsize) (after import sys)",
 }
 _SEPARATORS = str.maketrans("[],'\"", "     ")
+_TWO_TOKENS = re.compile(r"[^\s\[\]][\s\[\]]+[^\s\[\]]")  # found near the start of a long print
 
 
 def parse_text(text: str) -> list[Tensor]:
@@ -75,8 +76,9 @@ def _tensor(piece: Piece) -> Tensor:
     fmt, is_complex = _element_format(piece, kind, where)
     if is_complex:
         body = join_complex(body)
-    buf = np.frombuffer(body.encode("ascii"), dtype=np.uint8)
-    bounds = token_bounds(buf)
+    data = body.encode("ascii")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    bounds = token_bounds(data)
     starts = bounds[0]
     if form == "table":
         shape, source = _table_shape(buf, starts, line_at, source)
@@ -96,8 +98,9 @@ def _tensor(piece: Piece) -> Tensor:
     flat = body.translate(_SEPARATORS)
     if is_complex:
         flat = split_complex(flat)
-        buf = np.frombuffer(flat.encode("ascii"), dtype=np.uint8)
-        bounds = token_bounds(buf)
+        data = flat.encode("ascii")
+        buf = np.frombuffer(data, dtype=np.uint8)
+        bounds = token_bounds(data)
     count = 2 * starts.size if is_complex else starts.size
     lossless, digits = True, None
     if fmt.is_float:
@@ -105,7 +108,7 @@ def _tensor(piece: Piece) -> Tensor:
         if printed.size != count or bounds[0].size != count:
             raise InputError("some values could not be read as numbers; paste the text as printed", where=where)
         stored = from_float64(printed, fmt)
-        found = exactness(buf, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt)
+        found = exactness(data, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt)
         lossless, digits = found.exact, found.digits
         if not found.exact:
             notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
@@ -129,14 +132,15 @@ def _form(piece: Piece) -> tuple[str, str, str]:
             return "wrapped", piece.source, "fixed"
         return "wrapped", piece.source, "shortest" if piece.source == "NumPy scalar repr" else "maxprec"
     body = piece.body
-    if "0x" in body or "0X" in body:
+    # Each "in" scans the whole body: a one-character test (memchr) first skips the slower ones.
+    if ("x" in body or "X" in body) and ("0x" in body or "0X" in body):
         return "hex", "float.hex list", "shortest"
     if "[" in body:
         # Python separates items with commas, NumPy's print with spaces.  A lone number
         # has neither: NumPy prints integral floats as "1.", Python as "1.0".
         if "," in body:
             return "list", "nested list", "shortest"
-        several = len(body.translate(_SEPARATORS).split(maxsplit=1)) > 1
+        several = _TWO_TOKENS.search(body) is not None
         if not (several or re.search(r"\d\.(?!\d)", body)):
             return "list", "nested list", "shortest"
         return "print", "NumPy print", "maxprec"
@@ -145,7 +149,7 @@ def _form(piece: Piece) -> tuple[str, str, str]:
 
 def _element_kind(body: str, form: str) -> str:
     """ "bool", "complex", "float" or "int", from the characters of the printed numbers."""
-    if "True" in body or "False" in body:
+    if ("T" in body and "True" in body) or ("F" in body and "False" in body):
         return "bool"
     if "j" in body:
         return "complex"

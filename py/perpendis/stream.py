@@ -21,7 +21,6 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 from .align import align, compared_format, convert
 from .bits import Format, format_of
 from .compare import CHUNK, Chunk, compare_chunks
-from .errors import InputError
+from .errors import InputError, blame
 from .formats.buffer import BytesLike
 from .formats.limits import NPY_HEADER_PREFIX
 from .formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
@@ -56,16 +55,6 @@ times the inputs' size for a comparison.
 
 class Cancelled(Exception):
     """The caller asked to stop: the comparison was abandoned between two chunks."""
-
-
-@contextmanager
-def _blame(side: str) -> Iterator[None]:
-    """Tag input errors raised inside with the side they concern."""
-    try:
-        yield
-    except InputError as err:
-        err.side = err.side or side
-        raise
 
 
 @dataclass(frozen=True)
@@ -121,7 +110,7 @@ class Source:
         h, per = self.header, self.per_element
         offset = h.data_offset + start // per * h.itemsize
         length = count // per * h.itemsize
-        with _blame(self.side):
+        with blame(self.side):
             raw = self.read(offset, length)
             if len(raw) != length:
                 raise InputError(
@@ -140,7 +129,7 @@ def open_source(
     ``.npy`` file whose elements are stored in C order.  ``void_format`` is as for
     :func:`formats.npy.read_header`.
     """
-    with _blame(side):
+    with blame(side):
         header = read_header(read(0, min(size, NPY_HEADER_PREFIX)), void_format=void_format)
         present = size - header.data_offset
         if present < header.nbytes:
@@ -213,7 +202,7 @@ def map_file(path: str | Path, side: str = "a") -> Source:
     still holds stay valid.
     """
     path = Path(path)
-    with _blame(side):
+    with blame(side):
         try:
             with path.open("rb") as file:
                 size = os.fstat(file.fileno()).st_size

@@ -50,7 +50,7 @@ class Hang(BaseException):
 
 @dataclass
 class Outcome:
-    tensors: list[Tensor] | None
+    tensors: list | None  # what the call returned: tensors, or reports for a comparison
     error: InputError | None
     peak_bytes: int
 
@@ -89,8 +89,9 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
         err = err.__cause__ or err.__context__
 
 
-def outcome(parse: Callable[..., list[Tensor]], data: bytes | str, *args: object) -> Outcome:
-    """Run ``parse(data, *args)`` bounded; fail the test on any outcome but tensors or InputError."""
+def outcome(parse: Callable[..., list], data: bytes | str, *args: object, returns: type = Tensor) -> Outcome:
+    """Run ``parse(data, *args)`` bounded; fail the test on any outcome but a list of
+    ``returns`` (tensors, unless said otherwise) or InputError."""
     size = len(data)
     tracemalloc.start()
     try:
@@ -111,7 +112,7 @@ def outcome(parse: Callable[..., list[Tensor]], data: bytes | str, *args: object
     if error is not None:
         check_message(error)
     else:
-        assert isinstance(tensors, list) and all(isinstance(t, Tensor) for t in tensors), tensors
+        assert isinstance(tensors, list) and all(isinstance(t, returns) for t in tensors), tensors
     return Outcome(tensors, error, peak)
 
 

@@ -87,12 +87,18 @@ def test_mutated_members_read_exactly_or_fail_cleanly(data):
 
 
 @FUZZ
-@given(real_npz(), st.sampled_from([0, 1, 100, 2**20 + 1, 2**31, 2**32 - 1]), st.booleans())
-def test_lying_directory_sizes_fail_cleanly(data, size, compressed_field):
-    """The zip directory declares another (un)compressed size than the member has."""
+@given(
+    real_npz(),
+    st.sampled_from([None, 0, 1, 100, 2**20 + 1, 2**30, 2**31 - 1, 2**32 - 1]),
+    st.sampled_from([None, 0, 1, 100, 2**20 + 1, 2**30, 2**31 - 1, 2**32 - 1]),
+)
+def test_lying_directory_sizes_fail_cleanly(data, compressed, uncompressed):
+    """The zip directory declares other compressed and uncompressed sizes than the member has."""
     lied = bytearray(data)
     for at in central_entries(data):
-        struct.pack_into("<I", lied, at + (20 if compressed_field else 24), size)
+        for offset, size in ((20, compressed), (24, uncompressed)):
+            if size is not None:
+                struct.pack_into("<I", lied, at + offset, size)
     result = outcome(formats.read, bytes(lied), "x.npz")
     if result.error is None:
         same_as_numpy(result.tensors, bytes(lied))
@@ -121,3 +127,31 @@ def test_odd_member_names_fail_cleanly(name):
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr(zipfile.ZipInfo(name), b"\x93NUMPY")
     assert outcome(formats.read, out.getvalue(), "x.npz").error is not None
+
+
+def tampered(data: bytes, where: str, offset: int, fmt: str, value: int) -> bytes:
+    """``data`` with one field of its first central directory entry or of its end record rewritten."""
+    out = bytearray(data)
+    base = central_entries(data)[0] if where == "central" else data.rfind(b"PK\x05\x06")
+    struct.pack_into(fmt, out, base + offset, value)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    "where, offset, fmt, value",
+    [
+        ("central", 6, "<H", 0xFF),  # "version needed to extract" 25.5: zipfile raises NotImplementedError
+        ("central", 8, "<H", 0x60),  # flag bits 5 and 6: patched data, strong encryption
+        ("central", 10, "<H", 99),  # an unknown compression method
+        ("central", 42, "<I", 2**32 - 1),  # local header offset past the end
+        ("end", 16, "<I", 10_000),  # directory offset too large: members' offsets come out negative
+        ("end", 16, "<I", 0),  # directory offset too small
+        ("end", 10, "<H", 0xFFFF),  # more entries declared than present
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("compressed", [False, True])
+def test_tampered_directories_fail_cleanly(where, offset, fmt, value, compressed):
+    """Found by atheris: zip fields that make zipfile raise what open_zip did not expect."""
+    out = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(out, a=np.arange(8.0), b=np.ones(3, np.float32))
+    outcome(formats.read, tampered(out.getvalue(), where, offset, fmt, value), "x.npz")

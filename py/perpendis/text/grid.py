@@ -18,22 +18,24 @@ from ..errors import InputError
 
 MAX_DEPTH = 64  # NumPy's limit on dimensions
 
-_SEPARATOR_BYTES = np.zeros(256, dtype=bool)
-_SEPARATOR_BYTES[[ord(c) for c in " \n[],'\""]] = True
+SEPARATORS = b" \n[],'\""
+# Byte -> 1 inside a token, 0 on a separator: bytes.translate maps a 12 MB paste in one
+# C loop, several times faster than indexing a NumPy lookup table with every byte.
+_WORD_TABLE = bytes(0 if i in SEPARATORS else 1 for i in range(256))
 
 
-def token_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) offsets of the tokens between separators in ``buf``."""
-    word = ~_SEPARATOR_BYTES[buf]
+def token_bounds(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) offsets of the tokens between :data:`SEPARATORS` in ``data``."""
+    word = np.frombuffer(data.translate(_WORD_TABLE), dtype=np.int8)
     if word.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    starts = np.flatnonzero(word[1:] & ~word[:-1]) + 1
-    ends = np.flatnonzero(word[:-1] & ~word[1:]) + 1
+    # Token edges alternate start, end, start...: one pass finds them all.
+    edges = np.flatnonzero(np.diff(word)) + 1
     if word[0]:
-        starts = np.concatenate(([0], starts))
+        edges = np.concatenate(([0], edges))
     if word[-1]:
-        ends = np.concatenate((ends, [word.size]))
-    return starts, ends
+        edges = np.concatenate((edges, [word.size]))
+    return edges[0::2], edges[1::2]
 
 
 def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str]) -> tuple[int, ...]:
@@ -60,29 +62,32 @@ def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str])
             "the text holds several lists side by side; paste one nested list per tensor",
             where=line_at(int(pos[outer[1]])),
         )
-    before = np.searchsorted(pos, starts) - 1
-    token_depth = np.where(before >= 0, depth[np.maximum(before, 0)], 0)
-    stray = np.flatnonzero(token_depth != ndim)
-    if stray.size:
-        at = int(starts[stray[0]])
+    innermost = _children(pos, opening, depth, ndim, starts)
+    if int(innermost.sum()) != starts.size:
+        before = np.searchsorted(pos, starts) - 1
+        token_depth = np.where(before >= 0, depth[np.maximum(before, 0)], 0)
         raise InputError(
             "numbers appear at different nesting depths (a ragged or malformed list); "
             "every innermost list must sit at the same depth",
-            where=line_at(at),
+            where=line_at(int(starts[np.flatnonzero(token_depth != ndim)[0]])),
         )
     shape: list[int] = []
     for level in range(1, ndim + 1):
-        opens = pos[opening & (depth == level)]
-        closes = pos[~opening & (depth == level - 1)]
-        children = pos[opening & (depth == level + 1)] if level < ndim else starts
-        counts = np.searchsorted(children, closes) - np.searchsorted(children, opens)
+        counts = innermost if level == ndim else _children(pos, opening, depth, level, pos[opening & (depth == level + 1)])
         ragged = np.flatnonzero(counts != counts[0])
         if ragged.size:
             row = [int(i) for i in np.unravel_index(int(ragged[0]), tuple(shape))]
             raise InputError(
                 f"ragged nested list: row {row} has {int(counts[ragged[0]])} items where the first row has "
                 f"{int(counts[0])}; every row must have the same length",
-                where=line_at(int(opens[ragged[0]])),
+                where=line_at(int(pos[opening & (depth == level)][ragged[0]])),
             )
         shape.append(int(counts[0]))
     return tuple(shape)
+
+
+def _children(pos: np.ndarray, opening: np.ndarray, depth: np.ndarray, level: int, children: np.ndarray) -> np.ndarray:
+    """How many of the sorted offsets ``children`` lie inside each list opened at depth ``level``."""
+    opens = pos[opening & (depth == level)]
+    closes = pos[~opening & (depth == level - 1)]
+    return np.searchsorted(children, closes) - np.searchsorted(children, opens)

@@ -133,45 +133,41 @@ def _is_integer(token: str, fmt: Format) -> bool:
 
 
 def exactness(
-    buf: np.ndarray,
+    data: bytes,
     bounds: tuple[np.ndarray, np.ndarray],
     printed: np.ndarray,
     stored: np.ndarray,
     printer: str,
     fmt: Format,
 ) -> Exactness:
-    """Whether the decimals (the tokens of ``buf`` at ``bounds``, read as ``printed``) pin ``stored``."""
+    """Whether the decimals (the tokens of ``data`` at ``bounds``, read as ``printed``) pin ``stored``."""
     n = int(stored.size)
     if printer == "shortest" or not fmt.is_float or n == 0:
         return Exactness(True, None, 0)
     starts, ends = bounds
-    mant_end, has_exp = ends.copy(), np.zeros(n, dtype=bool)
-    marks = _owner(starts, ends, np.flatnonzero((buf == ord("e")) | (buf == ord("E"))))
-    mant_end[marks[0]] = marks[1]
-    has_exp[marks[0]] = True
-    dot = np.full(n, -1, dtype=np.int64)
-    dots = _owner(starts, ends, np.flatnonzero(buf == ord(".")))
-    dot[dots[0]] = dots[1]
-    frac = np.where(dot >= 0, mant_end - dot - 1, 0)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    is_exp = (buf | 0x20) == ord("e") if b"e" in data or b"E" in data else np.zeros(0, dtype=bool)
+    exps, exp_marks = _owner(starts, ends, np.flatnonzero(is_exp))
+    mant_end = ends.copy()
+    mant_end[exps] = exp_marks
+    dots, dot_marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")))
+    frac = np.zeros(n, dtype=np.int64)
+    frac[dots] = mant_end[dots] - dot_marks - 1
+    exponent = np.zeros(n, dtype=np.int64)
+    exponent[exps] = _exponent_values(buf, exp_marks, ends[exps])
     # Both printers switch to scientific notation before a nonzero value could print as 0.
-    finite = np.isfinite(printed) & (printed != 0)
-    exponent = _exponent_values(buf, mant_end, ends, has_exp)
+    check = np.isfinite(printed) & (printed != 0)
     if printer == "fixed":
-        exact = ~finite | ((frac == 0) & ~has_exp)
+        check &= (frac > 0) | (mant_end != ends)
         unit_exp = exponent - frac
     else:
         # NumPy pads scientific mantissas with zeros to a common width and trims them in
         # positional mode; either way every value was rounded at the same digit.
-        needed = frac - _trailing_zeros(buf, mant_end, frac)
-        cap = max(NUMPY_PRECISION, int(needed[finite].max(initial=0)))
-        exact = ~finite
-        unit_exp = exponent - cap
-    check = np.flatnonzero(~exact)
-    if check.size == 0:
-        return Exactness(True, None, 0)
-    unit_exp = unit_exp[check]
-    pinned = _pinned(printed[check], to_float64(stored[check], fmt), fmt, 10.0 ** unit_exp.astype(np.float64))
-    loose = check[~pinned]
+        unit_exp = exponent - max(NUMPY_PRECISION, _most_digits(buf, mant_end[check], frac[check]))
+    at = np.flatnonzero(check)
+    unit_exp = unit_exp[at]
+    pinned = _pinned(printed[at], to_float64(stored.ravel()[at], fmt), fmt, unit_exp)
+    loose = at[~pinned]
     if loose.size == 0:
         return Exactness(True, None, 0)
     with np.errstate(divide="ignore"):
@@ -181,46 +177,65 @@ def exactness(
     return Exactness(False, int(shown.min()) if shown.size else 1, int(loose.size))
 
 
-def _trailing_zeros(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray) -> np.ndarray:
-    """Zeros at the end of each token's fractional digits."""
-    zeros = np.zeros(frac.size, dtype=np.int64)
-    active = frac > 0
+def _most_digits(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray) -> int:
+    """The most fractional digits any token needs: its digits without trailing zeros."""
+    if frac.size == 0 or int(frac.max()) <= NUMPY_PRECISION:
+        return int(frac.max(initial=0))  # no token needs more than the default precision
+    long = np.flatnonzero(frac > NUMPY_PRECISION)
+    mant_end, frac = mant_end[long], frac[long]
+    zeros = np.zeros(long.size, dtype=np.int64)
+    active = np.ones(long.size, dtype=bool)
     k = 1
     while active.any():
-        active &= (k <= frac) & (buf[np.maximum(mant_end - k, 0)] == ord("0"))
+        active &= (k <= frac) & (buf[mant_end - k] == ord("0"))
         zeros += active
         k += 1
-    return zeros
+    return int((frac - zeros).max())
 
 
-def _owner(starts: np.ndarray, ends: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _owner(starts: np.ndarray, ends: np.ndarray, marks: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
     """The tokens holding each mark (a ``.`` or ``e``), and the marks; one mark per token at most."""
     if marks.size == starts.size and np.all((marks >= starts) & (marks < ends)):
-        return np.arange(marks.size), marks  # the usual case: every token has one
+        return slice(None), marks  # the usual case, every token has one: no index array to gather with
     return np.searchsorted(starts, marks, side="right") - 1, marks
 
 
-def _exponent_values(buf: np.ndarray, mant_end: np.ndarray, ends: np.ndarray, has_exp: np.ndarray) -> np.ndarray:
-    """The decimal exponent after each ``e`` (0 where there is none), read digit by digit."""
-    exponent = np.zeros(mant_end.size, dtype=np.int64)
-    at = np.flatnonzero(has_exp)
-    pos = mant_end[at] + 1
-    stop = ends[at]
-    first = buf[np.minimum(pos, buf.size - 1)]
-    negative = (pos < stop) & (first == ord("-"))
-    pos = pos + ((pos < stop) & ((first == ord("-")) | (first == ord("+"))))
-    value = np.zeros(at.size, dtype=np.int64)
-    for _ in range(4):  # float64 exponents have at most three digits
-        active = pos < stop
-        digit = buf[np.minimum(pos, buf.size - 1)].astype(np.int64) - ord("0")
-        value = np.where(active, value * 10 + digit, value)
-        pos = pos + active
-    exponent[at] = np.where(negative, -value, value)
-    return exponent
+def _exponent_values(buf: np.ndarray, marks: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The decimal exponent between each ``e`` at ``marks`` and its token's end at ``stops``.
+
+    Read from the exponent's last three digits: a finite nonzero float64 has a decimal
+    exponent of at most three digits, and a longer one is a zero or an infinity, which
+    is never checked.
+    """
+    value = np.zeros(marks.size, dtype=np.int64)
+    for back, scale in ((1, 1), (2, 10), (3, 100)):
+        pos = stops - back
+        digit = buf[pos] - np.uint8(ord("0"))  # wraps past 9 for a sign or the "e"
+        value += np.where((digit < 10) & (pos > marks), digit.astype(np.int64) * scale, 0)
+    negative = buf[np.minimum(marks + 1, buf.size - 1)] == ord("-")
+    return np.where(negative, -value, value)
 
 
-def _pinned(printed: np.ndarray, value: np.ndarray, fmt: Format, unit: np.ndarray) -> np.ndarray:
-    """Where both neighbours of ``value`` in ``fmt`` are more than half a printed unit from the decimal."""
+def _pinned(printed: np.ndarray, value: np.ndarray, fmt: Format, unit_exp: np.ndarray) -> np.ndarray:
+    """Where both neighbours of ``value`` in ``fmt`` are more than half a printed unit from the decimal.
+
+    The gaps from the decimal to the two neighbours are each at least a quarter of the
+    step above ``|value|`` and together at most twice it, so the exact test is needed only
+    where that step is within a factor of two of the unit (and at zero and infinities).
+    """
+    magnitude = np.abs(value)
+    _, exp2 = np.frexp(magnitude)
+    step_exp = np.maximum(exp2 - 1, 1 - fmt.bias) - fmt.man_bits
+    margin = np.log10(2.0) + 1e-9
+    scaled = step_exp * np.log10(2.0) - unit_exp  # log10(step / unit)
+    pinned = scaled > margin
+    unsure = np.flatnonzero(((scaled >= -margin) & ~pinned) | ~np.isfinite(magnitude) | (magnitude == 0))
+    pinned[unsure] = _pinned_exactly(printed[unsure], value[unsure], fmt, 10.0 ** unit_exp[unsure].astype(np.float64))
+    return pinned
+
+
+def _pinned_exactly(printed: np.ndarray, value: np.ndarray, fmt: Format, unit: np.ndarray) -> np.ndarray:
+    """:func:`_pinned` by computing both neighbours."""
     magnitude = np.abs(value)
     _, exp2 = np.frexp(magnitude)
     min_exp = 1 - fmt.bias

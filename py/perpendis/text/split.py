@@ -79,7 +79,13 @@ def _openers(text: str) -> list[re.Match[str]]:
     hits are matched against :data:`_OPENER`.
     """
     starts: set[int] = set()
-    for anchor in ("(", "<tf.Tensor:", "np.True_", "np.False_", "numpy.True_", "numpy.False_"):
+    anchors = ["("]
+    # A rare character missing from the text rules out an anchor at memchr speed.
+    if "<" in text:
+        anchors.append("<tf.Tensor:")
+    if "_" in text:
+        anchors += ["np.True_", "np.False_", "numpy.True_", "numpy.False_"]
+    for anchor in anchors:
         pos = text.find(anchor)
         while pos >= 0 and len(starts) <= _MAX_PIECES + 1:  # enough to tell "too many"
             name = _CALL_NAME.search(text, max(0, pos - 40), pos + 1) if anchor == "(" else None
@@ -148,6 +154,12 @@ def _body_end(text: str, pos: int, end: int, line: int) -> int:
     if start >= end or text[start] != "[":
         stop = _SCALAR_END.search(text, start, end)
         return stop.start() if stop else end
+    # Bodies hold no parentheses: when none comes before the last "]" and the brackets up
+    # to it balance, that bracket closes the body (:func:`perpendis.text.grid.shape_of`
+    # checks their order), and counting costs less than locating every bracket.
+    last = text.rfind("]", start, end)
+    if last >= 0 and text.find(")", start, last) < 0 and text.count("[", start, last) == text.count("]", start, last + 1):
+        return last + 1
     chunk = np.frombuffer(text[start:end].encode("ascii"), dtype=np.uint8)
     brackets = np.flatnonzero((chunk == ord("[")) | (chunk == ord("]")))
     depth = np.cumsum(np.where(chunk[brackets] == ord("["), 1, -1))
