@@ -44,7 +44,7 @@ READY_AT_JS = """async () => {
 
 INTERACTIVE_AT_JS = """() => performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd"""
 # The first visit registers the service worker once the core is ready; wait until it controls
-# the page (it has cached the site by then), or give up after a while (no worker built).
+# the page (it has cached the site by then), or give up after a minute.
 SERVICE_WORKER_JS = """() => Promise.race([
   navigator.serviceWorker.ready.then(() => navigator.serviceWorker.controller !== null
     || new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", () => resolve(true)))),
@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                 interactive, ready = load(page, url)
                 times["interactive cold"].append(interactive)
                 times["cold"].append(ready)
-                controlled += bool(page.evaluate(SERVICE_WORKER_JS))
+                if (site / "sw.js").is_file():  # a site built before the service worker has none
+                    controlled += bool(page.evaluate(SERVICE_WORKER_JS))
                 loads.append(os.getloadavg()[0])
                 interactive, ready = load(page, url)
                 times["interactive warm"].append(interactive)

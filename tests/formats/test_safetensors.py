@@ -104,3 +104,15 @@ def test_truncation_and_corruption_raise_input_error(data):
     except InputError:
         return
     assert sum(t.size for t in tensors) == 8
+
+
+def test_capture_order_from_metadata():
+    """A capture saved with its execution order in metadata comes back in that order."""
+    names = ["layer2.conv", "layer1.conv", "head.fc"]
+    arrays = {name: np.full(3, i, dtype=np.float32) for i, name in enumerate(names)}
+    ordered = safetensors.read(save(arrays, metadata={"order": json.dumps(names)}))
+    assert [t.name for t in ordered] == names
+    assert "metadata 'order'" in ordered[0].notes[0]
+    unordered = safetensors.read(save(arrays, metadata={"order": json.dumps(names[:2])}))
+    assert sorted(t.name for t in unordered) == sorted(names)
+    assert "does not record the order" in unordered[0].notes[0]

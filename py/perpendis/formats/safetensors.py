@@ -4,7 +4,13 @@ The header maps each tensor name to its dtype, shape and ``[begin, end)`` byte r
 the data that follows.  It is validated as strictly as the reference implementation
 does (ranges in bounds, covering the data exactly with no overlap or gap, sizes that
 match the shapes), because a file failing those checks is corrupted, and reading it
-anyway would compare garbage.  Tensors are returned in the order of their data.
+anyway would compare garbage.
+
+safetensors keeps no insertion order (writers sort tensors by name), yet bisecting layer
+captures needs execution order.  A capture script can record it as a JSON list of names
+under the metadata key ``order`` (``save_file(..., metadata={"order": json.dumps(names)})``);
+when that list names every tensor exactly once it gives the order, otherwise tensors come
+in the order of their data and a note says the saving order is unknown.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ def read(data: BytesLike) -> list[Tensor]:
         )
     if 8 + length > len(view):
         raise InputError(f"the safetensors file is truncated: its header declares {length} bytes, the file is shorter")
-    entries = _header(bytes(view[8 : 8 + length]))
+    entries, metadata = _header(bytes(view[8 : 8 + length]))
     payload = view[8 + length :]
     spans = sorted((_span(key, entry), key) for key, entry in entries.items())
     expected = 0
@@ -78,10 +84,31 @@ def read(data: BytesLike) -> list[Tensor]:
             f"the safetensors header describes {expected} bytes of tensor data but the file holds {len(payload)}"
             + ("; the file is truncated" if expected > len(payload) else "")
         )
-    return [_tensor(key, entries[key], payload[begin:end]) for (begin, end), key in spans]
+    where = {key: (begin, end) for (begin, end), key in spans}
+    order = _saved_order(metadata, entries)
+    note = (
+        "tensors are in the capture order recorded in the file's metadata 'order'"
+        if order
+        else "safetensors does not record the order tensors were saved in: they are in the order of their data"
+    )
+    tensors = [_tensor(key, entries[key], payload[slice(*where[key])]) for key in order or [k for _, k in spans]]
+    if tensors:
+        tensors[0].notes.append(note)
+    return tensors
 
 
-def _header(text: bytes) -> dict[str, dict]:
+def _saved_order(metadata: dict, entries: dict) -> list[str] | None:
+    """The names in metadata ``order`` when it is a JSON list naming every tensor once."""
+    try:
+        order = json.loads(metadata.get("order", "null"))
+    except (TypeError, json.JSONDecodeError):
+        return None
+    if isinstance(order, list) and len(order) == len(entries) and set(order) == set(entries):
+        return order
+    return None
+
+
+def _header(text: bytes) -> tuple[dict[str, dict], dict]:
     def no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
         keys = [k for k, _ in pairs]
         if len(set(keys)) != len(keys):
@@ -94,7 +121,9 @@ def _header(text: bytes) -> dict[str, dict]:
         raise InputError(f"the safetensors header is not valid JSON ({err}); the file is corrupted") from err
     if not isinstance(header, dict):
         raise InputError("the safetensors header is not a JSON object")
-    header.pop("__metadata__", None)
+    metadata = header.pop("__metadata__", None)
+    if not isinstance(metadata, dict):
+        metadata = {}
     for key, entry in header.items():
         if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
             raise InputError(f"safetensors entry {key!r} does not have exactly dtype, shape and data_offsets")
@@ -103,7 +132,7 @@ def _header(text: bytes) -> dict[str, dict]:
                 f"safetensors tensor {key!r} has dtype {entry['dtype']!r}, which Perpendis does not compare; "
                 f"it reads {', '.join(DTYPES)}"
             )
-    return header
+    return header, metadata
 
 
 def _span(key: str, entry: dict) -> tuple[int, int]:

@@ -26,11 +26,11 @@ _WORD_TABLE = bytes(0 if i in SEPARATORS else 1 for i in range(256))
 
 def token_bounds(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive) offsets of the tokens between :data:`SEPARATORS` in ``data``."""
-    word = np.frombuffer(data.translate(_WORD_TABLE), dtype=np.int8)
+    word = np.frombuffer(data.translate(_WORD_TABLE), dtype=bool)
     if word.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     # Token edges alternate start, end, start...: one pass finds them all.
-    edges = np.flatnonzero(np.diff(word)) + 1
+    edges = np.flatnonzero(word[1:] ^ word[:-1]) + 1
     if word[0]:
         edges = np.concatenate(([0], edges))
     if word[-1]:

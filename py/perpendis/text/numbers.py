@@ -207,13 +207,14 @@ def _exponent_values(buf: np.ndarray, marks: np.ndarray, stops: np.ndarray) -> n
     exponent of at most three digits, and a longer one is a zero or an infinity, which
     is never checked.
     """
-    value = np.zeros(marks.size, dtype=np.int64)
+    after = stops - marks  # the "e" and what follows it
+    value = np.zeros(marks.size, dtype=np.int16)
     for back, scale in ((1, 1), (2, 10), (3, 100)):
-        pos = stops - back
-        digit = buf[pos] - np.uint8(ord("0"))  # wraps past 9 for a sign or the "e"
-        value += np.where((digit < 10) & (pos > marks), digit.astype(np.int64) * scale, 0)
-    negative = buf[np.minimum(marks + 1, buf.size - 1)] == ord("-")
-    return np.where(negative, -value, value)
+        digit = buf[stops - back] - np.uint8(ord("0"))  # wraps past 9 for a sign or the "e"
+        digit[(digit >= 10) | (after <= back)] = 0
+        value += digit * np.int16(scale)
+    np.negative(value, out=value, where=buf[np.minimum(marks + 1, buf.size - 1)] == ord("-"))
+    return value
 
 
 def _pinned(printed: np.ndarray, value: np.ndarray, fmt: Format, unit_exp: np.ndarray) -> np.ndarray:
