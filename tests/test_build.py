@@ -4,10 +4,12 @@ headers the page relies on."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
 import shutil
+import struct
 import sys
 import threading
 import urllib.request
@@ -262,15 +264,11 @@ def test_service_worker_source_without_the_build_line_stops_the_build(tmp_path: 
 
 def test_snapshot_is_a_memory_image_of_the_served_runtime(site: Path):
     """Pyodide refuses a snapshot of another build of its runtime; this one must carry the
-    build id of the served pyodide.asm.js, and hold the whole memory after its header."""
+    build id of the served pyodide.asm.js, and hold whole WebAssembly pages after its header."""
     image = gzip.decompress((site / "pyodide" / build.SNAPSHOT).read_bytes())
     magic, memory_at, _json_length, _zero, *build_id = struct.unpack_from("<4I8I", image)
-    assert magic == int.from_bytes(b"\x00\x00op", "little")  # "snapshot" magic of pyodide.asm.js
+    assert magic.to_bytes(4, "little") == b"\x00snp"
     runtime_id = re.search(r'BUILD_ID:"([0-9a-f]{64})"', (site / "pyodide" / "pyodide.js").read_text()).group(1)
     assert "".join(f"{word:08x}" for word in build_id) == runtime_id
-    assert (len(image) - memory_at) % 65536 == 0, "the memory part must be whole WebAssembly pages"
-    assert head_of_cache_control_is_mutable(build.SNAPSHOT)
-
-
-def head_of_cache_control_is_mutable(name: str) -> bool:
-    return serve.cache_control(f"/pyodide/{name}") == "no-cache"
+    assert memory_at > 48
+    assert (len(image) - memory_at) % 65536 == 0

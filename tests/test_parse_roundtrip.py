@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
+from fractions import Fraction
 
 import numpy as np
 from hypothesis import assume, given, settings
@@ -14,6 +16,7 @@ from perpendis.parse import parse_text
 FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
+NUMBER = re.compile(r"-?(?:nan|inf|\d+\.?\d*(?:e[-+]?\d+)?)")
 
 
 def float_arrays(dtypes=FLOATS, allow_nan: bool = True):
@@ -31,6 +34,28 @@ def assert_same_values(parsed: np.ndarray, original: np.ndarray) -> None:
     np.testing.assert_array_equal(parsed[~nan].view(uint), original[~nan].view(uint))
 
 
+def pinned_by_the_rule(text: str, original: np.ndarray) -> bool:
+    """The lossless rule of ``perpendis.text.numbers`` for NumPy's printer, in exact fractions, value by value.
+
+    Every finite nonzero decimal (read, as the parser reads it, as the nearest float64)
+    must be more than half a unit of its last digit (at NumPy's precision: 8, or the most
+    fractional digits any value shows) from both neighbours of the value it stands for.
+    """
+    tokens = NUMBER.findall(text[text.index("[") : text.rindex("]")])
+    assert len(tokens) == original.size
+    shown = [t for t in tokens if t.lstrip("-") not in ("nan", "inf") and float(t) != 0]
+    precision = max([8] + [len(t.partition("e")[0].partition(".")[2].rstrip("0")) for t in shown])
+    for token, value in zip(tokens, original.ravel(), strict=True):
+        if token not in shown:
+            continue
+        half = Fraction(10) ** (int(token.partition("e")[2] or 0) - precision) / 2
+        for direction in (-np.inf, np.inf):
+            neighbour = np.nextafter(value, value.dtype.type(direction))
+            if np.isfinite(neighbour) and abs(Fraction(float(neighbour)) - Fraction(float(token))) <= half:
+                return False
+    return True
+
+
 @settings(max_examples=150, deadline=None)
 @given(float_arrays())
 def test_numpy_repr_unique_round_trips(original: np.ndarray) -> None:
@@ -39,9 +64,9 @@ def test_numpy_repr_unique_round_trips(original: np.ndarray) -> None:
     (tensor,) = parse_text(text)
     assert tensor.source == "NumPy repr" and tensor.format == original.dtype.name
     assert_same_values(tensor.array, original)
-    # Unique text cannot be told from NumPy's default (8 fractional digits) when a value
-    # needs exactly 8 or more, so only then may it be marked lossy.
-    assert tensor.lossless or tensor.digits >= 8
+    # Unique text cannot be told from text NumPy prints at a fixed precision (8, or the
+    # most digits shown) that may stand for a neighbour too: the rule decides, exactly.
+    assert tensor.lossless == pinned_by_the_rule(text, original)
 
 
 @settings(max_examples=150, deadline=None)

@@ -20,7 +20,7 @@ from .bits import Format, format_of, from_float64
 from .errors import InputError
 from .tensor import Tensor, from_numpy
 from .text.clean import clean
-from .text.grid import shape_of, token_bounds
+from .text.grid import blank, shape_of, token_bounds
 from .text.numbers import decimals, digits_needed, exactness, join_complex, split_complex, whole_values
 from .text.split import Piece, split
 
@@ -45,7 +45,6 @@ _FULL_PRINT = {
     "PyTorch": 'torch.set_printoptions(profile="full")',
     "": "np.set_printoptions(threshold=sys.maxsize) (after import sys)",
 }
-_SEPARATORS = str.maketrans("[],'\"", "     ")
 _TWO_TOKENS = re.compile(r"[^\s\[\]][\s\[\]]+[^\s\[\]]")  # found near the start of a long print
 
 
@@ -62,11 +61,14 @@ def _tensor(piece: Piece) -> Tensor:
 
     where = line_at(0)
     form, source, printer = _form(piece)
-    if "..." in body:
+    # Positions of the points serve the test for "..." here and the digit counts later.
+    data = body.encode("ascii")
+    dots: np.ndarray | None = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("."))
+    if (ellipsis := np.flatnonzero(dots[2:] - dots[:-2] == 2)).size:
         raise InputError(
             f"the {source} was summarised: '...' stands for values that were not printed; print everything "
             f"with {_FULL_PRINT.get(piece.library, _FULL_PRINT[''])} and paste again",
-            where=line_at(body.index("...")),
+            where=line_at(int(dots[ellipsis[0]])),
         )
     notes = list(piece.notes)
     if form == "table":
@@ -76,10 +78,12 @@ def _tensor(piece: Piece) -> Tensor:
     fmt, is_complex = _element_format(piece, kind, where)
     if is_complex:
         body = join_complex(body)
-    data = body.encode("ascii")
-    buf = np.frombuffer(data, dtype=np.uint8)
-    bounds = token_bounds(data)
+    if body is not piece.body:
+        data, dots = body.encode("ascii"), None
+    flat = blank(data)
+    bounds = token_bounds(flat)
     starts = bounds[0]
+    buf = np.frombuffer(data, dtype=np.uint8)
     if form == "table":
         shape, source = _table_shape(buf, starts, line_at, source)
     elif "[" in body:
@@ -95,12 +99,9 @@ def _tensor(piece: Piece) -> Tensor:
                 where=where,
             )
         shape = piece.shape
-    flat = body.translate(_SEPARATORS)
     if is_complex:
-        flat = split_complex(flat)
-        data = flat.encode("ascii")
-        buf = np.frombuffer(data, dtype=np.uint8)
-        bounds = token_bounds(data)
+        flat, dots = split_complex(flat.decode("ascii")).encode("ascii"), None
+        bounds = token_bounds(flat)
     count = 2 * starts.size if is_complex else starts.size
     lossless, digits = True, None
     if fmt.is_float:
@@ -108,12 +109,12 @@ def _tensor(piece: Piece) -> Tensor:
         if printed.size != count or bounds[0].size != count:
             raise InputError("some values could not be read as numbers; paste the text as printed", where=where)
         stored = from_float64(printed, fmt)
-        found = exactness(data, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt)
+        found = exactness(flat, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt, dots)
         lossless, digits = found.exact, found.digits
         if not found.exact:
             notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
     else:
-        stored = whole_values(flat.split(), fmt, where)
+        stored = whole_values(flat.decode("ascii").split(), fmt, where)
     if piece.dtype is None and form in ("wrapped", "print"):
         notes.append(f"no dtype printed: taken as {_dtype_name(fmt, is_complex)}, the default of {source}")
     if is_complex:

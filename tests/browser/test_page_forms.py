@@ -257,7 +257,10 @@ def torch_fixture_pair() -> tuple[bytes, bytes, tuple[int, ...], str]:
 FileCase = tuple[str, bytes, str, bytes, tuple[int, ...], str]
 
 
-def same_form(name: str, write: Callable[[np.ndarray], bytes], array: np.ndarray, dtype: str, shape=None) -> FileCase:
+def same_form(
+    name: str, write: Callable[[np.ndarray], bytes], array: np.ndarray, dtype: str, shape: tuple[int, ...] | None = None
+) -> FileCase:
+    """A and B in the same form: ``array`` and its nudged copy, as ``write`` saves them."""
     a, b = write(array), write(nudged(array))
     return (f"a-{name}", a, f"b-{name}", b, shape or array.shape, dtype)
 
@@ -604,8 +607,9 @@ def test_reference_file_from_a_float64_run(ready_page):
     assert page.get_by_test_id("paste-ref").is_hidden()  # collapsed until asked for
     page.get_by_text("Reference (optional)").click()
     assert page.get_by_test_id("paste-ref").is_visible()
-    for side, path in files.items():
-        pick_file(page, side, path)
+    pick_file(page, "a", files["a"])
+    pick_file(page, "b", files["b"])
+    drop_file(page, "ref", files["ref"].name, files["ref"].read_bytes())
     run_compare(page)
     check_report(page, want, case="with reference")
     shown = {key: text(page, f"ref-{key.replace('_', '-')}") for key in

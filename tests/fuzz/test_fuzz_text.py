@@ -109,7 +109,8 @@ HOSTILE = [
     "[", "]", "(", ")", ",", ".", "-", "+", "e", "E", "j", "nan", "inf", "-inf", "...", "\u2026", "\u2212", "\u00a0",
     "\uff11", "\uff0e", "\u0660", "\x00", "\r", "\n", "\t", ">>> ", "Out[3]: ", "dtype=", "dtype=object", "torch.",
     "size=(10000000000, 10000000000)", "True", "False", "0x1p3", "1e309", "9" * 400, "<script>", "'", '"', "\U0001f600",
-    "\ud800", "tensor(", "array(", "np.float32(", "masked_array(", "<tf.Tensor: shape=(2,), dtype=float32, numpy=",
+    "\ud800", "\x1c", "\x1e", "\x1f", "\x0b", "\x0c", "\x85", "\u2028",
+    "tensor(", "array(", "np.float32(", "masked_array(", "<tf.Tensor: shape=(2,), dtype=float32, numpy=",
 ]  # fmt: skip
 
 
@@ -172,3 +173,10 @@ def test_depth_bombs_are_refused(depth, wrap):
 )  # fmt: skip
 def test_mixed_element_kinds_parse_or_fail_cleanly(items, wrap):
     outcome(parse_text, wrap.format("[" + ", ".join(items) + "]"))
+
+
+@pytest.mark.parametrize("control", ["\x00", "\x07", "\x1b", "\x1c", "\x1d", "\x1e", "\x1f", "\x7f", "\x0b", "\x0c"])
+@pytest.mark.parametrize("text", ["{}-7", "1.5,{}2.5", "[1.5, 2.5]{}", "array([1.5,{}2.5])", "1.5\n{}2.5\n"])
+def test_control_characters_parse_or_fail_cleanly(text, control):
+    """Found by atheris: Python's ``str.split`` takes U+001C..U+001F for whitespace, the token scan did not."""
+    outcome(parse_text, text.format(control))

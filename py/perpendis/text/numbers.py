@@ -77,10 +77,10 @@ def whole_values(tokens: list[str], fmt: Format, where: str) -> np.ndarray:
     return _integers(tokens, fmt, where)
 
 
-def decimals(text: str, hexadecimal: bool, where: str) -> np.ndarray:
-    """The whitespace-separated numbers in ``text`` as float64, each the nearest to its decimal."""
-    if hexadecimal or not text.strip():
-        tokens = text.split()
+def decimals(flat: bytes, hexadecimal: bool, where: str) -> np.ndarray:
+    """The whitespace-separated numbers in ``flat`` as float64, each the nearest to its decimal."""
+    if hexadecimal or not flat or flat.isspace():
+        tokens = flat.decode("ascii").split()
         try:
             return np.fromiter(map(float.fromhex, tokens), dtype=np.float64, count=len(tokens))
         except ValueError:
@@ -89,9 +89,9 @@ def decimals(text: str, hexadecimal: bool, where: str) -> np.ndarray:
         # NumPy 2.0 warns and stops at a bad token; later versions raise.
         with warnings.catch_warnings():
             warnings.simplefilter("error", DeprecationWarning)
-            return np.fromstring(text, dtype=np.float64, sep=" ")
+            return np.fromstring(flat, dtype=np.float64, sep=" ")
     except (ValueError, DeprecationWarning):
-        tokens = text.split()
+        tokens = flat.decode("ascii").split()
         try:
             return np.array(tokens, dtype=np.float64)
         except ValueError:
@@ -133,55 +133,101 @@ def _is_integer(token: str, fmt: Format) -> bool:
 
 
 def exactness(
-    data: bytes,
+    flat: bytes,
     bounds: tuple[np.ndarray, np.ndarray],
     printed: np.ndarray,
     stored: np.ndarray,
     printer: str,
     fmt: Format,
+    dots: np.ndarray | None = None,
 ) -> Exactness:
-    """Whether the decimals (the tokens of ``data`` at ``bounds``, read as ``printed``) pin ``stored``."""
+    """Whether the decimals (the tokens of ``flat`` at ``bounds``, read as ``printed``) pin ``stored``.
+
+    ``dots`` are the offsets of every ``.`` in ``flat`` when the caller has them already.
+
+    A million values must cost a few array operations each, so most are settled from
+    their digit counts and the binade of their value alone (:func:`_settled_scientific`,
+    :func:`_settled`); only those near the edge get both neighbours computed.
+    """
     n = int(stored.size)
     if printer == "shortest" or not fmt.is_float or n == 0:
         return Exactness(True, None, 0)
     starts, ends = bounds
-    buf = np.frombuffer(data, dtype=np.uint8)
-    is_exp = (buf | 0x20) == ord("e") if b"e" in data or b"E" in data else np.zeros(0, dtype=bool)
-    exps, exp_marks = _owner(starts, ends, np.flatnonzero(is_exp))
-    mant_end = ends.copy()
-    mant_end[exps] = exp_marks
-    dots, dot_marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")))
+    buf = np.frombuffer(flat, dtype=np.uint8)
+    sci = np.zeros(n, dtype=bool)
+    mant_end = ends
+    if b"e" in flat or b"E" in flat:
+        owner, marks = _owner(starts, ends, np.flatnonzero((buf | 0x20) == ord("e")))
+        sci[owner] = True
+        mant_end = ends.copy()
+        mant_end[owner] = marks
+    dot = np.full(n, -1, dtype=np.int64)
+    owner, marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")) if dots is None else dots)
+    dot[owner] = marks
     frac = np.zeros(n, dtype=np.int64)
-    frac[dots] = mant_end[dots] - dot_marks - 1
-    exponent = np.zeros(n, dtype=np.int64)
-    exponent[exps] = _exponent_values(buf, exp_marks, ends[exps])
+    frac[owner] = mant_end[owner] - marks - 1
     # Both printers switch to scientific notation before a nonzero value could print as 0.
     check = np.isfinite(printed) & (printed != 0)
     if printer == "fixed":
-        check &= (frac > 0) | (mant_end != ends)
-        unit_exp = exponent - frac
+        check &= (frac > 0) | sci
+        places = frac
     else:
         # NumPy pads scientific mantissas with zeros to a common width and trims them in
         # positional mode; either way every value was rounded at the same digit.
-        unit_exp = exponent - max(NUMPY_PRECISION, _most_digits(buf, mant_end[check], frac[check]))
+        places = np.full(n, _numpy_precision(buf, mant_end, frac, check))
+    value = to_float64(stored.ravel(), fmt)
+    pinned = np.ones(n, dtype=bool)
+    significant = np.zeros(n, dtype=np.int64)
+    at = np.flatnonzero(sci & check)
+    at = at[_normalised(buf, starts[at], dot[at])]
+    held, lost = _settled_scientific(places[at], value[at], fmt)
+    pinned[at[lost]] = False
+    significant[at] = places[at] + 1
+    # The rest: positional values, and scientific ones too close to call by digits alone.
+    check[at[held | lost]] = False
     at = np.flatnonzero(check)
-    unit_exp = unit_exp[at]
-    pinned = _pinned(printed[at], to_float64(stored.ravel()[at], fmt), fmt, unit_exp)
-    loose = at[~pinned]
+    unit_exp = -places[at]
+    in_sci = np.flatnonzero(sci[at])
+    unit_exp[in_sci] += _exponent_values(buf, mant_end[at[in_sci]], ends[at[in_sci]])
+    held = _pinned(printed[at], value[at], fmt, unit_exp)
+    pinned[at] = held
+    lost = at[~held]
+    significant[lost] = np.floor(np.log10(np.abs(printed[lost]))) - unit_exp[~held] + 1
+    loose = np.flatnonzero(~pinned)
     if loose.size == 0:
         return Exactness(True, None, 0)
-    with np.errstate(divide="ignore"):
-        leading = np.floor(np.log10(np.abs(printed[loose])))
-    significant = leading - unit_exp[~pinned] + 1
-    shown = significant[np.isfinite(significant)]
-    return Exactness(False, int(shown.min()) if shown.size else 1, int(loose.size))
+    return Exactness(False, int(significant[loose].min()), int(loose.size))
 
 
-def _most_digits(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray) -> int:
-    """The most fractional digits any token needs: its digits without trailing zeros."""
-    if frac.size == 0 or int(frac.max()) <= NUMPY_PRECISION:
-        return int(frac.max(initial=0))  # no token needs more than the default precision
-    long = np.flatnonzero(frac > NUMPY_PRECISION)
+def _normalised(buf: np.ndarray, starts: np.ndarray, dot: np.ndarray) -> np.ndarray:
+    """Tokens whose mantissa is one nonzero digit, then the point (``-1.2345``), as printers write it."""
+    lead = dot - 1
+    signed = (buf[starts] == ord("-")) | (buf[starts] == ord("+"))
+    return (dot >= 0) & (lead == starts + signed) & (buf[np.maximum(lead, 0)] - np.uint8(ord("1")) < 9)
+
+
+def _settled_scientific(places: np.ndarray, value: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """Where normalised scientific decimals surely pin their value, and where they surely do not.
+
+    With ``places`` digits after the point the printed unit is between ``10**-(places+1)``
+    and ``10**-places`` of the value, and the format's step between ``2**-(m+1)`` and
+    ``2**-m`` of it (normal values), so the digit count alone settles most values.
+    """
+    m = fmt.man_bits
+    # Each gap from the decimal to a neighbour is at least a quarter of the step above.
+    pinned_above = (m + 2) * math.log10(2) - math.log10(1 - 2.0**-m)
+    # The two gaps together are at most twice the step, which must not exceed the unit.
+    loose_upto = (m - 1) * math.log10(2) - math.log10(1 + 2.0**-m) - 1
+    magnitude = np.abs(value)
+    normal = (magnitude >= 2.0 ** (1 - fmt.bias)) & (magnitude < np.inf)
+    return normal & (places > pinned_above), normal & (places <= loose_upto)
+
+
+def _numpy_precision(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray, check: np.ndarray) -> int:
+    """NumPy's print precision: 8, or the most fractional digits (trailing zeros aside) a checked token needs."""
+    if frac.max(initial=0) <= NUMPY_PRECISION:
+        return NUMPY_PRECISION
+    long = np.flatnonzero(check & (frac > NUMPY_PRECISION))
     mant_end, frac = mant_end[long], frac[long]
     zeros = np.zeros(long.size, dtype=np.int64)
     active = np.ones(long.size, dtype=bool)
@@ -190,7 +236,7 @@ def _most_digits(buf: np.ndarray, mant_end: np.ndarray, frac: np.ndarray) -> int
         active &= (k <= frac) & (buf[mant_end - k] == ord("0"))
         zeros += active
         k += 1
-    return int((frac - zeros).max())
+    return max(NUMPY_PRECISION, int((frac - zeros).max(initial=0)))
 
 
 def _owner(starts: np.ndarray, ends: np.ndarray, marks: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
@@ -208,29 +254,37 @@ def _exponent_values(buf: np.ndarray, marks: np.ndarray, stops: np.ndarray) -> n
     is never checked.
     """
     after = stops - marks  # the "e" and what follows it
-    value = np.zeros(marks.size, dtype=np.int16)
+    value = np.zeros(marks.size, dtype=np.int64)
     for back, scale in ((1, 1), (2, 10), (3, 100)):
         digit = buf[stops - back] - np.uint8(ord("0"))  # wraps past 9 for a sign or the "e"
         digit[(digit >= 10) | (after <= back)] = 0
-        value += digit * np.int16(scale)
+        value += digit * scale
     np.negative(value, out=value, where=buf[np.minimum(marks + 1, buf.size - 1)] == ord("-"))
     return value
 
 
 def _pinned(printed: np.ndarray, value: np.ndarray, fmt: Format, unit_exp: np.ndarray) -> np.ndarray:
-    """Where both neighbours of ``value`` in ``fmt`` are more than half a printed unit from the decimal.
+    """Where both neighbours of ``value`` in ``fmt`` are more than half a printed unit (``10**unit_exp``) away.
 
     The gaps from the decimal to the two neighbours are each at least a quarter of the
-    step above ``|value|`` and together at most twice it, so the exact test is needed only
-    where that step is within a factor of two of the unit (and at zero and infinities).
+    step above ``|value|`` and together at most twice it; the step grows with the binade,
+    so two magnitude thresholds per unit settle every value but those whose step is
+    within a factor of two of the unit, which get the exact test.
     """
+    if value.size == 0:
+        return np.zeros(0, dtype=bool)
+    low, high = int(unit_exp.min()), int(unit_exp.max())
+    unit_log2 = np.arange(low, high + 1) * math.log2(10)
+    # Values from the least binade whose step exceeds twice the unit are pinned; values
+    # below the least binade whose step exceeds half the unit are not (subnormals share
+    # one step, so when that binade is the lowest, no value is settled as loose).
+    pinned_from = np.ldexp(1.0, (np.floor(unit_log2 + 1) + 1 + fmt.man_bits).astype(int))
+    loose_exp = (np.floor(unit_log2 - 1) + 1 + fmt.man_bits).astype(int)
+    loose_below = np.where(loose_exp > 1 - fmt.bias, np.ldexp(1.0, loose_exp), 0.0)
+    row = unit_exp - low if high > low else 0
     magnitude = np.abs(value)
-    _, exp2 = np.frexp(magnitude)
-    step_exp = np.maximum(exp2 - 1, 1 - fmt.bias) - fmt.man_bits
-    margin = np.log10(2.0) + 1e-9
-    scaled = step_exp * np.log10(2.0) - unit_exp  # log10(step / unit)
-    pinned = scaled > margin
-    unsure = np.flatnonzero(((scaled >= -margin) & ~pinned) | ~np.isfinite(magnitude) | (magnitude == 0))
+    pinned = (magnitude >= pinned_from[row]) & (magnitude < np.inf)
+    unsure = np.flatnonzero(~pinned & ~(magnitude < loose_below[row]))
     pinned[unsure] = _pinned_exactly(printed[unsure], value[unsure], fmt, 10.0 ** unit_exp[unsure].astype(np.float64))
     return pinned
 
