@@ -116,11 +116,11 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-def assert_one_line_error(proc: subprocess.CompletedProcess) -> str:
+def assert_one_line_error(proc: subprocess.CompletedProcess, prefix: str = "perpendis: ") -> str:
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr[-2000:]
-    assert lines[0].startswith("perpendis: ") and len(lines[0]) > 30, lines[0]
+    assert lines[0].startswith(prefix) and len(lines[0]) > 30, lines[0]
     assert proc.stdout == ""
     return lines[0]
 
@@ -161,3 +161,14 @@ def test_bad_standard_input_exits_2(tmp_path, good):
     )  # fmt: skip
     assert_one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(),
                                                       proc.stderr.decode()))  # fmt: skip
+
+
+BISECTED = ["truncated.npy", "corrupted.npz", "bomb.npz", "evil.pt", "truncated.json", "ragged.txt"]
+
+
+@pytest.mark.parametrize("name", BISECTED)
+def test_bisect_with_a_bad_file_exits_2_with_one_line(name, tmp_path):
+    bad = tmp_path / name
+    bad.write_bytes(BAD_FILES[name]())
+    (tmp_path / "good.npz").write_bytes(npz(a=np.arange(4, dtype=np.float32)))
+    assert_one_line_error(run_cli("bisect", bad.name, "good.npz", cwd=tmp_path), prefix="perpendis bisect: ")

@@ -258,7 +258,7 @@ def _exponent_values(buf: np.ndarray, marks: np.ndarray, stops: np.ndarray) -> n
     for back, scale in ((1, 1), (2, 10), (3, 100)):
         digit = buf[stops - back] - np.uint8(ord("0"))  # wraps past 9 for a sign or the "e"
         digit[(digit >= 10) | (after <= back)] = 0
-        value += digit * scale
+        value += digit.astype(np.int64) * scale
     np.negative(value, out=value, where=buf[np.minimum(marks + 1, buf.size - 1)] == ord("-"))
     return value
 
