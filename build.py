@@ -43,9 +43,6 @@ PROJECT_PACKAGE = "perpendis"
 # Archives whose imports happen at every start: shipped with bytecode (scripts/precompile.mjs).
 PRECOMPILE_SCRIPT = ROOT / "scripts" / "precompile.mjs"
 STDLIB_AT = "/lib/python312.zip"
-# The interpreter's memory right after start-up, restored by the worker (scripts/snapshot.mjs).
-SNAPSHOT_SCRIPT = ROOT / "scripts" / "snapshot.mjs"
-SNAPSHOT = "snapshot.bin.gz"
 SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 # The service worker is published at the site root, so its scope covers the page; the build
 # writes the file list over this exact line of the source.
@@ -190,13 +187,6 @@ def project_lock_entry(wheel: Path) -> dict:
     }
 
 
-def node() -> str:
-    path = shutil.which("node")
-    if path is None:
-        raise BuildError("Node.js 20 is needed to prepare Pyodide's bytecode and snapshot: install nodejs")
-    return path
-
-
 def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc") -> None:
     """Replace each (path, layout, runtime prefix) archive by one that also holds bytecode.
 
@@ -212,32 +202,18 @@ def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc
             jobs.append({"src": str(path.resolve()), "dst": str(cached.resolve()) + ".part", "layout": layout,
                          "prefix": prefix})
     if jobs:
+        node = shutil.which("node")
+        if node is None:
+            raise BuildError("Node.js 20 is needed to precompile Python bytecode: install nodejs")
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             job_file = Path(tmp) / "jobs.json"
             job_file.write_text(json.dumps(jobs))
-            subprocess.run([node(), str(PRECOMPILE_SCRIPT), str(job_file)], cwd=ROOT, check=True)
+            subprocess.run([node, str(PRECOMPILE_SCRIPT), str(job_file)], cwd=ROOT, check=True)
         for job in jobs:
             Path(job["dst"]).replace(job["dst"].removesuffix(".part"))
     for path, cached in results:
         shutil.copyfile(cached, path)
-
-
-def make_snapshot(pyodide_dir: Path, cache: Path = CACHE / "snapshot") -> None:
-    """Write ``SNAPSHOT`` into ``pyodide_dir``, whose runtime and stdlib zip must be final.
-
-    Cached by the hash of exactly what the saved memory depends on: Node.js takes seconds to
-    start Pyodide."""
-    inputs = [SNAPSHOT_SCRIPT, *(pyodide_dir / name for name in CORE_FILES)]
-    key = sha256_of(b"".join(sha256_of(path.read_bytes()).encode() for path in inputs))[:32]
-    cached = cache / f"{key}.bin.gz"
-    if not cached.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        part = cached.with_suffix(".part")
-        subprocess.run([node(), str(SNAPSHOT_SCRIPT), f"{pyodide_dir.resolve()}/", str(part.resolve())],
-                       cwd=ROOT, check=True)
-        part.replace(cached)
-    shutil.copyfile(cached, pyodide_dir / SNAPSHOT)
 
 
 def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
@@ -270,7 +246,6 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
     for entry in served.values():
         entry["sha256"] = sha256_of((out / entry["file_name"]).read_bytes())
     (out / "pyodide-lock.json").write_text(json.dumps({"info": lock["info"], "packages": served}, indent=1))
-    make_snapshot(out)
     official = {name: sha256_of((npm_dir / name).read_bytes()) for name in CORE_FILES}
     official |= {entry["file_name"]: entry["sha256"] for entry in lock["packages"].values()}
     return {path.name for path in out.iterdir() if official.get(path.name) == sha256_of(path.read_bytes())}

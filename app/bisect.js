@@ -6,7 +6,7 @@
 import { renderDepthChart } from "./render/bisect_chart.js";
 import { renderRunsMatrix } from "./render/bisect_matrix.js";
 import { renderBisectTable, renderUnpaired } from "./render/bisect_table.js";
-import { el, fill } from "./render/dom.js";
+import { dropTarget, el, fill } from "./render/dom.js";
 
 const $ = (id) => document.getElementById(id);
 const RUN_LABELS = ["C", "D", "E", "F"];
@@ -125,18 +125,7 @@ export function createBisectView(ctx) {
       box.remove();
       renderReferencePick();
     });
-    box.addEventListener("dragover", (event) => {
-      event.preventDefault();
-      box.classList.add("dragging");
-    });
-    box.addEventListener("dragleave", (event) => {
-      if (!box.contains(event.relatedTarget)) box.classList.remove("dragging");
-    });
-    box.addEventListener("drop", (event) => {
-      event.preventDefault();
-      box.classList.remove("dragging");
-      setRunFiles(run, event.dataTransfer.files);
-    });
+    dropTarget(box, (dropped) => setRunFiles(run, dropped.files));
     view.runs.push(run);
     $("runs-extra").append(box);
     renderReferencePick();

@@ -5,7 +5,7 @@ import { createBisectView, describeFiles, packInput, readFiles } from "./bisect.
 import { CancelledError, core } from "./client.js";
 import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
-import { fill, formatIndex } from "./render/dom.js";
+import { dropTarget, fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
 import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
@@ -126,18 +126,9 @@ function wireSide(side) {
     if (event.target.files.length) setFiles(side, event.target.files);
   });
   box.querySelector(".chip-remove").addEventListener("click", () => removeFile(side));
-  box.addEventListener("dragover", (event) => {
-    event.preventDefault();
-    box.classList.add("dragging");
-  });
-  box.addEventListener("dragleave", (event) => {
-    if (!box.contains(event.relatedTarget)) box.classList.remove("dragging");
-  });
-  box.addEventListener("drop", (event) => {
-    event.preventDefault();
-    box.classList.remove("dragging");
-    if (event.dataTransfer.files.length) setFiles(side, event.dataTransfer.files);
-    else $(`paste-${side}`).value = event.dataTransfer.getData("text/plain");
+  dropTarget(box, (dropped) => {
+    if (dropped.files.length) setFiles(side, dropped.files);
+    else $(`paste-${side}`).value = dropped.getData("text/plain");
   });
   $(`paste-${side}`).addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

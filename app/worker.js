@@ -89,34 +89,14 @@ self.onmessage = (event) => {
   else queue.push(event.data);
 };
 
-// The interpreter's memory right after its own start-up, saved by build.py
-// (scripts/snapshot.mjs): restoring it skips about a hundred stdlib imports. Gzipped, as it
-// is mostly zeros; DecompressionStream keeps that working on any static host.
-async function fetchSnapshot() {
-  const response = await fetch(PYODIDE_URL + "snapshot.bin.gz");
-  if (!response.ok) throw new Error(`snapshot: HTTP ${response.status}`);
-  return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-}
-
-async function startPyodide() {
-  const options = {
+async function start() {
+  status("loading", "loading the Python runtime", 0.1);
+  const pyodide = await loadPyodide({
     indexURL: PYODIDE_URL,
     lockFileURL: PYODIDE_URL + "pyodide-lock.json",
     // Fetched while the runtime boots, rather than after it.
     packages: ["numpy", "perpendis"],
-  };
-  try {
-    return await loadPyodide({ ...options, _loadSnapshot: fetchSnapshot() });
-  } catch (err) {
-    // Slower, but a missing or stale snapshot must not keep the page from working.
-    console.warn(`starting without the snapshot: ${(err && err.message) || err}`);
-    return loadPyodide(options);
-  }
-}
-
-async function start() {
-  status("loading", "loading the Python runtime", 0.1);
-  const pyodide = await startPyodide();
+  });
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);

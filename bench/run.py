@@ -239,6 +239,7 @@ const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 self.readSlice = (blob, start, length) =>
   new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));
 self.postProgress = (fraction) => self.postMessage({ type: "progress", fraction });
+self.utf8 = (object, key) => new TextEncoder().encode(object[key]);  // a JS string as UTF-8, never a Python str
 const ready = loadPyodide({
   indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy", "perpendis"],
 }).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.stream"); return py; });
@@ -265,24 +266,33 @@ STREAM_PAGE = """<!doctype html>
 # Python run in the benchmark worker: each is a function of the message's args, returning JSON.
 PY_PARSE = """
 import json, time
+import numpy as np
+from js import utf8
 from perpendis.parse import parse_text
 def main(args):
+    # Two ways into Python: Pyodide's string conversion, and UTF-8 bytes moved as a buffer.
     t0 = time.perf_counter()
-    text = args.text
+    encoded = utf8(args, "text")
+    data = np.empty(encoded.byteLength, dtype=np.uint8)
+    encoded.assign_to(data)
+    via_utf8 = data.tobytes().decode("utf-8")
     t1 = time.perf_counter()
-    [tensor] = parse_text(text)
+    text = args.text
     t2 = time.perf_counter()
-    return json.dumps({"to_python_ms": (t1 - t0) * 1000, "parse_ms": (t2 - t1) * 1000, "n": tensor.size})
+    [tensor] = parse_text(text)
+    t3 = time.perf_counter()
+    assert via_utf8 == text
+    return json.dumps({"utf8_ms": (t1 - t0) * 1000, "to_python_ms": (t2 - t1) * 1000,
+                       "parse_ms": (t3 - t2) * 1000, "n": tensor.size})
 main
 """
 
 PY_COMPARE = """
-import json, time, tracemalloc
+import json, time
 import numpy as np
 from perpendis import api
 def main(args):
     # As app/worker.js does: one copy of each transferred buffer into the heap, then api.handle.
-    tracemalloc.start()
     t0 = time.perf_counter()
     payloads = {}
     for key in ("a", "b"):
@@ -293,12 +303,10 @@ def main(args):
     request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
     result = api.handle(request, payloads)
     t2 = time.perf_counter()
-    text = json.dumps(result, allow_nan=False)
+    json.dumps(result, allow_nan=False)
     t3 = time.perf_counter()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     return json.dumps({"ok": result["ok"], "copy_ms": (t1 - t0) * 1000, "handle_ms": (t2 - t1) * 1000,
-                       "json_ms": (t3 - t2) * 1000, "traced_peak": peak})
+                       "json_ms": (t3 - t2) * 1000, "input_bytes": sum(p.size for p in payloads.values())})
 main
 """
 
@@ -307,10 +315,13 @@ import json, time
 import numpy as np
 from js import readSlice, postProgress
 from perpendis import stream
+reading = [0.0]
 def reader(blob):
     def read(offset, length):
+        t0 = time.perf_counter()
         out = np.empty(length, dtype=np.uint8)
         readSlice(blob, offset, length).assign_to(out)
+        reading[0] += time.perf_counter() - t0
         return out
     return read
 def main(args):
@@ -318,8 +329,7 @@ def main(args):
     a = stream.open_source(reader(args.a), int(args.a.size), args.a.name, "a")
     b = stream.open_source(reader(args.b), int(args.b.size), args.b.name, "b")
     report = stream.compare_sources(a, b, progress=postProgress)
-    return json.dumps({"s": time.perf_counter() - t0, "verdict": report.verdict,
-                       "n_diff": report.n_bitwise_diff})
+    return json.dumps({"s": time.perf_counter() - t0, "read_s": reading[0], "verdict": report.verdict})
 main
 """
 
@@ -362,44 +372,40 @@ class Tab:
         )
         self.context.add_init_script(script=LONGTASKS_INIT)
         self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
-        self.longest = 0.0
+        self.longest: dict[str, float] = {}
 
     def goto(self, url: str) -> None:
-        self.note_longtasks()
         self.page.goto(url)
 
-    def note_longtasks(self) -> None:
-        """Fold the page's long tasks so far into the longest one seen."""
-        try:
-            tasks = self.page.evaluate("() => window.__longtasks || []")
-        except Exception:  # a page not navigated yet has nothing to report
-            tasks = []
-        self.longest = max([self.longest, *tasks])
+    def phase(self, name: str) -> None:
+        """Charge the main thread's long tasks since the last phase to ``name``."""
+        tasks = self.page.evaluate("() => (window.__longtasks || []).splice(0)")
+        self.longest[name] = max([self.longest.get(name, 0.0), *tasks])
 
     def close(self) -> None:
-        self.note_longtasks()
         self.context.close()
 
 
-def startup(pw, url: str, profiles: Path, runs: int) -> dict[str, float]:
+def startup(pw, url: str, profiles: Path, runs: int) -> tuple[dict[str, float], dict[str, float]]:
     """Navigation to interactive (inputs wired) and to core ready, cold then warm, median of runs."""
-    interactive, cold, warm, longest = [], [], [], 0.0
+    interactive, cold, warm, longest = [], [], [], {}
     for run in range(runs):
         tab = Tab(pw, profiles / f"startup{run}")
-        for ready in (cold, warm):
+        for ready, phase in ((cold, "startup_cold"), (warm, "startup_warm")):
             tab.goto(url)
             ready.append(tab.page.evaluate(READY_AT_JS) / 1000)
             interactive.append(
                 tab.page.evaluate("() => performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
             )
+            tab.phase(phase)
         tab.close()
-        longest = max(longest, tab.longest)
-    return {
+        longest = {k: max(v, longest.get(k, 0.0)) for k, v in tab.longest.items()}
+    figures = {
         "interactive_ms": statistics.median(interactive),
         "ready_cold_s": statistics.median(cold),
         "ready_warm_s": statistics.median(warm),
-        "longest_task_startup_ms": longest,
     }
+    return figures, longest
 
 
 TAB_REPORT_JS = """async ([urlA, urlB]) => {
@@ -414,25 +420,29 @@ TAB_REPORT_JS = """async ([urlA, urlB]) => {
   return { ms, n_diff: result.report.n_bitwise_diff };
 }"""
 
-WORKER_JOB_JS = """async ([script, message, buffers]) => {
+# Runs one snippet in a fresh benchmark worker: `fetch` lists [arg name, url, "buffer" | "text"].
+WORKER_JOB_JS = """async ([script, code, args, fetches]) => {
   const worker = new Worker(new URL(script, location.href));
-  const fetched = await Promise.all(buffers.map((u) => fetch(u).then((r) => r.arrayBuffer())));
-  const args = { ...message.args };
-  fetched.forEach((buffer, i) => { args[message.buffers[i]] = buffer; });
+  const transfer = [];
+  for (const [name, url, kind] of fetches) {
+    const response = await fetch(url);
+    args[name] = kind === "text" ? await response.text() : await response.arrayBuffer();
+    if (kind !== "text") transfer.push(args[name]);
+  }
   const out = await new Promise((resolve, reject) => {
     worker.onmessage = (event) => {
       if (event.data.type === "progress") return;
       if (event.data.type === "error") reject(new Error(event.data.message)); else resolve(event.data);
     };
-    worker.onerror = (event) => reject(new Error(event.message));
-    worker.postMessage({ ...message, args }, fetched);
+    worker.onerror = (event) => reject(new Error(event.message || "the benchmark worker failed to start"));
+    worker.postMessage({ code, args }, transfer);
   });
   worker.terminate();
   return out;
 }"""
 
 STREAM_JOB_JS = """async (code) => {
-  const worker = new Worker(new URL("bench/pyworker.js", location.href));
+  const worker = new Worker(new URL("pyworker.js", location.href));  // this page is bench/stream.html
   const [a, b] = ["a", "b"].map((id) => document.getElementById(id).files[0]);
   const progress = [];
   const out = await new Promise((resolve, reject) => {
@@ -441,6 +451,7 @@ STREAM_JOB_JS = """async (code) => {
       else if (event.data.type === "error") reject(new Error(event.data.message));
       else resolve(event.data);
     };
+    worker.onerror = (event) => reject(new Error(event.message || "the benchmark worker failed to start"));
     worker.postMessage({ code, args: { a, b } });
   });
   worker.terminate();
@@ -448,7 +459,8 @@ STREAM_JOB_JS = """async (code) => {
 }"""
 
 
-def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, big: tuple[Path, Path]) -> dict:
+def tab_figures(pw, url: str, profiles: Path, sizes: list[int], big: tuple[Path, Path]) -> tuple[dict, dict]:
+    """Reports at each size through the page's own client, then the benchmark workers' figures."""
     out: dict[str, Any] = {}
     tab = Tab(pw, profiles / "work")
     tab.goto(url)
@@ -457,51 +469,38 @@ def tab_figures(pw, url: str, profiles: Path, sizes: list[int], text_url: str, b
         log(f"report of {n // M}M elements in the tab")
         times = [page.evaluate(TAB_REPORT_JS, [f"bench/a{n}.npy", f"bench/b{n}.npy"])["ms"] for _ in range(2)]
         out[f"report_{n // M}m_tab_ms"] = min(times)
+        tab.phase(f"report_{n // M}m")
     n16 = 16 * M if 16 * M in sizes else max(sizes)
+    pair = [["a", f"bench/a{n16}.npy", "buffer"], ["b", f"bench/b{n16}.npy", "buffer"]]
     log("bare JavaScript diff")
-    diff = page.evaluate(
-        WORKER_JOB_JS,
-        ["bench/jsdiff.js", {"args": {"atol": 1e-5, "rtol": 1.3e-6}, "buffers": ["a", "b"]},
-         [f"bench/a{n16}.npy", f"bench/b{n16}.npy"]],
-    )
+    diff = page.evaluate(WORKER_JOB_JS, ["bench/jsdiff.js", "", {"atol": 1e-5, "rtol": 1.3e-6}, pair])
     out[f"js_diff_{n16 // M}m_ms"] = diff["ms"]
-    text_job = """async ([url, code]) => {
-      const text = await fetch(url).then((r) => r.text());
-      const worker = new Worker(new URL("bench/pyworker.js", location.href));
-      const out = await new Promise((resolve, reject) => {
-        worker.onmessage = (e) => e.data.type === "error" ? reject(new Error(e.data.message)) : resolve(e.data);
-        worker.postMessage({ code, args: { text } });
-      });
-      worker.terminate();
-      return out;
-    }"""
+    tab.phase("js_diff")
     log("parsing pasted text in the tab")
-    parse = page.evaluate(text_job, [text_url, PY_PARSE])
+    parse = page.evaluate(WORKER_JOB_JS, ["bench/pyworker.js", PY_PARSE, {}, [["text", "bench/text1m.txt", "text"]]])
     out["parse_1m_tab_ms"] = parse["to_python_ms"] + parse["parse_ms"]
-    out["parse_1m_tab_to_python_ms"] = parse["to_python_ms"]
-    log("memory of a full report in the tab")
-    memory = page.evaluate(
-        WORKER_JOB_JS,
-        ["bench/pyworker.js", {"code": PY_COMPARE, "args": {}, "buffers": ["a", "b"]},
-         [f"bench/a{n16}.npy", f"bench/b{n16}.npy"]],
-    )
-    inputs = 2 * (n16 * 4 + 128)
-    out["peak_memory_ratio"] = (memory["heapAfter"] - memory["heapBefore"]) / inputs
-    out["peak_traced_ratio_tab"] = memory["traced_peak"] / inputs
+    out["parse_1m_tab_str_to_python_ms"] = parse["to_python_ms"]
+    out["parse_1m_tab_utf8_to_python_ms"] = parse["utf8_ms"]
+    tab.phase("parse")
+    log("memory and stages of a full report in the tab")
+    memory = page.evaluate(WORKER_JOB_JS, ["bench/pyworker.js", PY_COMPARE, {}, pair])
+    out["peak_memory_ratio"] = (memory["heapAfter"] - memory["heapBefore"]) / memory["input_bytes"]
     out["heap_after_compare_mb"] = memory["heapAfter"] / 1e6
-    out["stage_copy_ms"], out["stage_handle_ms"], out["stage_json_ms"] = (
-        memory["copy_ms"], memory["handle_ms"], memory["json_ms"])
+    for stage in ("copy", "handle", "json"):
+        out[f"stage_{stage}_ms"] = memory[f"{stage}_ms"]
+    tab.phase("memory")
     log("streaming two big files in the tab")
     tab.goto(url + "bench/stream.html")
-    tab.page.set_input_files("#a", str(big[0]))
-    tab.page.set_input_files("#b", str(big[1]))
-    streamed = tab.page.evaluate(STREAM_JOB_JS, PY_STREAM)
+    page.set_input_files("#a", str(big[0]))
+    page.set_input_files("#b", str(big[1]))
+    streamed = page.evaluate(STREAM_JOB_JS, PY_STREAM)
     out["stream_mb_per_s"] = streamed["size"] / 1e6 / streamed["s"]
+    out["stream_read_share"] = streamed["read_s"] / streamed["s"]
     out["stream_heap_mb"] = streamed["heapAfter"] / 1e6
     out["stream_progress_events"] = streamed["progress"]
+    tab.phase("stream")
     tab.close()
-    out["longest_task_work_ms"] = tab.longest
-    return out
+    return out, tab.longest
 
 
 # ---------------------------------------------------------------------------------------
@@ -546,10 +545,13 @@ def main(argv: list[str] | None = None) -> int:
             served = {p.name: p for pair in pairs.values() for p in pair} | {"text1m.txt": data / "text1m.txt"}
             with served_site(served) as (url, profiles), sync_playwright() as pw:
                 log("start-up in the tab")
-                figures |= startup(pw, url, profiles, runs=1 if args.quick else 3)
+                started, longest = startup(pw, url, profiles, runs=1 if args.quick else 3)
                 log("reports, parsing, memory and streaming in the tab")
-                figures |= tab_figures(pw, url, profiles, sizes, "bench/text1m.txt", big)
-            figures["longest_task_ms"] = max(figures["longest_task_startup_ms"], figures["longest_task_work_ms"])
+                worked, longest_work = tab_figures(pw, url, profiles, sizes, big)
+            figures |= started | worked
+            longest |= longest_work
+            figures |= {f"longest_task_{phase}_ms": ms for phase, ms in longest.items()}
+            figures["longest_task_ms"] = max(longest.values())
             figures["report_16m_vs_js"] = figures["report_16m_tab_ms"] / figures["js_diff_16m_ms"]
             figures["report_16m_tab_vs_native"] = figures["report_16m_tab_ms"] / figures["report_16m_native_ms"]
         figures["parse_1m_vs_numpy"] = figures["parse_1m_native_ms"] / figures["parse_1m_numpy_ms"]

@@ -23,6 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
 OUT = ROOT / "docs" / "real-cases.md"
+sys.path.insert(0, str(ROOT / "py"))  # findings are ranked by the package's own rule, not a copy of it
+
+from perpendis.report import Finding, main_finding  # noqa: E402
 
 # The finding that names each injected bug; None where no single finding is specific to it.
 BUG_FINDING: dict[str, str | None] = {
@@ -33,7 +36,6 @@ BUG_FINDING: dict[str, str | None] = {
     "dropout": None,
     "layernorm_eps": None,
 }
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 @dataclass
@@ -72,17 +74,11 @@ def _cli(*args: str) -> tuple[int, dict | None, str]:
     return done.returncode, (json.loads(done.stdout) if done.returncode != 2 else None), done.stderr.strip()
 
 
-def _main_finding(findings: list[dict]) -> dict | None:
-    """The most severe finding, the first of its severity (the order diagnose ranks them in)."""
-    ranked = sorted(findings, key=lambda f: SEVERITY_ORDER[f["severity"]])
-    return ranked[0] if ranked else None
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _judge(case: Case, verdict: str, findings: list[dict]) -> str:
+def _judge(case: Case, verdict: str, findings: list[Finding]) -> str:
     if case.expect == "legit":
         return "✓" if verdict in ("identical", "rounding") else "✗"
     if verdict != "investigate":
@@ -90,7 +86,7 @@ def _judge(case: Case, verdict: str, findings: list[dict]) -> str:
     wanted = BUG_FINDING.get(case.bug or "")
     if wanted is None:
         return "✓"
-    named = any(f["kind"] == wanted and f["severity"] == "error" for f in findings)
+    named = any(f.kind == wanted and f.severity == "error" for f in findings)
     return "✓" if named else f"✗ (no `{wanted}` error)"
 
 
@@ -101,12 +97,13 @@ def _pair_row(case: Case) -> str:
     expected = case.expect if case.bug is None else f"bug: {case.bug}"
     if report is None:
         return f"| {command} | {expected} | error (exit {code}) | {_cell(err)} | — | ✗ |"
-    main = _main_finding(report["findings"])
-    finding = "—" if main is None else f"**{main['kind']}** ({main['severity']}): {main['message']}"
-    if main is not None and main["where"]:
-        finding += f" at `{main['where']}`"
-    others = ", ".join(f"{f['kind']} ({f['severity']})" for f in report["findings"] if f is not main) or "—"
-    ok = _judge(case, report["verdict"], report["findings"])
+    findings = [Finding(**f) for f in report["findings"]]
+    main = main_finding(findings)
+    finding = "—" if main is None else f"**{main.kind}** ({main.severity}): {main.message}"
+    if main is not None and main.where:
+        finding += f" at `{main.where}`"
+    others = ", ".join(f"{f.kind} ({f.severity})" for f in findings if f is not main) or "—"
+    ok = _judge(case, report["verdict"], findings)
     return f"| {command} | {expected} | {report['verdict']} | {_cell(finding)} | {_cell(others)} | {ok} |"
 
 

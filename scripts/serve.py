@@ -25,9 +25,9 @@ CSP = (
     "img-src 'self' data: blob:; style-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
 )
 IMMUTABLE = "public, max-age=31536000, immutable"
-# Files in pyodide/ that build.py writes or rewrites (the project wheel, the lock, the snapshot
-# and the archives it adds bytecode to): their content can change under the same name.
-MUTABLE_IN_PYODIDE = ("pyodide-lock.json", "perpendis-", "python_stdlib", "numpy-", "snapshot")
+# Files in pyodide/ that build.py writes or rewrites (the project wheel, the lock, and the
+# archives it adds bytecode to): their content can change under the same name.
+MUTABLE_IN_PYODIDE = ("pyodide-lock.json", "perpendis-", "python_stdlib", "numpy-")
 
 
 def cache_control(path: str) -> str:
@@ -48,7 +48,6 @@ class Handler(SimpleHTTPRequestHandler):
         ".json": "application/json",
         ".whl": "application/zip",
         ".zip": "application/zip",
-        ".gz": "application/gzip",
         ".css": "text/css",
         ".html": "text/html; charset=utf-8",
     }

@@ -20,11 +20,11 @@ from perpendis.bisect import (
     as_entries,
     bisect,
     bisect_runs,
-    cli_main,
     normalise_name,
     pair_names,
     path_entries,
 )
+from perpendis.cli import bisect_main
 from perpendis.errors import InputError
 from perpendis.tensor import from_numpy
 
@@ -203,6 +203,17 @@ def test_bad_file_in_a_list_names_its_side():
     with pytest.raises(InputError) as info:
         bisect(good, [Entry(good[0].name, broken)])
     assert info.value.side == "b"
+    assert info.value.where == good[0].name  # which file of the list
+
+
+def test_bad_file_keeps_the_place_its_reader_named(tmp_path):
+    np.savez(tmp_path / "conv.npz", weight=np.zeros(3, np.float32), bias=np.zeros(1, np.float32))
+    good = as_entries([from_numpy(np.zeros(3, np.float32), "test", name="conv")])
+    with pytest.raises(InputError) as info:
+        bisect(path_entries(tmp_path), good)
+    assert info.value.side == "a"
+    assert info.value.where == "conv.npz"  # the file, as the one-tensor-per-file check names it
+    assert "holds 2 tensors" in info.value.message
 
 
 def test_folder_of_npy_files_pairs_by_file_name(tmp_path):
@@ -250,6 +261,18 @@ def test_report_json_and_text():
     assert f"first failing layer: {truth['bug_layer']}" in text
 
 
+def test_text_table_is_compact_where_a_row_differs_in_shape():
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((2, 3)).astype(np.float32)
+    a = b.T + np.float32(1 / 3)
+    result = bisect([from_numpy(a, "test", name="x")], [from_numpy(b, "test", name="x")])
+    (row,) = [line for line in result.to_text().splitlines() if line.startswith(">>")]
+    assert f"{a.shape}≠{b.shape}".replace(" ", "") in row
+    report = result.pairs[0].report
+    assert report.max_ulp is not None and f"  {report.max_ulp}  " in row
+    assert f"  {report.max_abs_diff:.3g}  " in row and f"  {report.max_rel_diff:.3g}  " in row
+
+
 def _path(model: str, side: str, container: str = "npz") -> str:
     return str(MODELS / next(f for f in CAPTURES[model][side] if f.endswith("." + container)))
 
@@ -259,12 +282,12 @@ def _map_args(model: str) -> list[str]:
 
 
 def test_cli_clean_exits_0(capsys):
-    assert cli_main([_path("cnn", "torch"), _path("cnn", "ort", "safetensors"), *_map_args("cnn")]) == 0
+    assert bisect_main([_path("cnn", "torch"), _path("cnn", "ort", "safetensors"), *_map_args("cnn")]) == 0
     assert "no layer fails" in capsys.readouterr().out
 
 
 def test_cli_bug_exits_1_and_names_the_layer(capsys):
-    code = cli_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--json", *_map_args("cnn")])
+    code = bisect_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--json", *_map_args("cnn")])
     out, err = capsys.readouterr()
     assert code == 1
     data = json.loads(out)
@@ -274,9 +297,25 @@ def test_cli_bug_exits_1_and_names_the_layer(capsys):
 
 
 def test_cli_loose_tolerance_passes_the_bug(capsys):
-    code = cli_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--atol", "1e9", *_map_args("cnn")])
+    code = bisect_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--atol", "1e9", *_map_args("cnn")])
     assert code == 0
     capsys.readouterr()
+
+
+def test_cli_depth_reaches_every_layer(tmp_path, capsys):
+    """Errors of about 16 float32 roundings: rounding at depth 4, not at depth 1."""
+    rng = np.random.default_rng(3)
+    ref = rng.standard_normal(1000).astype(np.float32)
+    off = (ref.astype(np.float64) * (1 + 16 * 2.0**-24 * rng.choice([-1, 1], 1000))).astype(np.float32)
+    for side, array in (("a", off), ("b", ref)):
+        (tmp_path / side).mkdir()
+        np.save(tmp_path / side / "fc.npy", array)
+    kinds = {}
+    for depth in ("1", "4"):
+        assert bisect_main([str(tmp_path / "a"), str(tmp_path / "b"), "--json", "--depth", depth]) == 0
+        (pair,) = json.loads(capsys.readouterr().out)["pairs"]
+        kinds[depth] = pair["finding"]["kind"]
+    assert kinds == {"1": "not_rounding", "4": "rounding"}
 
 
 @pytest.mark.parametrize(
@@ -292,5 +331,5 @@ def test_cli_bad_input_exits_2(args, capsys, tmp_path):
         argv = [str(tmp_path / a) for a in args]
     else:
         argv = [_path("cnn", "torch"), _path("cnn", "ort"), *args]
-    assert cli_main(argv) == 2
+    assert bisect_main(argv) == 2
     assert capsys.readouterr().err.strip()

@@ -4,12 +4,11 @@ headers the page relies on."""
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import re
 import shutil
-import struct
+import subprocess
 import sys
 import threading
 import urllib.request
@@ -259,16 +258,37 @@ def test_service_worker_source_without_the_build_line_stops_the_build(tmp_path: 
         build.write_service_worker(tmp_path / "site", set())
 
 
-# --- the memory snapshot the worker restores (scripts/snapshot.mjs)
+# Counts the modules the interpreter compiles from source while it starts and imports
+# NumPy and perpendis from the built site: bytecode it rejected (wrong magic, wrong flags,
+# wrong place) would silently cost seconds of start-up in every browser.
+SOURCE_COMPILES_JS = """
+import { loadPyodide } from "pyodide";
+const dir = process.argv[1];
+const pyodide = await loadPyodide({ indexURL: dir, stdLibURL: dir + "python_stdlib.zip" });
+pyodide.runPython(`
+import importlib._bootstrap_external as external, sys, zipimport
+compiled = []
+def counting(compile):
+    def wrapper(*args, **kwargs):
+        compiled.append(next((arg for arg in args if isinstance(arg, str)), "?"))  # the path
+        return compile(*args, **kwargs)
+    return wrapper
+external.SourceLoader.source_to_code = counting(external.SourceLoader.source_to_code)
+zipimport._compile_source = counting(zipimport._compile_source)
+`);
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+pyodide.runPython("import numpy, perpendis.api, perpendis.formats, json, zipfile, inspect");
+console.log(pyodide.runPython("import json; json.dumps({'compiled': compiled, 'modules': len(sys.modules)})"));
+"""
 
 
-def test_snapshot_is_a_memory_image_of_the_served_runtime(site: Path):
-    """Pyodide refuses a snapshot of another build of its runtime; this one must carry the
-    build id of the served pyodide.asm.js, and hold whole WebAssembly pages after its header."""
-    image = gzip.decompress((site / "pyodide" / build.SNAPSHOT).read_bytes())
-    magic, memory_at, _json_length, _zero, *build_id = struct.unpack_from("<4I8I", image)
-    assert magic.to_bytes(4, "little") == b"\x00snp"
-    runtime_id = re.search(r'BUILD_ID:"([0-9a-f]{64})"', (site / "pyodide" / "pyodide.js").read_text()).group(1)
-    assert "".join(f"{word:08x}" for word in build_id) == runtime_id
-    assert memory_at > 48
-    assert (len(image) - memory_at) % 65536 == 0
+def test_start_up_imports_use_the_shipped_bytecode(site: Path):
+    node = shutil.which("node")
+    assert node, "Node.js is needed (the build needs it too)"
+    result = subprocess.run(
+        [node, "--input-type=module", "-e", SOURCE_COMPILES_JS, f"{(site / 'pyodide').resolve()}/"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["modules"] > 100, outcome
+    assert outcome["compiled"] == [], "compiled from source instead of the shipped .pyc"

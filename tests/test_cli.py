@@ -114,3 +114,26 @@ def test_bisect_subcommand(tmp_path, arrays):
     out = run("bisect", tmp_path / "a", tmp_path / "b")
     assert out.returncode == 1, out.stderr
     assert "first failing layer: 1_relu" in (out.stdout + out.stderr).decode()
+
+
+@pytest.mark.parametrize("command", [[], ["bisect"]])
+def test_unknown_preset_exits_2_naming_the_presets(tmp_path, arrays, command):
+    a, b = arrays
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pa, pb = save(tmp_path / "a", "x.npy", a), save(tmp_path / "b", "x.npy", b)
+    inputs = [pa.parent, pb.parent] if command else [pa, pb]
+    out = run(*command, *inputs, "--preset", "fp31")
+    err = out.stderr.decode()
+    assert out.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert "'fp31'" in err and "fp32-cpu" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [[], ["bisect"]])
+def test_help_lists_the_presets_and_depth(command):
+    from perpendis.tolerance import PRESETS
+
+    out = run(*command, "--help")
+    text = "".join(out.stdout.decode().split())  # help wraps lines, even at a name's hyphen
+    assert out.returncode == 0
+    assert all(name in text for name in PRESETS) and "--depth" in text

@@ -7,6 +7,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from perpendis.errors import InputError
 from perpendis.parse import parse_text
 
 
@@ -115,3 +116,50 @@ def test_numpy_full_print_of_a_large_array_parses() -> None:
     with np.printoptions(threshold=sys.maxsize, floatmode="unique"):
         tensor = _one(repr(original))
     np.testing.assert_array_equal(tensor.array.view(np.uint16), original.view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.uint64, np.bool_])
+def test_list_of_numpy_scalars_is_one_exact_tensor(dtype) -> None:
+    """``list(arr)`` prints NumPy 2 scalar reprs, each the shortest round-trip decimal."""
+    rng = np.random.default_rng(3)
+    original = (rng.standard_normal(7) * 1e3).astype(dtype) if dtype != np.bool_ else rng.random(7) > 0.5
+    tensor = _one(repr(list(original)))
+    assert tensor.source == "list of NumPy scalars" and tensor.lossless and tensor.shape == (7,)
+    np.testing.assert_array_equal(tensor.array, original)
+    assert tensor.array.dtype == original.dtype
+
+
+def test_list_of_float32_scalars_keeps_every_bit_of_awkward_values() -> None:
+    original = np.array([np.nan, -np.inf, -0.0, 1e-45, np.finfo(np.float32).max, 1 / 3], dtype=np.float32)
+    tensor = _one(repr(list(original)))
+    np.testing.assert_array_equal(tensor.array.view(np.uint32), original.view(np.uint32))
+
+
+def test_nested_lists_of_numpy_scalars_keep_their_shape() -> None:
+    original = np.arange(6, dtype=np.float32).reshape(2, 3) / 3
+    tensor = _one(repr([list(row) for row in original]))
+    assert tensor.shape == (2, 3) and tensor.lossless
+    np.testing.assert_array_equal(tensor.array, original)
+
+
+def test_list_mixing_numpy_scalar_types_is_refused() -> None:
+    text = repr([np.float32(1.5), np.float64(2.5)])
+    with pytest.raises(InputError) as error:
+        parse_text(text)
+    assert "mixes" in error.value.message and "np.array" in error.value.message
+
+
+@pytest.mark.parametrize(
+    "original", [np.array(1.5, dtype=np.float32), np.array(-7, dtype=np.int8), np.array(True), np.array(np.inf)]
+)
+def test_zero_dimensional_array_repr(original: np.ndarray) -> None:
+    tensor = _one(repr(original))
+    assert tensor.shape == () and tensor.source == "NumPy repr" and tensor.lossless
+    assert tensor.array.dtype == original.dtype and tensor.array == original
+
+
+def test_zero_dimensional_float64_repr_is_judged_like_any_numpy_print() -> None:
+    """``array(0.1)`` is printed at 8 digits, like any array, so it may stand for a neighbour."""
+    tensor = _one(repr(np.array(0.1 + 2**-40)))
+    assert tensor.shape == () and not tensor.lossless
+    assert tensor.array == np.float64(repr(np.array(0.1 + 2**-40))[6:-1])

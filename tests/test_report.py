@@ -3,8 +3,10 @@
 import json
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from perpendis.compare import compare
-from perpendis.report import Report
+from perpendis.report import Report, main_finding, number_text, shape_text
 from perpendis.tensor import from_numpy
 
 
@@ -81,3 +83,42 @@ def test_reference_json_carries_the_non_finite_counts():
     ref = with_ref.to_dict()["reference"]
     assert (ref["a_nonfinite"], ref["b_nonfinite"], ref["equivalent"]) == (0, 1, False)
     assert Report.from_dict(with_ref.to_dict()).reference == with_ref.reference
+
+
+def test_number_text_rounds_floats_to_the_digits_asked_and_never_an_integer():
+    far = compare(*(from_numpy(np.array([x], np.float32), s) for x, s in ((1e30, "a"), (1.0, "b"))))
+    assert isinstance(far.max_ulp, int) and far.max_ulp > 10**6
+    assert number_text(far.max_ulp, 3) == str(far.max_ulp)  # a ULP count is exact, whatever the width
+    assert number_text(1 / 3) == "0.3333" and number_text(1 / 3, 3) == "0.333"
+    assert number_text(None) == "n/a"
+
+
+def test_shape_text_reads_as_numpy_prints_it_or_compact():
+    shape = np.zeros((2, 3, 4)).shape
+    assert shape_text(shape) == str(shape)
+    assert shape_text(shape, ",") == str(shape).replace(" ", "")
+
+
+_SEVERITY = ["error", "warning", "info"]
+_B = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+# One ULP up everywhere, judged by numpy's default: errors, a warning about the preset and info.
+_MIXED = compare(
+    from_numpy(np.nextafter(_B, np.float32(np.inf)), "a"), from_numpy(_B, "b"), preset="numpy-default"
+).findings
+
+
+def test_mixed_findings_hold_every_severity():
+    assert {f.severity for f in _MIXED} == set(_SEVERITY)
+
+
+@settings(max_examples=50)
+@given(st.permutations(_MIXED))
+def test_main_finding_is_the_first_of_the_highest_severity(findings):
+    main = main_finding(findings)
+    top = min(_SEVERITY.index(f.severity) for f in findings)
+    assert main is next(f for f in findings if _SEVERITY.index(f.severity) == top)
+
+
+def test_no_findings_no_main_finding():
+    assert main_finding([]) is None
+    assert main_finding(compare(*(from_numpy(np.ones(3, np.float32), s) for s in "ab")).findings) is None

@@ -51,3 +51,20 @@ export function facts(rows) {
       el("dd", { "data-testid": testid, class: cls }, value),
     ]));
 }
+
+/** Let files (or text) be dropped on a box: it is marked while something is dragged over
+ * it, and onDrop gets the drop's DataTransfer. */
+export function dropTarget(box, onDrop) {
+  box.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    box.classList.add("dragging");
+  });
+  box.addEventListener("dragleave", (event) => {
+    if (!box.contains(event.relatedTarget)) box.classList.remove("dragging");
+  });
+  box.addEventListener("drop", (event) => {
+    event.preventDefault();
+    box.classList.remove("dragging");
+    onDrop(event.dataTransfer);
+  });
+}

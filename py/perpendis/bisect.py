@@ -13,20 +13,18 @@ held in memory at once.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .compare import compare
-from .errors import InputError
+from .errors import InputError, blame
 from .formats.buffer import BytesLike
 from .load import load_bytes, load_path
-from .report import Report
+from .report import Report, main_finding, number_text, plain, shape_text
 from .tensor import Tensor
 
 # ---------------------------------------------------------------------------------------
@@ -200,15 +198,6 @@ class Pair:
     def fails(self) -> bool:
         return self.report.verdict == "investigate"
 
-    def main_finding(self) -> dict[str, Any] | None:
-        """The most severe finding, the one a table row has room for."""
-        order = {"error": 0, "warning": 1, "info": 2}
-        ranked = sorted(self.report.findings, key=lambda f: order.get(f.severity, 3))
-        if not ranked:
-            return None
-        f = ranked[0]
-        return {"kind": f.kind, "severity": f.severity, "message": f.message, "where": f.where}
-
     def summary(self) -> dict[str, Any]:
         r = self.report
         t = r.tolerance
@@ -224,7 +213,7 @@ class Pair:
             "max_rel_diff": r.max_rel_diff,
             "fraction_fail": t.fraction_fail if t is not None else None,
             "verdict": r.verdict,
-            "finding": self.main_finding(),
+            "finding": plain(main_finding(r.findings)),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,11 +264,11 @@ class BisectReport:
                 ">>" if p is first else "",
                 p.a_name,
                 p.b_name if p.b_name != p.a_name else "=",
-                "=" if s["shape_match"] else f"{_dims(s['shape_a'])}≠{_dims(s['shape_b'])}",
+                "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
                 "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
-                _num(s["max_ulp"]),
-                _num(s["max_abs_diff"]),
-                _num(s["max_rel_diff"]),
+                number_text(s["max_ulp"], 3),
+                number_text(s["max_abs_diff"], 3),
+                number_text(s["max_rel_diff"], 3),
                 "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
                 s["verdict"],
                 "" if finding is None else finding["message"],
@@ -300,27 +289,11 @@ class BisectReport:
         return "\n".join(lines) + "\n"
 
 
-def _dims(shape: list[int]) -> str:
-    return "(" + ",".join(str(n) for n in shape) + ")"
-
-
-def _num(x: float | int | None) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:.3g}"
-
-
 def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
-    try:
+    with blame("a", a.name):
         ta = a.load()
-    except InputError as exc:
-        raise InputError(exc.message, where=exc.where or a.name, side="a") from None
-    try:
+    with blame("b", b.name):
         tb = b.load()
-    except InputError as exc:
-        raise InputError(exc.message, where=exc.where or b.name, side="b") from None
     return compare(ta, tb, **options)
 
 
@@ -410,57 +383,3 @@ def bisect_runs(runs: Mapping[str, Iterable[Tensor | Entry]], reference: str, **
         failing = result.first_failing
         first[run] = None if failing is None else failing.a_name
     return RunsReport(reference, layers, cells, first)
-
-
-# ---------------------------------------------------------------------------------------
-# Command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m perpendis bisect",
-        description="Compare two captures layer by layer and name the first layer that departs. "
-        "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
-    )
-    p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
-    p.add_argument("b", type=Path, help="capture to check against it")
-    p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
-    p.add_argument("--preset", help="tolerance preset for every layer")
-    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
-    p.add_argument(
-        "--map", action="append", default=[], metavar="A_NAME=B_NAME",
-        help="pair these two names explicitly (repeatable)",
-    )
-    return p
-
-
-def _mapping(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        a_name, sep, b_name = item.partition("=")
-        if not sep or not a_name or not b_name:
-            raise InputError(f"--map takes A_NAME=B_NAME, got {item!r}", where="--map")
-        out[a_name] = b_name
-    return out
-
-
-def cli_main(argv: Sequence[str] | None = None) -> int:
-    """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
-    2 on bad input."""
-    args = _parser().parse_args(argv)
-    try:
-        a = path_entries(args.a)
-        b = path_entries(args.b)
-        result = bisect(a, b, mapping=_mapping(args.map), preset=args.preset, atol=args.atol, rtol=args.rtol)
-    except InputError as exc:
-        print(f"perpendis bisect: {exc}", file=sys.stderr)
-        return 2
-    first = result.first_failing
-    if args.json:
-        print(result.to_json(indent=1))
-        if first is not None:  # stdout holds JSON only; the answer still reaches a terminal
-            print(f"first failing layer: {first.a_name}", file=sys.stderr)
-    else:
-        print(result.to_text(), end="")
-    return 1 if result.must_investigate else 0

@@ -2,7 +2,8 @@
 
 Exit 0 when the inputs are identical or differ by rounding, 1 when they must be
 investigated, 2 when an input cannot be read (one line on stderr, no traceback).
-``python -m perpendis bisect ...`` compares two captures layer by layer.
+``python -m perpendis bisect ...`` compares two captures layer by layer, with the same
+tolerance options and exit codes (1: some layer must be investigated).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from .bisect import bisect, path_entries
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
@@ -28,13 +31,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A", help="the tensor under test (or a text holding both tensors when B is left out)")
     p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
     p.add_argument("--ref", metavar="R", help="a higher-precision run (e.g. float64) to judge A and B against")
-    p.add_argument("--preset", choices=sorted(PRESETS), help="tolerance preset (default: chosen from the dtypes)")
-    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
-    p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
+    add_tolerance_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
     return p
+
+
+def add_tolerance_options(p: argparse.ArgumentParser) -> None:
+    """``--preset``, ``--atol``, ``--rtol`` and ``--depth``, the same for every command.
+
+    The preset is checked where it is resolved, so a bad name is an :class:`InputError`
+    (exit 2, one line) like any other bad input.
+    """
+    p.add_argument(
+        "--preset", help=f"tolerance preset, one of {', '.join(sorted(PRESETS))} (default: chosen from the dtypes)"
+    )
+    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
+    p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
 
 
 def _tagged(path: str, side: str) -> list[Tensor]:
@@ -66,9 +80,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bisect"]:
-        from .bisect import cli_main
-
-        return cli_main(argv[1:])
+        return bisect_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         a, b, ref = _inputs(args)
@@ -81,3 +93,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(report.to_markdown() if args.markdown else report.to_text(), end="")
     return 0 if report.verdict in ("identical", "rounding") else 1
+
+
+def _bisect_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perpendis bisect",
+        description="Compare two captures layer by layer and name the first layer that departs. "
+        "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
+    )
+    p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
+    p.add_argument("b", type=Path, help="capture to check against it")
+    p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
+    add_tolerance_options(p)
+    p.add_argument(
+        "--map", action="append", default=[], metavar="A_NAME=B_NAME",
+        help="pair these two names explicitly (repeatable)",
+    )
+    return p
+
+
+def _mapping(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        a_name, sep, b_name = item.partition("=")
+        if not sep or not a_name or not b_name:
+            raise InputError(f"--map takes A_NAME=B_NAME, got {item!r}", where="--map")
+        out[a_name] = b_name
+    return out
+
+
+def bisect_main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
+    2 on bad input."""
+    args = _bisect_parser().parse_args(argv)
+    try:
+        a = path_entries(args.a)
+        b = path_entries(args.b)
+        result = bisect(
+            a, b, mapping=_mapping(args.map), preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth
+        )
+    except InputError as exc:
+        print(f"perpendis bisect: {exc}", file=sys.stderr)
+        return 2
+    first = result.first_failing
+    if args.json:
+        print(result.to_json(indent=1))
+        if first is not None:  # stdout holds JSON only; the answer still reaches a terminal
+            print(f"first failing layer: {first.a_name}", file=sys.stderr)
+    else:
+        print(result.to_text(), end="")
+    return 1 if result.must_investigate else 0

@@ -36,14 +36,16 @@ class InputError(ValueError):
 
 
 @contextmanager
-def blame(side: str) -> Iterator[None]:
+def blame(side: str, where: str | None = None) -> Iterator[None]:
     """Tag an :class:`InputError` raised inside with the input it concerns.
 
     Readers know what is wrong but not which box they are reading; their callers know the
-    box.  A side a deeper caller already named is kept.
+    box, and for one of many tensors in a box (a layer of a capture) which one.  A side or
+    place a deeper caller already named is kept.
     """
     try:
         yield
     except InputError as err:
         err.side = err.side or side
+        err.where = err.where or where
         raise

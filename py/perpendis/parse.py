@@ -131,7 +131,9 @@ def _form(piece: Piece) -> tuple[str, str, str]:
     if piece.library:
         if piece.library == "PyTorch":
             return "wrapped", piece.source, "fixed"
-        return "wrapped", piece.source, "shortest" if piece.source == "NumPy scalar repr" else "maxprec"
+        # NumPy 2 prints a scalar's repr with the shortest digits that round-trip.
+        shortest = piece.source in ("NumPy scalar repr", "list of NumPy scalars")
+        return "wrapped", piece.source, "shortest" if shortest else "maxprec"
     body = piece.body
     # Each "in" scans the whole body: a one-character test (memchr) first skips the slower ones.
     if ("x" in body or "X" in body) and ("0x" in body or "0X" in body):
@@ -205,7 +207,7 @@ def _is_number(field: str) -> bool:
     if field in ("True", "False"):
         return True
     try:
-        float.fromhex(field) if "0x" in field.lower() else float(field.strip("'\""))
+        float.fromhex(field) if "0x" in field.lower() else complex(field.strip("'\""))
     except ValueError:
         return False
     return True

@@ -222,17 +222,29 @@ _VERDICT_LINE = {
 }
 
 
-def _num(x: float | int | None) -> str:
+def number_text(x: float | int | None, digits: int = 4) -> str:
+    """A report number for people: integers (ULPs, counts) in full, floats to ``digits``
+    significant digits (fewer where a table must stay narrow), ``n/a`` where there is none."""
     if x is None:
         return "n/a"
     if isinstance(x, int):
         return str(x)
-    return f"{x:.4g}"
+    return f"{x:.{digits}g}"
 
 
-def shape_text(shape: Sequence[int]) -> str:
-    """``(2, 3)``, as NumPy prints a shape (``(5)`` for one axis, so an index reads the same)."""
-    return "(" + ", ".join(str(n) for n in shape) + ")"
+def shape_text(shape: Sequence[int], sep: str = ", ") -> str:
+    """``(2, 3)``, as NumPy prints a shape (``(5)`` for one axis, so an index reads the same);
+    ``sep=","`` gives the compact ``(2,3)`` a table column has room for."""
+    return "(" + sep.join(str(n) for n in shape) + ")"
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def main_finding(findings: Sequence[Finding]) -> Finding | None:
+    """The most severe finding, the first of its severity (diagnose lists them most telling
+    first): the one a table row has room for."""
+    return min(findings, key=lambda f: _SEVERITY_RANK.get(f.severity, len(_SEVERITY_RANK)), default=None)
 
 
 def _shape(info: dict[str, Any]) -> str:
@@ -242,7 +254,7 @@ def _shape(info: dict[str, Any]) -> str:
 def _element_lines(label: str, e: Element) -> list[str]:
     return [
         f"{label} at {shape_text(e.index)} (flat {e.flat}): A = {e.a}, B = {e.b}; "
-        f"ulp {_num(e.ulp)}, abs {_num(e.abs_diff)}, rel {_num(e.rel_diff)}",
+        f"ulp {number_text(e.ulp)}, abs {number_text(e.abs_diff)}, rel {number_text(e.rel_diff)}",
         f"    A bits {e.a_bits} ({e.a_hex})",
         f"    B bits {e.b_bits} ({e.b_hex})",
     ]
@@ -253,7 +265,7 @@ def _tolerance_line(r: Report) -> str | None:
     if t is None:
         return None
     state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {r.n_elements} elements ({t.fraction_fail:.3%})"
-    line = f"tolerance {t.preset or 'custom'} (atol {_num(t.atol)}, rtol {_num(t.rtol)}): {state}"
+    line = f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): {state}"
     return f"{line}; {passing_tolerance(r)}"
 
 
@@ -264,8 +276,8 @@ def passing_tolerance(r: Report) -> str:
     side only fails at any tolerance, and the words say so rather than claim a pass.
     """
     m = r.min_tolerance
-    rtol = f" or rtol {_num(m.rtol_at_atol)}" if m.rtol_at_atol is not None else ""
-    text = f"would pass at atol {_num(m.atol_at_rtol)}{rtol}"
+    rtol = f" or rtol {number_text(m.rtol_at_atol)}" if m.rtol_at_atol is not None else ""
+    text = f"would pass at atol {number_text(m.atol_at_rtol)}{rtol}"
     nonfinite = r.n_nan_mismatch + r.n_inf_mismatch
     if nonfinite:
         return f"no tolerance passes its {nonfinite} NaN or inf mismatch(es); the other elements {text}"
@@ -282,7 +294,8 @@ def _body_lines(r: Report) -> list[str]:
         return lines
     lines.append(
         f"compared {r.n_elements} elements as {r.compared_as}: {r.n_bitwise_diff} differ bitwise; "
-        f"max ulp {_num(r.max_ulp)}, max abs {_num(r.max_abs_diff)}, max rel {_num(r.max_rel_diff)}"
+        f"max ulp {number_text(r.max_ulp)}, max abs {number_text(r.max_abs_diff)}, "
+        f"max rel {number_text(r.max_rel_diff)}"
     )
     if r.first_diff is not None:
         lines += _element_lines("first difference", r.first_diff)
@@ -295,8 +308,8 @@ def _body_lines(r: Report) -> list[str]:
     if r.reference is not None:
         ref = r.reference
         lines.append(
-            f"against ref: A rmse {_num(ref.a_rmse)} (max ulp {_num(ref.a_max_ulp)}), "
-            f"B rmse {_num(ref.b_rmse)} (max ulp {_num(ref.b_max_ulp)}); "
+            f"against ref: A rmse {number_text(ref.a_rmse)} (max ulp {number_text(ref.a_max_ulp)}), "
+            f"B rmse {number_text(ref.b_rmse)} (max ulp {number_text(ref.b_max_ulp)}); "
             + ("B is rounding-equivalent to A" if ref.equivalent else "B is NOT rounding-equivalent to A")
         )
     return lines
@@ -308,8 +321,9 @@ def render_text(r: Report) -> str:
     s = r.stats
     if r.n_bitwise_diff:
         lines.append(
-            f"stats: mean abs {_num(s.mean_abs)}, p99 abs {_num(s.p99_abs)}, p99 rel {_num(s.p99_rel)}, "
-            f"rmse {_num(s.rmse)}, cosine {_num(s.cosine)}, snr {_num(s.snr_db)} dB"
+            f"stats: mean abs {number_text(s.mean_abs)}, p99 abs {number_text(s.p99_abs)}, "
+            f"p99 rel {number_text(s.p99_rel)}, "
+            f"rmse {number_text(s.rmse)}, cosine {number_text(s.cosine)}, snr {number_text(s.snr_db)} dB"
         )
         h = r.ulp_histogram
         cells = [f"{e}: {c}" for e, c in zip(h.edges, h.counts, strict=True) if c]

@@ -213,13 +213,24 @@ def map_file(path: str | Path, side: str = "a") -> Source:
     return open_source(lambda offset, length: view[offset : offset + length], size, path.name, side)
 
 
-def is_npy_path(path: str | Path) -> bool:
-    """Whether ``path`` names a readable file that starts with the ``.npy`` magic."""
+def _npy_size(path: str | Path) -> int | None:
+    """The size of ``path`` if it is a readable file starting with the ``.npy`` magic, else None."""
     try:
         with Path(path).open("rb") as file:
-            return file.read(len(MAGIC)) == MAGIC
+            return os.fstat(file.fileno()).st_size if file.read(len(MAGIC)) == MAGIC else None
     except OSError:
+        return None
+
+
+def should_stream(path_a: str | Path, path_b: str | Path, *, forced: bool = False) -> bool:
+    """Whether the CLI streams two paths: two ``.npy`` files together over :data:`STREAM_MIN_BYTES`,
+    or any two ``.npy`` files when ``forced`` (``--stream``)."""
+    sizes = [_npy_size(path_a), _npy_size(path_b)]
+    if None in sizes:
+        if forced:
+            raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
         return False
+    return forced or sum(sizes) >= STREAM_MIN_BYTES
 
 
 def _streamable(request: Mapping[str, Any], files: Mapping[str, tuple[Reader, int]]) -> bool:

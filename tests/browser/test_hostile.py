@@ -170,3 +170,16 @@ def test_hostile_share_links(ready_page, server):
     error.wait_for(timeout=REPORT_TIMEOUT_MS)
     assert "damaged" in error.text_content()
     assert_nothing_injected(page)
+
+
+def test_hostile_member_names_in_the_layer_table(ready_page):
+    """Archives compared layer by layer: every member name is shown, as text."""
+    page = ready_page
+    layers = {IMG: np.ones(3, np.float32), SCRIPT: np.zeros(2, np.float32), SVG: np.arange(4, dtype=np.float32)}
+    set_file(page, "a", "a.npz", npz_bytes(**layers))
+    set_file(page, "b", "b.npz", npz_bytes(**{name: value + 1 for name, value in layers.items()}))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("bisect-summary").wait_for(timeout=REPORT_TIMEOUT_MS)
+    shown = page_text(page)
+    assert all(name in shown for name in layers), shown
+    assert_nothing_injected(page)

@@ -1,8 +1,9 @@
 """Nothing the user pastes or opens leaves the tab.
 
-One session uses every feature the page has — paste, open a file, drop a file, compare,
+Two sessions use every feature the page has — paste, open a file, drop a file, compare,
 step through differences, change the tolerance, the examples, swap, copy as Markdown,
-download JSON, copy a share link and open it — with inputs that carry distinctive
+download JSON, copy a share link and open it; a reference input, archives compared
+layer by layer, a third run, the name mapping — with inputs that carry distinctive
 markers.  Every request of the page and its worker is recorded (method, URL, headers,
 body), and so is every request the server saw (its access log).  Then: no request
 left the origin, none but GET, none had a body, none carried a marker in its URL or
@@ -72,18 +73,59 @@ def drop_file(page, side: str, name: str, data: bytes) -> None:
     )
 
 
-def test_no_input_leaves_the_tab(ready_page, context, server, tmp_path):
-    page = ready_page
-    seen: list[dict] = []
-    sockets: list[str] = []
+class Recorder:
+    """Every request of the context (page and workers: method, URL, headers, body) and every WebSocket."""
 
-    def record(request) -> None:
-        seen.append(
+    def __init__(self, context, page):
+        self.context = context
+        self.requests: list[dict] = []
+        self.sockets: list[str] = []
+        context.on("request", self.record)
+        page.on("websocket", lambda ws: self.sockets.append(ws.url))
+
+    def record(self, request) -> None:
+        self.requests.append(
             {"method": request.method, "url": request.url, "headers": request.headers, "body": request.post_data_buffer}
         )
 
-    context.on("request", record)
-    page.on("websocket", lambda ws: sockets.append(ws.url))
+    def stop(self) -> None:
+        self.context.remove_listener("request", self.record)
+
+
+def assert_private(recorder: Recorder, server, secrets: list[str], fragment: str | None = None) -> None:
+    """No request left the origin, none but GET, none had a body, none carried a secret
+    (in its URL or headers), no WebSocket opened; the server's own log agrees, and never
+    saw the share link's fragment (when a link was made)."""
+    recorder.stop()
+    seen = recorder.requests
+    assert not recorder.sockets, recorder.sockets
+    for request in seen:
+        url = request["url"]
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about"):
+            continue
+        assert f"{parts.scheme}://{parts.netloc}" == server.origin, url
+        assert request["method"] == "GET", (request["method"], url)
+        assert not request["body"], url
+        assert parts.fragment == "", url
+        carried = unquote(url) + " " + " ".join(f"{k}: {v}" for k, v in request["headers"].items())
+        leaked = [secret for secret in secrets if secret in carried]
+        assert not leaked, (leaked, url)
+        assert "v1=" not in parts.query, url
+
+    log = server.log_path.read_text()
+    assert log.strip(), "the server logged no request"
+    for line in log.splitlines():
+        request_line = line.split('"')[1] if '"' in line else line
+        assert request_line.split()[0] == "GET", line
+        assert "v1=" not in line, line
+        assert fragment is None or fragment[:40] not in line, line
+        assert not [secret for secret in secrets if secret in unquote(line)], line
+
+
+def test_no_input_leaves_the_tab(ready_page, context, server, tmp_path):
+    page = ready_page
+    recorder = Recorder(context, page)
 
     rng = np.random.default_rng(11)
     a = rng.standard_normal((6, 7)).astype(np.float32)
@@ -143,30 +185,59 @@ def test_no_input_leaves_the_tab(ready_page, context, server, tmp_path):
     wait_report(page)
     assert page.get_by_test_id("paste-a").input_value() == numpy_text(a)
 
-    context.remove_listener("request", record)
-    # The recorder saw the worker too: Pyodide's runtime is fetched by the worker.
-    assert any("/pyodide/" in request["url"] for request in seen), [r["url"] for r in seen]
-    assert not sockets, sockets
+    # The share link loaded the page anew: the recorder saw its worker fetch Pyodide's runtime.
+    assert any("/pyodide/" in request["url"] for request in recorder.requests), recorder.requests
+    assert_private(recorder, server, secrets, share_url.split("#", 1)[1])
 
-    for request in seen:
-        url = request["url"]
-        parts = urlsplit(url)
-        if parts.scheme in ("data", "blob", "about"):
-            continue
-        assert f"{parts.scheme}://{parts.netloc}" == server.origin, url
-        assert request["method"] == "GET", (request["method"], url)
-        assert not request["body"], url
-        assert parts.fragment == "", url
-        carried = unquote(url) + " " + " ".join(f"{k}: {v}" for k, v in request["headers"].items())
-        leaked = [s for s in secrets if s in carried]
-        assert not leaked, (leaked, url)
-        assert "v1=" not in parts.query, url
 
-    log = server.log_path.read_text()
-    assert log.strip(), "the server logged no request"
-    fragment = share_url.split("#", 1)[1]
-    for line in log.splitlines():
-        request_line = line.split('"')[1] if '"' in line else line
-        assert request_line.split()[0] == "GET", line
-        assert "v1=" not in line and fragment[:40] not in line, line
-        assert not [s for s in secrets if s in unquote(line)], line
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
+def test_no_input_leaves_the_tab_with_reference_bisect_and_runs(ready_page, context, server):
+    """The other features: a reference input, archives compared layer by layer, a third
+    run, the name mapping; member names and file names carry the secrets."""
+    page = ready_page
+    recorder = Recorder(context, page)
+    rng = np.random.default_rng(12)
+    layers = {f"secret_layer_{i}_M4RK": rng.standard_normal((3, 4)).astype(np.float32) for i in range(3)}
+    moved = {name: value + np.float32(1e-6) for name, value in layers.items()}
+    secrets = ["M4RK", "R3FX", "RUNC"]
+
+    # The reference, beside a plain compare.
+    a = next(iter(layers.values()))
+    page.get_by_test_id("paste-a").fill(numpy_text(a))
+    page.get_by_test_id("paste-b").fill(numpy_text(moved[next(iter(moved))]))
+    page.get_by_text("Reference (optional)").click()
+    page.get_by_test_id("file-ref").set_input_files(
+        {"name": "ref-R3FX.npy", "mimeType": "application/octet-stream", "buffer": npy_bytes(a.astype(np.float64))}
+    )
+    page.wait_for_selector("#chip-ref:not([hidden])")
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("reference").wait_for(timeout=REPORT_TIMEOUT_MS)
+    page.locator("#chip-ref .chip-remove").click()
+
+    # Archives on both sides: compared layer by layer; then a third run and a mapping.
+    for side, arrays, name in (("a", layers, "torch-M4RK.npz"), ("b", moved, "ort-M4RK.npz")):
+        page.get_by_test_id(f"file-{side}").set_input_files(
+            {"name": name, "mimeType": "application/octet-stream", "buffer": npz_bytes(**arrays)}
+        )
+        page.wait_for_selector(f"#chip-{side}:not([hidden])")
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("bisect-summary").wait_for(timeout=REPORT_TIMEOUT_MS)
+    page.get_by_test_id("add-run").click()
+    page.get_by_test_id("file-c").set_input_files(
+        {"name": "run-RUNC.npz", "mimeType": "application/octet-stream", "buffer": npz_bytes(**layers)}
+    )
+    page.wait_for_selector("[data-run=C] .file-chip:not([hidden])")
+    page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]')?.remove()")
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("runs-matrix").wait_for(timeout=REPORT_TIMEOUT_MS)
+    names = list(layers)
+    page.get_by_test_id("mapping").fill(f"{names[0]} = {names[1]}")
+    page.get_by_test_id("apply-mapping").click()
+    page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=REPORT_TIMEOUT_MS)
+
+    assert_private(recorder, server, secrets)

@@ -9,7 +9,6 @@ import re
 from urllib.parse import urlsplit
 
 import numpy as np
-from conftest import wait_until_ready
 from playwright.sync_api import expect
 
 # Sends one request through the page's own client module (the instance main.js uses).
@@ -133,24 +132,3 @@ def test_comparison_through_the_ui(ready_page):
     request = {"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}, "options": {}}
     verdict = native(request, {})["report"]["verdict"]
     expect(ready_page.get_by_test_id("verdict")).to_have_text(re.compile(f"^{verdict}\\b", re.I), timeout=30_000)
-
-
-def snapshot_fallbacks(context) -> list[str]:
-    return [text for _, text in context.console if "starting without the snapshot" in text]
-
-
-def test_the_interpreter_is_restored_from_the_build_snapshot(ready_page, context):
-    paths = [urlsplit(url).path for url in context.requests]
-    assert "/pyodide/snapshot.bin.gz" in paths
-    assert snapshot_fallbacks(context) == []
-
-
-def test_a_broken_snapshot_only_costs_time(context, page, server):
-    # Bytes of another kind where the snapshot should be: the worker must start the slow way.
-    context.route("**/pyodide/snapshot.bin.gz", lambda route: route.fulfill(status=200, body=b"not a snapshot"))
-    page.goto(server.url)
-    wait_until_ready(page)
-    assert snapshot_fallbacks(context), "the worker should say it started without the snapshot"
-    text = repr(np.array([1.5, 2.5], dtype=np.float32))
-    request = {"op": "compare", "inputs": {"a": {"text": text}, "b": {"text": text}}, "options": {}}
-    assert page.evaluate(REQUEST_JS, ["compare", request, []])["result"]["report"]["identical"] is True

@@ -143,10 +143,14 @@ def expected_bits(array: np.ndarray, format_name: str) -> np.ndarray:
 
 
 def assert_same(tensor: Tensor, array: np.ndarray) -> None:
-    """``tensor`` holds exactly ``array``: shape and every element's bits."""
+    """``tensor`` holds exactly ``array``: shape and every element's bits (for bool, its truth:
+    a file may store True as any nonzero byte, and NumPy reads it as such)."""
     want = expected_bits(array, tensor.format)
     assert tensor.shape == want.shape, (tensor.shape, want.shape)
-    np.testing.assert_array_equal(logical_bits(tensor), want)
+    got = logical_bits(tensor)
+    if tensor.format == "bool":
+        got, want = got != 0, np.array(array, order="C").view(np.uint8) != 0
+    np.testing.assert_array_equal(got, want)
 
 
 # ---------------------------------------------------------------- byte mutations

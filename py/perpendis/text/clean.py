@@ -43,11 +43,12 @@ def clean(text: str) -> str:
             "paste the printed tensor as plain text",
             where=f"line {line_of(text, bad.start())}",
         )
-    if ("I" in text and "In [" in text) or (">" in text and ">>>" in text) or "..." in text:
+    # Continuation lines ("... ", "   ...:") only follow a prompt line.
+    if ("I" in text and "In [" in text) or (">" in text and ">>>" in text):
         text = _INPUT_LINE.sub("", text)
     if "O" in text and "Out[" in text:
         text = _OUTPUT_PROMPT.sub("", text)
-    if not text.strip():
+    if not text or text.isspace():
         raise InputError("nothing to compare: the text is empty; paste a printed tensor or a list of numbers")
     return text
 

@@ -18,20 +18,20 @@ from ..errors import InputError
 
 MAX_DEPTH = 64  # NumPy's limit on dimensions
 
-_BLANK = bytes.maketrans(b"[],'\"", b"     ")
+_BLANK = bytes.maketrans(b"\n[],'\"", b"      ")
 
 
 def blank(data: bytes) -> bytes:
-    """``data`` with brackets, commas and quotes made spaces: the numbers alone, each at its offset."""
+    """``data`` with line breaks, brackets, commas and quotes made spaces: the numbers alone, each at its offset."""
     return data.translate(_BLANK)
 
 
 def token_bounds(flat: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) offsets of the tokens between the spaces and line breaks of ``flat``."""
+    """Start and end (exclusive) offsets of the tokens between the spaces of ``flat``."""
     chars = np.frombuffer(flat, dtype=np.uint8)
     if chars.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    word = (chars != ord(" ")) & (chars != ord("\n"))
+    word = chars != ord(" ")
     # Token edges alternate start, end, start...: one pass finds them all.
     edges = np.flatnonzero(word[1:] ^ word[:-1]) + 1
     if word[0]:

@@ -46,6 +46,7 @@ from ..bits import Format, to_float64
 from ..errors import InputError
 
 NUMPY_PRECISION = 8
+_IMAGINARY_ONLY = re.compile(r"(?:(?<=[\s\[,])|^)([+-]?)((?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?j|nanj|infj)")
 
 
 @dataclass
@@ -58,8 +59,12 @@ class Exactness:
 
 
 def join_complex(body: str) -> str:
-    """Complex elements without the padding NumPy puts before an aligned imaginary part (``0. +1.j``)."""
-    return re.sub(r"(?<=[0-9.nf])\s+(?=[+-][^\s,\[\]]*j)", "", body)
+    """Complex elements as ``real±imag j`` tokens: without the padding NumPy puts before an
+    aligned imaginary part (``0. +1.j``), the parentheses Python puts around a complex
+    (``(1+2j)``), and with the zero real part Python leaves out (``-0.5j``)."""
+    body = re.sub(r"\(([^()\s,]*j)\)", r"\1", body)
+    body = re.sub(r"(?<=[0-9.nf])\s+(?=[+-][^\s,\[\]]*j)", "", body)
+    return _IMAGINARY_ONLY.sub(lambda m: f"0{m.group(1) or '+'}{m.group(2)}", body)
 
 
 def split_complex(body: str) -> str:
@@ -146,8 +151,8 @@ def exactness(
     ``dots`` are the offsets of every ``.`` in ``flat`` when the caller has them already.
 
     A million values must cost a few array operations each, so most are settled from
-    their digit counts and the binade of their value alone (:func:`_settled_scientific`,
-    :func:`_settled`); only those near the edge get both neighbours computed.
+    their digit count (:func:`_settled_scientific`) or the binade of their value
+    (:func:`_pinned`); only those near the edge get both neighbours computed.
     """
     n = int(stored.size)
     if printer == "shortest" or not fmt.is_float or n == 0:
@@ -157,7 +162,8 @@ def exactness(
     sci = np.zeros(n, dtype=bool)
     mant_end = ends
     if b"e" in flat or b"E" in flat:
-        owner, marks = _owner(starts, ends, np.flatnonzero((buf | 0x20) == ord("e")))
+        marks = (buf == ord("e")) | (buf == ord("E")) if b"E" in flat else buf == ord("e")
+        owner, marks = _owner(starts, ends, np.flatnonzero(marks))
         sci[owner] = True
         mant_end = ends.copy()
         mant_end[owner] = marks
@@ -176,34 +182,35 @@ def exactness(
         # positional mode; either way every value was rounded at the same digit.
         places = np.full(n, _numpy_precision(buf, mant_end, frac, check))
     value = to_float64(stored.ravel(), fmt)
-    pinned = np.ones(n, dtype=bool)
-    significant = np.zeros(n, dtype=np.int64)
-    at = np.flatnonzero(sci & check)
-    at = at[_normalised(buf, starts[at], dot[at])]
-    held, lost = _settled_scientific(places[at], value[at], fmt)
-    pinned[at[lost]] = False
-    significant[at] = places[at] + 1
+    held = lost = np.zeros(n, dtype=bool)
+    if sci.any():
+        held, lost = _settled_scientific(places, value, fmt)
+        settled = sci & check & _normalised(buf, dot)
+        held &= settled
+        lost &= settled
     # The rest: positional values, and scientific ones too close to call by digits alone.
-    check[at[held | lost]] = False
-    at = np.flatnonzero(check)
+    rest = check & ~(held | lost)
+    at = slice(None) if rest.all() else np.flatnonzero(rest)
     unit_exp = -places[at]
     in_sci = np.flatnonzero(sci[at])
-    unit_exp[in_sci] += _exponent_values(buf, mant_end[at[in_sci]], ends[at[in_sci]])
-    held = _pinned(printed[at], value[at], fmt, unit_exp)
-    pinned[at] = held
-    lost = at[~held]
-    significant[lost] = np.floor(np.log10(np.abs(printed[lost]))) - unit_exp[~held] + 1
-    loose = np.flatnonzero(~pinned)
-    if loose.size == 0:
+    unit_exp[in_sci] += _exponent_values(buf, mant_end[at][in_sci], ends[at][in_sci])
+    shown = printed[at]
+    missed = ~_pinned(shown, value[at], fmt, unit_exp)
+    n_inexact = int(np.count_nonzero(lost)) + int(np.count_nonzero(missed))
+    if n_inexact == 0:
         return Exactness(True, None, 0)
-    return Exactness(False, int(significant[loose].min()), int(loose.size))
+    # Significant digits: all but the point of a normalised mantissa, else from the decimal's magnitude.
+    digits = np.concatenate(
+        (places[lost] + 1, np.floor(np.log10(np.abs(shown[missed]))).astype(np.int64) - unit_exp[missed] + 1)
+    )
+    return Exactness(False, int(digits.min()), n_inexact)
 
 
-def _normalised(buf: np.ndarray, starts: np.ndarray, dot: np.ndarray) -> np.ndarray:
+def _normalised(buf: np.ndarray, dot: np.ndarray) -> np.ndarray:
     """Tokens whose mantissa is one nonzero digit, then the point (``-1.2345``), as printers write it."""
-    lead = dot - 1
-    signed = (buf[starts] == ord("-")) | (buf[starts] == ord("+"))
-    return (dot >= 0) & (lead == starts + signed) & (buf[np.maximum(lead, 0)] - np.uint8(ord("1")) < 9)
+    lead = buf[np.maximum(dot - 1, 0)] - np.uint8(ord("1"))  # wraps past 8 for anything but 1-9
+    before = buf[np.maximum(dot - 2, 0)] - np.uint8(ord("0"))
+    return (dot >= 2) & (lead < 9) & (before > 9)
 
 
 def _settled_scientific(places: np.ndarray, value: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ _OPENER = re.compile(
     r"|(?P<scalar>(?<![\w.])(?:np|numpy)\.(?P<sdtype>[a-z_]+\d*)\()"
     r"|(?P<npbool>(?<![\w.])(?:np|numpy)\.(?P<bool>True|False)_)"
 )
+_SCALAR_LIST = re.compile(r"\s*\[[\s\[]*(?P<module>np|numpy)\.(?:(?P<name>[a-z_]+\d*)\(|(?P<bool>True|False)_)")
 _CALL_NAME = re.compile(r"[\w.]+\($")
 _KEYWORD = re.compile(r"\s*,\s*(\w+)=(\([^)]*\)|<[^>]*>|'[^']*'|\"[^\"]*\"|[\w.:+\-]+)")
 _KEYWORDS_KNOWN = {"dtype", "size", "shape", "device", "requires_grad", "grad_fn", "weak_type"}
@@ -52,6 +53,8 @@ _MAX_PIECES = 2
 
 def split(text: str) -> list[Piece]:
     """The printed tensors in ``text``, in order (one bare piece when there is no wrapper)."""
+    if (scalars := _scalar_list(text)) is not None:
+        return [scalars]
     openers = _openers(text)
     if not openers:
         return [Piece("", "", text)]
@@ -69,6 +72,30 @@ def split(text: str) -> list[Piece]:
             f"the text holds {len(pieces)} printed tensors; paste one tensor (or two, to compare them with each other)"
         )
     return pieces
+
+
+def _scalar_list(text: str) -> Piece | None:
+    """What ``list(arr)`` prints for a 1-D array in NumPy 2 (``[np.float32(1.5), np.float32(-0.25)]``),
+    as one list of the bare numbers, or None for other text.
+
+    ``str.replace`` drops the wrappers of a million items in a few passes, where matching
+    each with a pattern would take seconds.
+    """
+    first = _SCALAR_LIST.match(text)
+    if first is None:
+        return None
+    prefix = f"{first.group('module')}."
+    if first.group("bool"):
+        body, dtype = text.replace(f"{prefix}True_", "True").replace(f"{prefix}False_", "False"), "bool"
+    else:
+        body, dtype = text.replace(f"{prefix}{first.group('name')}(", "").replace(")", ""), first.group("name")
+    if prefix in body:
+        raise InputError(
+            f"the list mixes NumPy scalar types ({prefix}{dtype} and others); make it one array with "
+            "np.array(the_list) and print that",
+            where=f"line {line_of(text, first.start('module'))}",
+        )
+    return Piece("NumPy", "list of NumPy scalars", body.strip(), dtype, line=line_of(text, first.start("module")))
 
 
 def _openers(text: str) -> list[re.Match[str]]:
@@ -122,7 +149,8 @@ def _take_piece(text: str, opener: re.Match[str], end: int) -> tuple[Piece, int]
     if closing is None:
         snippet = text[pos : min(end, pos + 40)].strip() or "the end of the text"
         raise InputError(
-            f"the printed tensor is not closed: expected ')' but found {snippet!r}; paste the whole output",
+            f"the printed tensor is not closed: expected ')' but found {snippet!r}; it was cut off or edited, "
+            "paste the whole output",
             where=f"line {line_of(text, pos)}",
         )
     notes = [f"ignored {name}={value}" for name, value in keywords.items() if name not in _KEYWORDS_KNOWN]
@@ -154,11 +182,11 @@ def _body_end(text: str, pos: int, end: int, line: int) -> int:
     if start >= end or text[start] != "[":
         stop = _SCALAR_END.search(text, start, end)
         return stop.start() if stop else end
-    # Bodies hold no parentheses: when none comes before the last "]" and the brackets up
-    # to it balance, that bracket closes the body (:func:`perpendis.text.grid.shape_of`
-    # checks their order), and counting costs less than locating every bracket.
+    # Bodies hold no parentheses: when none comes before the last "]", that bracket ends
+    # the body, and :func:`perpendis.text.grid.shape_of` checks the brackets inside; the
+    # megabytes in between need no scan here.
     last = text.rfind("]", start, end)
-    if last >= 0 and text.find(")", start, last) < 0 and text.count("[", start, last) == text.count("]", start, last + 1):
+    if last >= 0 and text.find(")", start, last) < 0:
         return last + 1
     chunk = np.frombuffer(text[start:end].encode("ascii"), dtype=np.uint8)
     brackets = np.flatnonzero((chunk == ord("[")) | (chunk == ord("]")))
