@@ -5,6 +5,8 @@ so everything Pyodide needs is copied into ``dist/pyodide/``: the core runtime f
 pinned npm package, the pinned wheels named in that package's ``pyodide-lock.json``
 (each accepted only if its sha256 equals the lock's), the project's own wheel built from
 ``py/``, and a lock listing exactly those files, so ``loadPackage`` can fetch and verify them.
+``sw.js`` at the root (from ``app/sw.js``) lists every file with its hash, so after one visit
+the page starts with no network.
 
 Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cached in
 ``.cache/`` so a second build makes no network call.

@@ -58,12 +58,15 @@ export class CoreClient {
 
   #start() {
     const worker = new Worker(this.url);
-    worker.onmessage = (event) => this.#receive(event.data);
+    // A terminated worker can still deliver an event queued before it stopped (e.g. its
+    // runtime download failing because it was cut off): that must not touch its successor.
+    const current = () => this.#worker === worker;
+    worker.onmessage = (event) => current() && this.#receive(event.data);
     worker.onerror = (event) => {
       event.preventDefault();
-      this.#crashed(event.message || "the worker failed");
+      if (current()) this.#crashed(event.message || "the worker failed");
     };
-    worker.onmessageerror = () => this.#crashed("a message from the worker could not be read");
+    worker.onmessageerror = () => current() && this.#crashed("a message from the worker could not be read");
     this.#worker = worker;
   }
 

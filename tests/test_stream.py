@@ -6,6 +6,7 @@ through a memory map by :func:`stream.map_file`, and compared both ways.
 
 from __future__ import annotations
 
+import json
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -80,7 +81,7 @@ ML_DTYPES = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e
 def pairs(draw):
     """Two arrays of one shape and dtype (any byte order), B differing from A in a few places."""
     name = draw(st.sampled_from([*SCALARS, *ML_DTYPES]))
-    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=9))
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=9))
     dtype = np.dtype(ML_DTYPES.get(name, name))
     size = int(np.prod(shape)) * dtype.itemsize
     raw = draw(st.binary(min_size=size, max_size=size))
@@ -291,3 +292,58 @@ def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
     pb = save(tmp_path, "b.npy", np.asfortranarray(np.ones((30, 30), np.float32)))
     result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
     assert result["ok"] is False and result["error"]["side"] == "b" and "Fortran" in result["error"]["message"]
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from perpendis.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_stream_prints_the_in_memory_report(tmp_path, capsys):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((64, 50), dtype=np.float32)
+    b = perturbed(a, rng, 0.4)
+    b[3, 3] = 7.0
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
+    streamed_run = run_cli(capsys, pa, pb, "--stream", "--json", "--preset", "fp32-cpu")
+    loaded_run = run_cli(capsys, pa, pb, "--json", "--preset", "fp32-cpu")
+    assert streamed_run == loaded_run
+    assert streamed_run[0] == 1 and json.loads(streamed_run[1])["n_bitwise_diff"] > 0
+
+
+def test_cli_streams_big_npy_pairs_without_loading_them(tmp_path, capsys, monkeypatch):
+    from perpendis import cli
+
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1000)
+    pa = save(tmp_path, "a.npy", np.arange(1000, dtype=np.float32))
+
+    def no_loading(path):
+        raise AssertionError(f"{path} was loaded whole")
+
+    monkeypatch.setattr(cli, "load_path", no_loading)
+    code, out, _ = run_cli(capsys, pa, pa, "--json")
+    assert code == 0 and json.loads(out)["identical"] is True
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--ref", "R"], "without --ref"), ([], "--stream compares two .npy files")],
+)
+def test_cli_stream_refuses_what_it_cannot_stream(tmp_path, capsys, extra, message):
+    pa = save(tmp_path, "a.npy", np.ones(4, np.float32))
+    text = tmp_path / "b.txt"
+    text.write_text("tensor([1., 1., 1., 1.])")
+    code, out, err = run_cli(capsys, pa, text if not extra else pa, "--stream", *extra)
+    assert code == 2 and out == "" and message in err
+
+
+def test_worker_refuses_to_load_a_huge_file_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream, "WHOLE_MAX_BYTES", 100)
+    pa = save(tmp_path, "a.npy", np.ones(1000, np.float32))
+    pb = tmp_path / "b.txt"
+    pb.write_text("tensor([1., 1.])")
+    result = stream.serve(worker_request(name_b="b.txt"), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
+    assert result["ok"] is False and "too big to load whole" in result["error"]["message"]

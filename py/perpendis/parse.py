@@ -80,7 +80,7 @@ def _tensor(piece: Piece) -> Tensor:
         body = join_complex(body)
     if body is not piece.body:
         data, dots = body.encode("ascii"), None
-    flat = blank(data)
+    flat = blank(data, commas=fmt.is_float and not is_complex and form in ("list", "wrapped"))
     bounds = token_bounds(flat)
     starts = bounds[0]
     buf = np.frombuffer(data, dtype=np.uint8)

@@ -53,6 +53,10 @@ times the inputs' size for a comparison.
 """
 
 
+WHOLE_MAX_BYTES = 1 << 30
+"""Largest file the worker reads whole: beyond it a 32-bit heap cannot also compare it."""
+
+
 class Cancelled(Exception):
     """The caller asked to stop: the comparison was abandoned between two chunks."""
 
@@ -263,6 +267,14 @@ def serve(
     from . import api
 
     if not _streamable(request, files):
+        too_big = [size for _, size in files.values() if size > WHOLE_MAX_BYTES]
+        if too_big:
+            message = (
+                f"a file of {max(too_big) / 2**20:.0f} MiB is too big to load whole in the browser (the limit is "
+                f"{WHOLE_MAX_BYTES // 2**20} MiB); two .npy files of one shape are streamed instead, "
+                "or use the command line"
+            )
+            return {"ok": False, "error": InputError(message).to_dict()}
         whole = {key: read(0, size) for key, (read, size) in files.items()}
         return api.handle(request, {**payloads, **whole}, progress)
     inputs = request["inputs"]
@@ -279,7 +291,7 @@ def serve(
             preset=options.get("preset"),
             atol=options.get("atol"),
             rtol=options.get("rtol"),
-            depth=options.get("depth") or 1.0,
+            depth=1.0 if options.get("depth") is None else options["depth"],
             progress=None if progress is None else (lambda fraction: progress("streaming", fraction)),
         )
     except InputError as err:

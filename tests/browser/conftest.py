@@ -14,8 +14,10 @@ Fixtures
     A fresh Chromium profile (``launch_persistent_context`` on a new temporary folder), so
     every test starts cold: no cache, no storage, no service worker.
     ``context.requests`` lists every URL requested by the page, its workers and service
-    worker. At teardown the test fails if any request went to another origin, if the page
-    raised an uncaught error, or if the browser reported a Content-Security-Policy violation.
+    worker; ``context.page_requests`` leaves out the service worker's own downloads (it
+    caches the whole site for offline use, whatever the page needs). At teardown the test
+    fails if any request went to another origin, if the page raised an uncaught error, or if
+    the browser reported a Content-Security-Policy violation.
     ``context.console`` lists ``(type, text)`` of console messages, for assertions and
     debugging.
 ``page`` (per test)
@@ -130,11 +132,17 @@ def context(playwright, server: Server, tmp_path: Path) -> Iterator[object]:
         str(tmp_path / "profile"), executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
     )
     ctx.requests = []
+    ctx.page_requests = []
     ctx.console = []
     page_errors: list[str] = []
 
     # Context-level events include requests made by dedicated workers and service workers.
-    ctx.on("request", lambda request: ctx.requests.append(request.url))
+    def record(request) -> None:
+        ctx.requests.append(request.url)
+        if request.service_worker is None:
+            ctx.page_requests.append(request.url)
+
+    ctx.on("request", record)
 
     def watch(page) -> None:
         page.on("console", lambda message: ctx.console.append((message.type, message.text)))

@@ -32,6 +32,17 @@ CONTROLLED_JS = """async () => {
   return { names, urls };
 }"""
 
+# Waits until the named cache is the only one (or the time is up), and returns the names.
+ONLY_CACHE_JS = """async ([name, timeoutMs]) => {
+  const deadline = Date.now() + timeoutMs;
+  let names = await caches.keys();
+  while (names.join() !== name && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    names = await caches.keys();
+  }
+  return names;
+}"""
+
 
 @pytest.fixture
 def server(site: Path, tmp_path: Path) -> Iterator[Server]:
@@ -107,12 +118,9 @@ def test_a_new_build_replaces_the_cached_one(page, server: Server, site: Path, t
     deploy(next_site, tmp_path)
     page.reload()
     wait_until_ready(page)
-    page.wait_for_function(
-        "async (name) => (await caches.keys()).join() === name",
-        arg=f"perpendis-{new['version']}",
-        timeout=SW_TIMEOUT_MS,
-        polling=250,
-    )
+    assert page.evaluate(ONLY_CACHE_JS, [f"perpendis-{new['version']}", SW_TIMEOUT_MS]) == [
+        f"perpendis-{new['version']}"
+    ]
     cached_css = page.evaluate(
         """async (url) => (await (await caches.match(url)).text())""", server.url + "app/styles.css"
     )

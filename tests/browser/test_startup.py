@@ -41,7 +41,7 @@ def npy_bytes(array: np.ndarray) -> bytes:
 
 def test_page_becomes_ready_with_the_project_wheel(ready_page, context, server):
     assert "ready" in ready_page.get_by_test_id("status").text_content().lower()
-    paths = [urlsplit(url).path for url in context.requests]
+    paths = [urlsplit(url).path for url in context.page_requests]
     # Fetched by the worker, not the page: proves worker requests are seen by the harness.
     assert "/pyodide/pyodide.asm.wasm" in paths
     assert any(path.startswith("/pyodide/perpendis-") and path.endswith(".whl") for path in paths)

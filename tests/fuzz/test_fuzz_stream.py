@@ -29,9 +29,10 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-# float64 values below ~1e-81 make the comparison itself fail (bug 12 in docs/fuzzing.md,
-# in compare.py, tracked by test_tiny_float64_values_compare); this test is about streaming.
-F8 = st.floats(width=64).filter(lambda x: x == 0 or not abs(x) < 1e-70)
+# float64 values below ~1e-81 or above ~1e154 make the comparison itself fail (bugs 12 and
+# 20 in docs/fuzzing.md, in compare.py, tracked by the xfail tests below); this test is
+# about streaming.
+F8 = st.floats(width=64).filter(lambda x: x == 0 or not (abs(x) < 1e-70 or 1e150 < abs(x) < np.inf))
 
 
 @st.composite
@@ -74,3 +75,9 @@ def test_mutated_streams_compare_or_fail_cleanly(files, data, chunk, short_read)
 def test_tiny_float64_values_compare():
     a = npy_bytes(np.array([2.6e-82, -1e-90]))
     assert outcome(lambda both: streamed(*both, 64, None), (a, a), returns=Report).error is None
+
+
+@pytest.mark.xfail(strict=True, reason="bug 20 in docs/fuzzing.md: compare._snr_db takes log10(0) when noise is inf")
+def test_huge_float64_values_compare():
+    a, b = npy_bytes(np.array([0.0, 1.35e154])), npy_bytes(np.array([0.0, 1.0]))
+    assert outcome(lambda both: streamed(*both, 64, None), (a, b), returns=Report).error is None

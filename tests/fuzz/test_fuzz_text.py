@@ -59,6 +59,18 @@ def any_text() -> st.SearchStrategy[str]:
     return numpy_text().map(lambda sample: sample[0]) | torch_text() | st.sampled_from(COMMITTED)
 
 
+def as_printed(array: np.ndarray) -> np.ndarray:
+    """``array`` with every NaN made the canonical quiet NaN: text says ``nan`` whatever the
+    NaN's sign and payload, so that is all a parser can give back."""
+    if array.dtype.kind == "c":
+        out = np.empty_like(array)
+        out.real, out.imag = as_printed(array.real), as_printed(array.imag)
+        return out
+    if array.dtype.kind == "f":
+        return np.where(np.isnan(array), array.dtype.type(np.nan), array)
+    return array
+
+
 @FUZZ
 @given(numpy_text())
 def test_lossless_numpy_text_parses_exactly(sample):
@@ -69,7 +81,7 @@ def test_lossless_numpy_text_parses_exactly(sample):
     assert result.error is None, f"{result.error} for {text!r}"
     [tensor] = result.tensors
     if form == "repr":
-        assert_same(tensor, array)
+        assert_same(tensor, as_printed(array))
         return
     assert tensor.size == array.size * (2 if array.dtype.kind == "c" else 1)
     if array.ndim and array.size and array.dtype.kind != "c":  # "[]" cannot say (0, 3) from (0,)

@@ -19,26 +19,38 @@ from ..errors import InputError
 MAX_DEPTH = 64  # NumPy's limit on dimensions
 
 _BLANK = bytes.maketrans(b"\n[],'\"", b"      ")
+_BLANK_BUT_COMMAS = bytes.maketrans(b"\n[]'\"", b"     ")
 
 
-def blank(data: bytes) -> bytes:
-    """``data`` with line breaks, brackets, commas and quotes made spaces: the numbers alone, each at its offset."""
-    return data.translate(_BLANK)
+def blank(data: bytes, commas: bool = False) -> bytes:
+    """``data`` with line breaks, brackets, quotes and (unless ``commas``) commas made spaces:
+    the numbers alone, each at its offset.
+
+    NumPy reads numbers separated by commas about a tenth faster than by spaces, so
+    text whose every item ends with a comma keeps them.
+    """
+    return data.translate(_BLANK_BUT_COMMAS if commas else _BLANK)
 
 
 def token_bounds(flat: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) offsets of the tokens between the spaces of ``flat``."""
+    """Start and end (exclusive) offsets of the tokens between the spaces and commas of ``flat``."""
     chars = np.frombuffer(flat, dtype=np.uint8)
     if chars.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    # In-place operations: each fresh 12 MB temporary costs page faults as well as a pass.
     word = chars != ord(" ")
+    scratch = chars != ord(",")
+    word &= scratch
     # Token edges alternate start, end, start...: one pass finds them all.
-    edges = np.flatnonzero(word[1:] ^ word[:-1]) + 1
+    edge = np.not_equal(word[1:], word[:-1], out=scratch[1:])
+    edges = np.flatnonzero(edge)
+    edges += 1
     if word[0]:
         edges = np.concatenate(([0], edges))
     if word[-1]:
         edges = np.concatenate((edges, [word.size]))
-    return edges[0::2].copy(), edges[1::2].copy()  # contiguous: every later operation is faster
+    starts, ends = edges.reshape(-1, 2).T.copy()  # contiguous rows: every later operation is faster
+    return starts, ends
 
 
 def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str]) -> tuple[int, ...]:
@@ -46,7 +58,9 @@ def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str])
 
     ``line_at(offset)`` names the line of an offset, for error messages.
     """
-    pos = np.flatnonzero((buf == ord("[")) | (buf == ord("]")))
+    bracket = buf == ord("[")
+    bracket |= buf == ord("]")
+    pos = np.flatnonzero(bracket)
     if pos.size == 0:
         return (int(starts.size),)
     opening = buf[pos] == ord("[")
@@ -76,7 +90,9 @@ def shape_of(buf: np.ndarray, starts: np.ndarray, line_at: Callable[[int], str])
         )
     shape: list[int] = []
     for level in range(1, ndim + 1):
-        counts = innermost if level == ndim else _children(pos, opening, depth, level, pos[opening & (depth == level + 1)])
+        counts = (
+            innermost if level == ndim else _children(pos, opening, depth, level, pos[opening & (depth == level + 1)])
+        )
         ragged = np.flatnonzero(counts != counts[0])
         if ragged.size:
             row = [int(i) for i in np.unravel_index(int(ragged[0]), tuple(shape))]

@@ -46,6 +46,7 @@ from ..bits import Format, to_float64
 from ..errors import InputError
 
 NUMPY_PRECISION = 8
+_ANY_TOKEN = re.compile(rb"[^\s,]")  # found at once in any text with numbers
 _IMAGINARY_ONLY = re.compile(r"(?:(?<=[\s\[,])|^)([+-]?)((?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?j|nanj|infj)")
 
 
@@ -83,8 +84,9 @@ def whole_values(tokens: list[str], fmt: Format, where: str) -> np.ndarray:
 
 
 def decimals(flat: bytes, hexadecimal: bool, where: str) -> np.ndarray:
-    """The whitespace-separated numbers in ``flat`` as float64, each the nearest to its decimal."""
-    if hexadecimal or not flat or flat.isspace():
+    """The numbers in ``flat`` (separated by commas if it has any, else by spaces) as float64,
+    each the nearest to its decimal."""
+    if hexadecimal or _ANY_TOKEN.search(flat) is None:
         tokens = flat.decode("ascii").split()
         try:
             return np.fromiter(map(float.fromhex, tokens), dtype=np.float64, count=len(tokens))
@@ -94,9 +96,9 @@ def decimals(flat: bytes, hexadecimal: bool, where: str) -> np.ndarray:
         # NumPy 2.0 warns and stops at a bad token; later versions raise.
         with warnings.catch_warnings():
             warnings.simplefilter("error", DeprecationWarning)
-            return np.fromstring(flat, dtype=np.float64, sep=" ")
+            return np.fromstring(flat, dtype=np.float64, sep="," if b"," in flat else " ")
     except (ValueError, DeprecationWarning):
-        tokens = flat.decode("ascii").split()
+        tokens = flat.decode("ascii").replace(",", " ").split()
         try:
             return np.array(tokens, dtype=np.float64)
         except ValueError:
@@ -162,16 +164,14 @@ def exactness(
     sci = np.zeros(n, dtype=bool)
     mant_end = ends
     if b"e" in flat or b"E" in flat:
-        marks = (buf == ord("e")) | (buf == ord("E")) if b"E" in flat else buf == ord("e")
-        owner, marks = _owner(starts, ends, np.flatnonzero(marks))
+        is_e = (buf == ord("e")) | (buf == ord("E")) if b"E" in flat else buf == ord("e")
+        owner, marks = _owner(starts, ends, np.flatnonzero(is_e))
         sci[owner] = True
         mant_end = ends.copy()
         mant_end[owner] = marks
-    dot = np.full(n, -1, dtype=np.int64)
-    owner, marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")) if dots is None else dots)
-    dot[owner] = marks
+    dotted, dot_marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")) if dots is None else dots)
     frac = np.zeros(n, dtype=np.int64)
-    frac[owner] = mant_end[owner] - marks - 1
+    frac[dotted] = mant_end[dotted] - dot_marks - 1
     # Both printers switch to scientific notation before a nonzero value could print as 0.
     check = np.isfinite(printed) & (printed != 0)
     if printer == "fixed":
@@ -184,6 +184,8 @@ def exactness(
     value = to_float64(stored.ravel(), fmt)
     held = lost = np.zeros(n, dtype=bool)
     if sci.any():
+        dot = np.full(n, -1, dtype=np.int64)
+        dot[dotted] = dot_marks
         held, lost = _settled_scientific(places, value, fmt)
         settled = sci & check & _normalised(buf, dot)
         held &= settled
