@@ -520,9 +520,11 @@ def tab_figures(
     tab.phase("harness")
     log("parsing pasted text in the tab")
     parse = page.evaluate(WORKER_JOB_JS, ["bench/pyworker.js", PY_PARSE, {}, [["text", "bench/text1m.txt", "text"]]])
-    out["parse_1m_tab_ms"] = parse["to_python_ms"] + parse["parse_ms"]
-    out["parse_1m_tab_str_to_python_ms"] = parse["to_python_ms"]
+    # The page's worker moves long texts into Python as UTF-8 bytes; Pyodide's own string
+    # conversion is shown beside it, as the cost that avoids.
+    out["parse_1m_tab_ms"] = parse["utf8_ms"] + parse["parse_ms"]
     out["parse_1m_tab_utf8_to_python_ms"] = parse["utf8_ms"]
+    out["parse_1m_tab_str_to_python_ms"] = parse["to_python_ms"]
     tab.phase("harness")
     log("memory and stages of a full report in the tab")
     memory = page.evaluate(WORKER_JOB_JS, ["bench/pyworker.js", PY_COMPARE, {}, pair])

@@ -163,3 +163,20 @@ def test_zero_dimensional_float64_repr_is_judged_like_any_numpy_print() -> None:
     tensor = _one(repr(np.array(0.1 + 2**-40)))
     assert tensor.shape == () and not tensor.lossless
     assert tensor.array == np.float64(repr(np.array(0.1 + 2**-40))[6:-1])
+
+
+def test_empty_nested_list_keeps_its_shape() -> None:
+    original = np.zeros((2, 0))
+    tensor = _one(repr(original.tolist()))
+    assert tensor.shape == (2, 0) and tensor.format == "float64"
+
+
+@pytest.mark.parametrize(
+    "original", [np.array([1 + 2j, -0.5j, 0j, complex(-0.0, 1.0)]), np.array(-1.5e-7j), np.array(0j, np.complex64)]
+)
+def test_python_complex_text_without_numpy_padding(original: np.ndarray) -> None:
+    """``tolist()`` and ``str`` of a 0-d array print Python complexes: ``(1+2j)``, and ``-0.5j`` without a real part."""
+    text = repr(original.tolist()) if original.ndim else str(original)
+    tensor = _one(text)
+    expected = np.stack([original.real, original.imag], axis=-1).astype(np.float64).reshape(-1, 2)
+    np.testing.assert_array_equal(tensor.array.reshape(-1, 2).view(np.uint64), expected.view(np.uint64))

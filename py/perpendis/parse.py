@@ -83,11 +83,10 @@ def _tensor(piece: Piece) -> Tensor:
     flat = blank(data, commas=fmt.is_float and not is_complex and form in ("list", "wrapped"))
     bounds = token_bounds(flat)
     starts = bounds[0]
-    buf = np.frombuffer(data, dtype=np.uint8)
     if form == "table":
-        shape, source = _table_shape(buf, starts, line_at, source)
+        shape, source = _table_shape(np.frombuffer(data, dtype=np.uint8), starts, line_at, source)
     elif "[" in body:
-        shape = shape_of(buf, starts, line_at)
+        shape = shape_of(data, starts, line_at)
     else:
         shape = ()
         if starts.size != 1:

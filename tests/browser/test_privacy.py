@@ -37,6 +37,12 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return out.getvalue()
 
 
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
 def wait_report(page) -> None:
     """Wait for a fresh report: compare() hides the old one before it asks the core."""
     page.wait_for_function(
@@ -188,12 +194,6 @@ def test_no_input_leaves_the_tab(ready_page, context, server, tmp_path):
     # The share link loaded the page anew: the recorder saw its worker fetch Pyodide's runtime.
     assert any("/pyodide/" in request["url"] for request in recorder.requests), recorder.requests
     assert_private(recorder, server, secrets, share_url.split("#", 1)[1])
-
-
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **arrays)
-    return out.getvalue()
 
 
 def test_no_input_leaves_the_tab_with_reference_bisect_and_runs(ready_page, context, server):

@@ -238,3 +238,12 @@ def test_huge_memo_index_is_cheap(index):
     pkl = b"\x80\x02]r" + index.to_bytes(4, "little") + b"."
     data = rezip(seed, lambda name, content: pkl if name.endswith("data.pkl") else content)
     assert outcome(formats.read, data, "x.pt").error is not None
+
+
+@pytest.mark.parametrize("change", [b"\x00\x00", b"\x00"])
+def test_storage_of_another_size_than_declared_is_refused(change):
+    """Found by the storage mutations: extra bytes before a storage shifted every value."""
+    seed = COMMITTED[[p.name for p in sorted(FIXTURES.glob("*.pt"))].index("torch_tensor.pt")]
+    data = rezip(seed, lambda name, content: change + content if name.endswith("/data/0") else content)
+    result = outcome(formats.read, data, "x.pt")
+    assert result.error is not None and "'0'" in result.error.message

@@ -87,7 +87,7 @@ def decimals(flat: bytes, hexadecimal: bool, where: str) -> np.ndarray:
     """The numbers in ``flat`` (separated by commas if it has any, else by spaces) as float64,
     each the nearest to its decimal."""
     if hexadecimal or _ANY_TOKEN.search(flat) is None:
-        tokens = flat.decode("ascii").split()
+        tokens = _tokens(flat)
         try:
             return np.fromiter(map(float.fromhex, tokens), dtype=np.float64, count=len(tokens))
         except ValueError:
@@ -98,11 +98,15 @@ def decimals(flat: bytes, hexadecimal: bool, where: str) -> np.ndarray:
             warnings.simplefilter("error", DeprecationWarning)
             return np.fromstring(flat, dtype=np.float64, sep="," if b"," in flat else " ")
     except (ValueError, DeprecationWarning):
-        tokens = flat.decode("ascii").replace(",", " ").split()
+        tokens = _tokens(flat)
         try:
             return np.array(tokens, dtype=np.float64)
         except ValueError:
             _raise_bad_token(tokens, float, where)
+
+
+def _tokens(flat: bytes) -> list[str]:
+    return flat.decode("ascii").replace(",", " ").split()
 
 
 def _raise_bad_token(tokens: list[str], reader: Callable[[str], float], where: str) -> NoReturn:
@@ -167,8 +171,7 @@ def exactness(
         is_e = (buf == ord("e")) | (buf == ord("E")) if b"E" in flat else buf == ord("e")
         owner, marks = _owner(starts, ends, np.flatnonzero(is_e))
         sci[owner] = True
-        mant_end = ends.copy()
-        mant_end[owner] = marks
+        mant_end = _spread(n, owner, marks, ends)
     dotted, dot_marks = _owner(starts, ends, np.flatnonzero(buf == ord(".")) if dots is None else dots)
     frac = np.zeros(n, dtype=np.int64)
     frac[dotted] = mant_end[dotted] - dot_marks - 1
@@ -181,12 +184,11 @@ def exactness(
         # NumPy pads scientific mantissas with zeros to a common width and trims them in
         # positional mode; either way every value was rounded at the same digit.
         places = np.full(n, _numpy_precision(buf, mant_end, frac, check))
-    value = to_float64(stored.ravel(), fmt)
+    stored = stored.ravel()
     held = lost = np.zeros(n, dtype=bool)
     if sci.any():
-        dot = np.full(n, -1, dtype=np.int64)
-        dot[dotted] = dot_marks
-        held, lost = _settled_scientific(places, value, fmt)
+        dot = _spread(n, dotted, dot_marks, -1)
+        held, lost = _settled_scientific(places, stored if fmt.native else to_float64(stored, fmt), fmt)
         settled = sci & check & _normalised(buf, dot)
         held &= settled
         lost &= settled
@@ -197,15 +199,17 @@ def exactness(
     in_sci = np.flatnonzero(sci[at])
     unit_exp[in_sci] += _exponent_values(buf, mant_end[at][in_sci], ends[at][in_sci])
     shown = printed[at]
-    missed = ~_pinned(shown, value[at], fmt, unit_exp)
+    missed = ~_pinned(shown, to_float64(stored[at], fmt), fmt, unit_exp)
     n_inexact = int(np.count_nonzero(lost)) + int(np.count_nonzero(missed))
     if n_inexact == 0:
         return Exactness(True, None, 0)
     # Significant digits: all but the point of a normalised mantissa, else from the decimal's magnitude.
-    digits = np.concatenate(
-        (places[lost] + 1, np.floor(np.log10(np.abs(shown[missed]))).astype(np.int64) - unit_exp[missed] + 1)
-    )
-    return Exactness(False, int(digits.min()), n_inexact)
+    digits = []
+    if lost.any():
+        digits.append(int(np.min(places, where=lost, initial=np.iinfo(places.dtype).max)) + 1)
+    if missed.any():
+        digits.append(int((np.floor(np.log10(np.abs(shown[missed]))) - unit_exp[missed]).min()) + 1)
+    return Exactness(False, min(digits), n_inexact)
 
 
 def _normalised(buf: np.ndarray, dot: np.ndarray) -> np.ndarray:
@@ -253,6 +257,15 @@ def _owner(starts: np.ndarray, ends: np.ndarray, marks: np.ndarray) -> tuple[sli
     if marks.size == starts.size and np.all((marks >= starts) & (marks < ends)):
         return slice(None), marks  # the usual case, every token has one: no index array to gather with
     return np.searchsorted(starts, marks, side="right") - 1, marks
+
+
+def _spread(n: int, owner: slice | np.ndarray, marks: np.ndarray, default: np.ndarray | int) -> np.ndarray:
+    """Each of ``n`` tokens' mark (from :func:`_owner`), or its ``default`` where it has none."""
+    if isinstance(owner, slice):
+        return marks  # every token has one
+    spread = np.full(n, default, dtype=np.int64) if np.ndim(default) == 0 else default.copy()
+    spread[owner] = marks
+    return spread
 
 
 def _exponent_values(buf: np.ndarray, marks: np.ndarray, stops: np.ndarray) -> np.ndarray:

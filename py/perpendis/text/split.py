@@ -3,10 +3,11 @@
 A printed tensor is a *wrapper* (``tensor(``, ``array(``, ``Array(``, ``tf.Tensor(``,
 ``<tf.Tensor: ...numpy=``, ``np.float32(``) around a *body* (nested brackets of
 numbers, or one number) followed by keywords (``dtype=``, ``size=``, ``device=``...).
-Bodies hold no parentheses, so a wrapper's keywords end at the first ``)``.  Only the
-brackets of the body are scanned, with NumPy, so a 12 MB paste costs a few passes over
-its bytes.  Text without any wrapper is one *bare* piece: a nested list, a NumPy
-``print``, hex floats, one number per line or CSV.
+Bodies hold no parentheses, so a wrapper's keywords end at the first ``)`` and its body
+at the last ``]`` before that: string searches at memory speed, so a 12 MB paste is not
+scanned here at all.  A Python list of NumPy scalars (what ``list(arr)`` prints) is one
+piece, its wrappers dropped.  Text without any wrapper is one *bare* piece: a nested
+list, a NumPy ``print``, hex floats, one number per line or CSV.
 """
 
 from __future__ import annotations
