@@ -2,13 +2,15 @@
 // asks the network only for what may have changed. build.py publishes it as dist/sw.js (the
 // site root, so its scope covers the page) with this build's files written over BUILD.
 //
-// Strategy per file, from the build's list:
-// - immutable (Pyodide's own files, byte for byte as released): cache first, never asked again;
-// - everything else (the page, app/*, and what build.py writes: the lock, the project wheel,
-//   the stdlib and NumPy with bytecode): network first, so a new build shows at once, and the
-//   cached copy when the network fails or hangs.
-// Each build has its own cache, filled at install with integrity-checked bytes, so the cache
-// always holds one consistent build; activating a build deletes the caches of older ones.
+// Strategy: every file of the build is asked from the network first, so a new build shows at
+// once, and taken from this worker's cache when the network fails or hangs. Pyodide's own
+// files (marked immutable: byte for byte as released) never reach the network that way: the
+// server lets the browser's HTTP cache keep them for a year, and answering from there rather
+// than from this cache keeps V8's compiled-code cache for the 1.2 MB runtime script and the
+// WebAssembly (measured: warm start 1.87 s cache first, 1.44 s this way; 1.34 s with no
+// service worker). Each build has its own cache, filled at install with integrity-checked
+// bytes, so the cache always holds one consistent build; activating a build deletes the
+// caches of older ones.
 
 const BUILD = { version: "unbuilt", files: [] }; // build.py: files
 
@@ -41,9 +43,8 @@ self.addEventListener("fetch", (event) => {
   const { request } = event;
   if (request.method !== "GET") return;
   const key = cacheKey(request);
-  const file = FILES.get(key);
-  if (!file) return; // not part of the build: the browser handles it as if there were no service worker
-  event.respondWith(file.immutable ? cacheFirst(key, request) : networkFirst(key, request));
+  if (!FILES.has(key)) return; // not part of the build: the browser handles it as if there were no service worker
+  event.respondWith(networkFirst(key, request));
 });
 
 /** The build's URL a request stands for: any navigation to the root or index.html is the page. */
@@ -64,6 +65,7 @@ async function precache() {
       const url = new URL(file.path, SCOPE).href;
       // The integrity check rejects bytes of another build (deployed since this sw.js was
       // fetched): installing then fails, and the next visit installs the right build.
+      // Immutable files may come from the HTTP cache (the page has just loaded them).
       const response = await fetch(url, { integrity: file.integrity, cache: file.immutable ? "default" : "no-cache" });
       if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
       await cache.put(url, response);
@@ -73,10 +75,6 @@ async function precache() {
 
 async function cached(key) {
   return (await caches.open(CACHE)).match(key);
-}
-
-async function cacheFirst(key, request) {
-  return (await cached(key)) ?? fetch(request);
 }
 
 async function networkFirst(key, request) {

@@ -229,7 +229,7 @@ def test_service_worker_is_at_the_root_and_lists_every_file_with_its_hash(site: 
         assert file["integrity"] == "sha256-" + base64.b64encode(digest).decode(), path
 
 
-def test_service_worker_serves_cache_first_exactly_what_the_server_marks_immutable(site: Path):
+def test_files_the_service_worker_may_take_from_the_http_cache_are_those_served_immutable(site: Path):
     for file in sw_manifest(site)["files"]:
         assert file["immutable"] == (serve.cache_control("/" + file["path"]) == serve.IMMUTABLE), file["path"]
     immutable = {file["path"] for file in sw_manifest(site)["files"] if file["immutable"]}
