@@ -21,6 +21,7 @@ import { decodeShare, encodeShare } from "./share.js";
 const $ = (id) => document.getElementById(id);
 const SIDES = ["a", "b"];
 const INPUTS = [...SIDES, "ref"]; // the reference is optional
+const IN_PLACE_BYTES = 32 * 2 ** 20; // files from this size are handed to the worker unread
 const SCATTER_POINTS = 2000;
 const SLICE_CELLS = 4096;
 
@@ -83,11 +84,16 @@ function renderChip(side) {
   const file = state.files[side];
   chip.hidden = !file;
   $(`side-${side}`).classList.toggle("has-file", Boolean(file));
-  if (file) chip.querySelector(".file-name").textContent = `${describeFiles(file)} — used instead of the text`;
+  const what = file && file.file ? `${file.name} (${file.file.size} bytes, read in place)` : file && describeFiles(file);
+  if (file) chip.querySelector(".file-name").textContent = `${what} — used instead of the text`;
 }
 
 async function setFiles(side, fileList) {
-  state.files[side] = await readFiles(fileList);
+  // A big file stays where it is: the worker reads it (streaming big .npy pairs) without
+  // the page ever holding a copy.
+  const [first] = fileList;
+  const inPlace = fileList.length === 1 && first.size >= IN_PLACE_BYTES;
+  state.files[side] = inPlace ? { name: first.name, file: first } : await readFiles(fileList);
   delete state.voidFormat[side];
   renderChip(side);
 }
@@ -116,7 +122,9 @@ function currentInputs() {
 function toRequest(inputs) {
   const transfer = [];
   const out = {};
-  for (const [side, input] of Object.entries(inputs)) out[side] = packInput(input, transfer);
+  for (const [side, input] of Object.entries(inputs)) {
+    out[side] = input.file ? { name: input.name, file: input.file } : packInput(input, transfer);
+  }
   return { inputs: out, transfer };
 }
 
@@ -213,6 +221,10 @@ async function rejudge() {
     return;
   }
   if (!state.result) return;
+  if (state.result.streamed) {
+    compare(); // the core kept nothing of a streamed pair: stream it again with the new tolerance
+    return;
+  }
   clearError();
   const job = ++state.job;
   const result = await ask("rejudge", { options: toleranceOptions() }, [], job);
@@ -251,6 +263,10 @@ function showReport(result, { fresh }) {
   $("share-link").hidden = true;
   $("verdict-box").scrollIntoView({ block: "nearest" });
   const start = report.first_diff;
+  if (result.streamed) {
+    showStreamed(report);
+    return;
+  }
   state.view = shape && shape.length >= 2 && report.n_bitwise_diff > 0
     ? { axes: [shape.length - 2, shape.length - 1], index: start ? [...start.index] : shape.map(() => 0), metric: "abs" }
     : null;
@@ -268,6 +284,21 @@ function showReport(result, { fresh }) {
   loadScatter(report);
 }
 
+/** A streamed pair is not kept by the core: the report's own elements are all there is to show. */
+function showStreamed(report) {
+  state.view = null;
+  $("slice-card").hidden = true;
+  const start = report.first_diff;
+  if (start) showElement(start, null);
+  else {
+    fill($("element"));
+    $("element-index").textContent = "";
+  }
+  $("nav-status").textContent = "The files were streamed, not kept: stepping between differences, the heat map " +
+    "and the scatter plot need them in memory.";
+  renderEmptyChart($("scatter"), "Not available for streamed files.");
+}
+
 function comparedShape(report) {
   if (report.compared_shape) return report.compared_shape;
   return report.shape_match ? report.a.shape : null;
@@ -281,6 +312,7 @@ function showElement(element, detail) {
 }
 
 async function selectElement(flat) {
+  if (state.result && state.result.streamed) return;
   const result = await ask("element", { flat });
   if (!result || !result.ok) {
     if (result) showError(result.error);
@@ -300,7 +332,7 @@ async function selectElement(flat) {
 }
 
 async function step(direction) {
-  if (state.selected === null) return;
+  if (state.selected === null || (state.result && state.result.streamed)) return;
   const result = await ask("step", { flat: state.selected, direction });
   if (!result || !result.ok) {
     if (result) showError(result.error);
@@ -432,6 +464,11 @@ async function share() {
     return;
   }
   const { a, b, options } = state.compared;
+  if ((a && a.file) || (b && b.file)) {
+    $("export-status").textContent = "Files this big are read in place and cannot travel in a link; " +
+      "share the downloaded JSON report instead.";
+    return;
+  }
   const packed = await encodeShare({ a, b, options });
   if (!packed.ok) {
     $("export-status").textContent = packed.reason;

@@ -7,25 +7,58 @@ const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 
 importScripts(PYODIDE_URL + "pyodide.js");
 
+// Files the page hands over unread (too big to copy around whole) are read here a slice at
+// a time, when Python asks for the bytes: synchronously, since Python waits for them.
+self.readSlice = (blob, start, length) =>
+  new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));
+
+// Long pasted texts travel as UTF-8 bytes: Pyodide turns a JS string into a Python str
+// several times slower than Python decodes the same text from a buffer.
+const TEXT_AS_BYTES = 1 << 16;
+const UTF8 = new TextEncoder();
+
 // Glue run once in Python: copy each transferred buffer into a NumPy array in one memcpy
-// (`assign_to`), then call the one entry point.
+// (`assign_to`), put long texts back as str, then call the one entry point (`stream.serve`
+// when the page handed over files unread: it streams big .npy pairs, reads the rest whole).
 const GLUE = `
 import inspect
 import json
 import numpy as np
-from perpendis import api
+from js import readSlice
+from perpendis import api, stream
 
 # api.handle may take a progress callback (stage, fraction); pass it only if it does.
 TAKES_PROGRESS = "progress" in inspect.signature(api.handle).parameters
 
-def serve(request_json, buffers, progress):
+def blob_reader(blob):
+    def read(offset, length):
+        array = np.empty(length, dtype=np.uint8)
+        readSlice(blob, offset, length).assign_to(array)
+        return array
+    return read
+
+def with_texts(value, payloads):
+    if isinstance(value, list):
+        return [with_texts(item, payloads) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "utf8" in value:
+        rest = {k: v for k, v in value.items() if k != "utf8"}
+        return {**rest, "text": payloads.pop(value["utf8"]).tobytes().decode("utf-8")}
+    return {k: with_texts(v, payloads) for k, v in value.items()}
+
+def serve(request_json, buffers, blobs, progress):
     payloads = {}
     for key, view in buffers:
         array = np.empty(view.byteLength, dtype=np.uint8)
         view.assign_to(array)
         payloads[key] = array
+    request = with_texts(json.loads(request_json), payloads)
+    if blobs:
+        files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
+        return json.dumps(stream.serve(request, payloads, files, progress), allow_nan=False)
     kwargs = {"progress": progress} if TAKES_PROGRESS else {}
-    return json.dumps(api.handle(json.loads(request_json), payloads, **kwargs), allow_nan=False)
+    return json.dumps(api.handle(request, payloads, **kwargs), allow_nan=False)
 
 serve
 `;
@@ -37,17 +70,31 @@ function status(state, message, fraction) {
   self.postMessage({ type: "status", state, message, fraction });
 }
 
-// Replaces every {name, buffer} in the inputs by {name, data: key} and collects the buffers,
-// the shape api.handle expects. Walks nested lists too (bisect takes lists of files).
-function splitPayloads(value, buffers) {
-  if (Array.isArray(value)) return value.map((item) => splitPayloads(item, buffers));
+// Replaces every {name, buffer} and {name, file} in the inputs by {name, data: key}, the
+// shape api.handle expects, collecting buffers and unread files (Blobs); a long {text}
+// becomes {utf8: key} with its bytes among the buffers. Walks nested lists too (bisect
+// takes lists of files).
+function splitPayloads(value, buffers, blobs) {
+  const key = () => `p${buffers.length + blobs.length}`;
+  if (Array.isArray(value)) return value.map((item) => splitPayloads(item, buffers, blobs));
   if (value && typeof value === "object") {
     if (value.buffer instanceof ArrayBuffer) {
-      const key = `p${buffers.length}`;
-      buffers.push([key, new Uint8Array(value.buffer)]);
-      return { name: value.name, data: key };
+      const k = key();
+      buffers.push([k, new Uint8Array(value.buffer)]);
+      return { name: value.name, data: k };
     }
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, splitPayloads(v, buffers)]));
+    if (value.file instanceof Blob) {
+      const k = key();
+      blobs.push([k, value.file]);
+      return { name: value.name, data: k };
+    }
+    if (typeof value.text === "string" && value.text.length >= TEXT_AS_BYTES) {
+      const k = key();
+      buffers.push([k, UTF8.encode(value.text)]);
+      const { text, ...rest } = value;
+      return { ...rest, utf8: k };
+    }
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, splitPayloads(v, buffers, blobs)]));
   }
   return value;
 }
@@ -66,11 +113,12 @@ function handle(message) {
   const { id, op } = message;
   if (op === "cancel") return; // cancelling is the page terminating this worker
   const buffers = [];
-  const request = splitPayloads(message, buffers);
+  const blobs = [];
+  const request = splitPayloads(message, buffers, blobs);
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
   let result;
   try {
-    result = JSON.parse(serve(JSON.stringify(request), buffers, progress));
+    result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress));
   } catch (err) {
     result = internalError(err);
     if (/fatal/i.test(result.error.detail)) {

@@ -13,10 +13,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import stream
 from .bisect import bisect, path_entries
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
+from .report import Report
 from .tensor import Tensor
 from .tolerance import PRESETS
 
@@ -32,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
     p.add_argument("--ref", metavar="R", help="a higher-precision run (e.g. float64) to judge A and B against")
     add_tolerance_options(p)
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="read two .npy files chunk by chunk through memory maps, never whole (automatic when "
+        f"together they reach {stream.STREAM_MIN_BYTES // 2**20} MiB); needs equal shapes, no --ref",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
     return p
@@ -77,14 +85,28 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
     return a, b, ref
 
 
+def _streamed(args: argparse.Namespace) -> Report | None:
+    """The report of two .npy files read chunk by chunk, or None when they are compared in memory."""
+    if args.stream and (args.b is None or args.ref is not None):
+        raise InputError("--stream compares two .npy files A and B, without --ref; leave it out to load them whole")
+    if args.b is None or args.ref is not None or not stream.should_stream(args.a, args.b, forced=args.stream):
+        return None
+    a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
+    return stream.compare_sources(a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+
+
+def _in_memory(args: argparse.Namespace) -> Report:
+    a, b, ref = _inputs(args)
+    return compare(a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bisect"]:
         return bisect_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        a, b, ref = _inputs(args)
-        report = compare(a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+        report = _streamed(args) or _in_memory(args)
     except InputError as err:
         print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
         return 2

@@ -56,34 +56,56 @@ Chunk = tuple[int, np.ndarray, np.ndarray]
 
 @dataclass
 class Sample:
-    """``count`` rows seen, of which ``parts`` keeps all (exact) or a uniform subset."""
+    """``count`` rows seen, at most ``cap`` of them shown by :meth:`rows`: all (exact) or a
+    uniform subset.
+
+    The rows are kept in groups ``(rows, seen)``, each all ``seen`` rows of some chunks or
+    a uniform subset of them.  Merging only appends groups; they are cut back to ``cap``
+    rows, each group in proportion to the rows it stands for, once they hold twice as
+    many, so a row is copied a bounded number of times however long the fold.  (Cutting
+    back at every merge made a long streamed comparison copy the whole sample per chunk.)
+    """
 
     count: int = 0
-    parts: list[np.ndarray] = field(default_factory=list)
+    groups: list[tuple[np.ndarray, int]] = field(default_factory=list)
+    cap: int = 0
 
     @property
     def kept(self) -> int:
-        return sum(len(p) for p in self.parts)
+        return sum(len(rows) for rows, _ in self.groups)
 
     def rows(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.empty((0, 0))
+        groups = self._cut().groups
+        return np.concatenate([rows for rows, _ in groups]) if groups else np.empty((0, 0))
 
     def merge(self, other: Sample, cap: int) -> Sample:
-        merged = Sample(self.count + other.count, self.parts + other.parts)
-        if merged.kept <= cap:
-            return merged
-        # Keep each side in proportion to the rows it stands for, so the result stays uniform.
-        rng = np.random.default_rng(merged.count)
-        k_self = min(self.kept, round(cap * self.count / merged.count))
-        k_other = min(other.kept, cap - k_self)
-        picked = [_subsample(s.rows(), k, rng) for s, k in ((self, k_self), (other, k_other))]
-        return Sample(merged.count, [p for p in picked if len(p)])
+        merged = Sample(self.count + other.count, self.groups + other.groups, cap)
+        return merged._cut() if merged.kept > 2 * cap else merged
+
+    def _cut(self) -> Sample:
+        """At most ``cap`` rows, taken from each group in proportion to the rows it stands for."""
+        if self.kept <= self.cap:
+            return self
+        kept = np.array([len(rows) for rows, _ in self.groups])
+        share = np.array([seen for _, seen in self.groups]) * (self.cap / self.count)
+        take = np.minimum(kept, np.floor(share).astype(np.int64))
+        # The rounding remainder goes to the groups with the largest fractions and rows to spare.
+        spare = np.flatnonzero(kept > take)
+        extra = spare[np.argsort(-(share - take)[spare], kind="stable")][: self.cap - int(take.sum())]
+        take[extra] += 1
+        rng = np.random.default_rng(self.count)
+        picked = [_subsample(rows, int(k), rng) for (rows, _), k in zip(self.groups, take, strict=True)]
+        return Sample(self.count, [(np.concatenate(picked), self.count)], self.cap)
 
 
 def _subsample(rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    if k >= len(rows):
+    """A uniform choice of ``k`` rows, in their order (drawing the rows to drop when they are fewer)."""
+    n = len(rows)
+    if k >= n:
         return rows
-    return rows[np.sort(rng.choice(len(rows), size=k, replace=False))]
+    keep = np.zeros(n, dtype=bool) if k <= n // 2 else np.ones(n, dtype=bool)
+    keep[rng.choice(n, size=min(k, n - k), replace=False)] = k <= n // 2
+    return rows[keep]
 
 
 def _sample_of(cap: int, *columns: np.ndarray) -> Sample:
@@ -92,7 +114,7 @@ def _sample_of(cap: int, *columns: np.ndarray) -> Sample:
     if n == 0:
         return Sample()
     keep = slice(None) if n <= cap else np.sort(np.random.default_rng(n).choice(n, size=cap, replace=False))
-    return Sample(n, [np.column_stack([c[keep] for c in columns])])
+    return Sample(n, [(np.column_stack([c[keep] for c in columns]), n)], cap)
 
 
 # ---------------------------------------------------------------------------------------

@@ -14,7 +14,11 @@ genuinely big file knows which limit they hit.
     Bytes a streaming reader should read first: enough to hold any accepted header.
 ``MAX_ELEMENTS``
     Most elements in one tensor (2**31): beyond what a 32-bit browser heap can hold,
-    and it stops absurd declared shapes before any size arithmetic overflows.
+    and it stops absurd declared shapes before any size arithmetic overflows.  An
+    empty shape is held to it too, through the product of its nonzero sides: NumPy
+    refuses ``(2**62, 0)`` although it has no elements.
+``MAX_DIMS``
+    Most dimensions of a tensor: NumPy's own limit.
 ``ZIP_MAX_MEMBERS``, ``ZIP_MAX_TOTAL_BYTES``
     Most members, and most uncompressed bytes over all members, of a ``.npz`` or
     ``torch.save`` archive, read from the zip directory before inflating.
@@ -40,6 +44,7 @@ from ..errors import InputError
 NPY_MAX_HEADER_BYTES = 10_000
 NPY_HEADER_PREFIX = 12 + NPY_MAX_HEADER_BYTES
 MAX_ELEMENTS = 2**31
+MAX_DIMS = 64
 ZIP_MAX_MEMBERS = 100_000
 ZIP_MAX_TOTAL_BYTES = 2**31
 ZIP_MAX_RATIO = 1000
@@ -51,7 +56,7 @@ JSON_MAX_DEPTH = 64
 
 
 def element_count(shape: object, what: str) -> int:
-    """Number of elements of a declared shape, refusing malformed shapes and ``MAX_ELEMENTS``.
+    """Number of elements of a declared shape, refusing malformed shapes, ``MAX_DIMS`` and ``MAX_ELEMENTS``.
 
     ``shape`` comes straight from a file, so it is checked to be a sequence of
     non-negative integers (bools excluded) before any arithmetic on it.
@@ -60,10 +65,18 @@ def element_count(shape: object, what: str) -> int:
         isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
     ):
         raise InputError(f"{what} declares an invalid shape {shape!r}; a shape is a list of non-negative integers")
+    if len(shape) > MAX_DIMS:
+        raise InputError(f"{what} declares {len(shape)} dimensions, more than the limit MAX_DIMS = {MAX_DIMS}")
     count = math.prod(shape)
     if count > MAX_ELEMENTS:
         raise InputError(
             f"{what} declares {count} elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS}; "
             "compare a slice of it instead"
+        )
+    span = math.prod(n for n in shape if n)
+    if span > MAX_ELEMENTS:
+        raise InputError(
+            f"{what} declares the empty shape {tuple(shape)}, whose nonzero sides multiply to {span}, more than "
+            f"the limit MAX_ELEMENTS = {MAX_ELEMENTS}; NumPy cannot make such an array"
         )
     return count

@@ -127,7 +127,7 @@ def _header(text: bytes) -> tuple[dict[str, dict], dict]:
     for key, entry in header.items():
         if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
             raise InputError(f"safetensors entry {key!r} does not have exactly dtype, shape and data_offsets")
-        if entry["dtype"] not in DTYPES:
+        if not isinstance(entry["dtype"], str) or entry["dtype"] not in DTYPES:
             raise InputError(
                 f"safetensors tensor {key!r} has dtype {entry['dtype']!r}, which Perpendis does not compare; "
                 f"it reads {', '.join(DTYPES)}"

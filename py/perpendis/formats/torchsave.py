@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import collections
 import io
+import itertools
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -125,7 +126,7 @@ def read(data: BytesLike, name: str | None = None) -> list[Tensor]:
     except Exception as err:
         raise InputError(f"the torch.save pickle is corrupted ({type(err).__name__}: {err})") from err
     found: list[tuple[str | None, _Loaded]] = []
-    skipped = _collect(obj, None, found, 0)
+    skipped = _collect(obj, None, found, 0, itertools.count(), max(pkl_info.file_size, 1))
     if not found:
         raise InputError("the torch.save file holds no tensors")
     tensors = [_tensor(path if path is not None else name, loaded) for path, loaded in found]
@@ -134,14 +135,20 @@ def read(data: BytesLike, name: str | None = None) -> list[Tensor]:
     return tensors
 
 
-class _Unpickler(pickle.Unpickler):
-    """An unpickler that can build tensors, dicts and plain Python values, and nothing else."""
+class _Unpickler(pickle._Unpickler):
+    """An unpickler that can build tensors, dicts and plain Python values, and nothing else.
+
+    It is Python's pure-Python unpickler, not the C one: the C unpickler grows its memo
+    table to whatever index a ``PUT`` names, so a 1.5 kB file asking for memo slot 2**31
+    costs 16 GiB; this one keeps the memo in a dict.
+    """
 
     def __init__(self, pkl: memoryview, storage_bytes: Callable[[str], memoryview], byte_order: str):
         super().__init__(io.BytesIO(pkl))
         self._storage_bytes = storage_bytes
         self._byte_order = byte_order
         self._storages: dict[str, _Storage] = {}
+        self._swapped: dict[tuple[int, str], np.ndarray] = {}
         self._rebuilders = {
             "_rebuild_tensor_v2": self._rebuild_tensor_v2,
             "_rebuild_tensor_v3": self._rebuild_tensor_v3,
@@ -173,9 +180,13 @@ class _Unpickler(pickle.Unpickler):
         if key not in self._storages:
             itemsize = 1 if kind.name is None else _ELEMENT[kind.name].itemsize
             raw = self._storage_bytes(key)
-            if not isinstance(numel, int) or not 0 <= numel * itemsize <= len(raw):
-                raise InputError(f"torch.save storage {key!r} is shorter than the {numel} elements it declares")
-            self._storages[key] = _Storage(raw[: numel * itemsize], kind.name)
+            # Exactly, as torch.load requires: a storage of another size is a corrupted file.
+            if not isinstance(numel, int) or numel * itemsize != len(raw):
+                raise InputError(
+                    f"torch.save storage {key!r} holds {len(raw)} bytes, not the {numel} elements of {itemsize} "
+                    "bytes its pickle declares; the file is corrupted"
+                )
+            self._storages[key] = _Storage(raw, kind.name)
         return self._storages[key]
 
     def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, *_ignored) -> _Loaded:
@@ -202,8 +213,7 @@ class _Unpickler(pickle.Unpickler):
             and all(isinstance(n, int) and n >= 0 for n in stride)
         ):
             raise InputError(f"a torch.save tensor has an invalid offset {offset!r} or strides {stride!r}")
-        element = _ELEMENT[dtype].newbyteorder(self._byte_order)
-        base = np.frombuffer(storage.raw, dtype=element, count=len(storage.raw) // element.itemsize)
+        base = self._native(storage, _ELEMENT[dtype])
         last = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
         if count and last >= base.size:
             raise InputError(
@@ -212,10 +222,24 @@ class _Unpickler(pickle.Unpickler):
         array = np.lib.stride_tricks.as_strided(
             base[min(offset, base.size) :],
             shape=tuple(size),
-            strides=tuple(s * element.itemsize for s in stride),
+            strides=tuple(s * base.itemsize for s in stride),
             writeable=False,
         )
-        return _Loaded(array if element.isnative else array.astype(element.newbyteorder("=")), dtype)
+        return _Loaded(array, dtype)
+
+    def _native(self, storage: _Storage, element: np.dtype) -> np.ndarray:
+        """A storage's elements in native byte order: a view of the file's bytes, or for a
+        big-endian file one swapped copy per storage and dtype, made before any view of it
+        (swapping a view instead could copy far more than the file: ``expand`` views repeat
+        one element 2**31 times)."""
+        wire = element.newbyteorder(self._byte_order)
+        base = np.frombuffer(storage.raw, dtype=wire, count=len(storage.raw) // wire.itemsize)
+        if wire.isnative:
+            return base
+        key = (id(storage), element.str)
+        if key not in self._swapped:
+            self._swapped[key] = base.astype(wire.newbyteorder("="))
+        return self._swapped[key]
 
 
 def _rebuild_parameter(data: object, *_ignored: object) -> object:
@@ -223,8 +247,20 @@ def _rebuild_parameter(data: object, *_ignored: object) -> object:
     return data
 
 
-def _collect(obj: object, path: str | None, found: list[tuple[str | None, _Loaded]], depth: int) -> int:
-    """Append every tensor under ``obj`` with its dotted path; return how many other values were skipped."""
+def _collect(
+    obj: object, path: str | None, found: list[tuple[str | None, _Loaded]], depth: int, visits: Iterator[int], most: int
+) -> int:
+    """Append every tensor under ``obj`` with its dotted path; return how many other values were skipped.
+
+    At most ``most`` values are visited (the caller passes the pickle's size: every value
+    a pickle holds costs it at least a byte).  Shared references let a few hundred bytes
+    describe 2**40 paths, which would never finish walking.
+    """
+    if next(visits) > most:
+        raise InputError(
+            f"the torch.save object refers to its own parts so often that reading it would visit more than {most} "
+            "values (a pickle bomb?); save a state_dict of tensors instead"
+        )
     if depth > PICKLE_MAX_DEPTH:
         raise InputError(f"the torch.save object nests deeper than the limit PICKLE_MAX_DEPTH = {PICKLE_MAX_DEPTH}")
     if isinstance(obj, _Loaded):
@@ -236,7 +272,10 @@ def _collect(obj: object, path: str | None, found: list[tuple[str | None, _Loade
         items = enumerate(obj)
     else:
         return 1
-    return sum(_collect(value, str(key) if path is None else f"{path}.{key}", found, depth + 1) for key, value in items)
+    return sum(
+        _collect(value, str(key) if path is None else f"{path}.{key}", found, depth + 1, visits, most)
+        for key, value in items
+    )
 
 
 def _tensor(name: str | None, loaded: _Loaded) -> Tensor:

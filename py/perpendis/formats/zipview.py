@@ -54,9 +54,11 @@ def open_zip(view: memoryview, what: str) -> tuple[zipfile.ZipFile, list[zipfile
     """The archive and its members in archive order, after checking the directory's sizes."""
     try:
         archive = zipfile.ZipFile(_ViewFile(view))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as err:
+    # NotImplementedError: zipfile's word for a "version needed to extract" it does not know.
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, NotImplementedError) as err:
         raise InputError(f"the {what} is not a readable zip archive ({err}); it may be truncated") from err
-    members = [info for info in archive.infolist() if not info.is_dir()]
+    # Not ZipInfo.is_dir(), which fails on an empty name.
+    members = [info for info in archive.infolist() if not info.filename.endswith("/")]
     if len(members) > ZIP_MAX_MEMBERS:
         raise InputError(
             f"the {what} has {len(members)} members, more than the limit ZIP_MAX_MEMBERS = {ZIP_MAX_MEMBERS}"
@@ -67,6 +69,12 @@ def open_zip(view: memoryview, what: str) -> tuple[zipfile.ZipFile, list[zipfile
             f"the {what} unpacks to {total} bytes, more than the limit ZIP_MAX_TOTAL_BYTES = {ZIP_MAX_TOTAL_BYTES}"
         )
     for info in members:
+        if info.compress_size > len(view):
+            # Checked first: the ratio below trusts the compressed size, which a directory can inflate.
+            raise InputError(
+                f"member {info.filename!r} of the {what} claims {info.compress_size} compressed bytes, more than "
+                f"the whole file ({len(view)} bytes); the zip directory is corrupted"
+            )
         if info.flag_bits & 0x1:
             raise InputError(f"member {info.filename!r} of the {what} is encrypted; save it without a password")
         if info.file_size > ZIP_RATIO_MIN_BYTES and info.file_size > ZIP_MAX_RATIO * max(info.compress_size, 1):
@@ -100,12 +108,17 @@ def member_bytes(archive: zipfile.ZipFile, view: memoryview, info: zipfile.ZipIn
 def _stored(view: memoryview, info: zipfile.ZipInfo, where: str) -> memoryview:
     """An uncompressed member, located through its local header and checked by its CRC."""
     start = info.header_offset
-    if start + _LOCAL_HEADER.size > len(view):
-        raise InputError(f"{where} lies beyond the end of the file; the file is truncated")
+    if start < 0 or start + _LOCAL_HEADER.size > len(view):
+        raise InputError(f"{where} lies outside the file; the file is truncated or its zip directory corrupted")
     magic, name_len, extra_len = _LOCAL_HEADER.unpack(view[start : start + _LOCAL_HEADER.size])
-    if magic != ZIP_MAGIC:
-        raise InputError(f"{where} has a corrupted local header")
-    begin = start + _LOCAL_HEADER.size + name_len + extra_len
+    name_start = start + _LOCAL_HEADER.size
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    if magic != ZIP_MAGIC or bytes(view[name_start : name_start + name_len]).decode(encoding, "replace") != (
+        info.orig_filename
+    ):
+        # zipfile makes the same check on the members it inflates.
+        raise InputError(f"{where} has a corrupted local header (another name than the zip directory's)")
+    begin = name_start + name_len + extra_len
     end = begin + info.file_size
     if info.compress_size != info.file_size or end > len(view):
         raise InputError(f"{where} is truncated: it declares {info.file_size} bytes that the file does not hold")
