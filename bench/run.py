@@ -14,11 +14,16 @@ page's Content-Security-Policy holds: a worker running a bare single-pass JavaSc
 empty page with two file inputs, so that multi-gigabyte files reach a worker as ``File``
 objects without the page ever reading them.
 
+Long tasks (the page's main thread busy over 50 ms, from a ``PerformanceObserver``) are
+charged to phases; ``longest_task_ms`` counts the page's own phases (start-up, a report
+through the UI, streaming), not the harness fetching test files into the page.
+
 Usage::
 
-    python bench/run.py            # everything: sizes up to 64M elements, 2 x 3 GB streamed
-    python bench/run.py --quick    # smaller sizes and files, under five minutes
-    python bench/run.py --json     # also print all figures as one JSON object (last line)
+    python bench/run.py               # everything: sizes up to 64M elements, 2 x 3 GB streamed
+    python bench/run.py --quick       # sizes up to 16M, 2 x 256 MB streamed: under five minutes
+    python bench/run.py --json        # also print all figures as one JSON object (last line)
+    python bench/run.py --no-browser  # native figures only
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ _FULL_PRINT = {
     "PyTorch": 'torch.set_printoptions(profile="full")',
     "": "np.set_printoptions(threshold=sys.maxsize) (after import sys)",
 }
+_UNREADABLE = "some values could not be read as numbers; paste the text as printed"
 _TWO_TOKENS = re.compile(r"[^\s\[\]][\s\[\]]+[^\s\[\]]")  # found near the start of a long print
 
 
@@ -106,14 +107,18 @@ def _tensor(piece: Piece) -> Tensor:
     if fmt.is_float:
         printed = decimals(flat, form == "hex", where)
         if printed.size != count or bounds[0].size != count:
-            raise InputError("some values could not be read as numbers; paste the text as printed", where=where)
+            raise InputError(_UNREADABLE, where=where)
         stored = from_float64(printed, fmt)
         found = exactness(flat, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt, dots)
         lossless, digits = found.exact, found.digits
         if not found.exact:
             notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
     else:
-        stored = whole_values(flat.decode("ascii").split(), fmt, where)
+        # str.split also splits at U+001C..U+001F, which the token scan does not.
+        tokens = flat.decode("ascii").split()
+        if len(tokens) != count:
+            raise InputError(_UNREADABLE, where=where)
+        stored = whole_values(tokens, fmt, where)
     if piece.dtype is None and form in ("wrapped", "print"):
         notes.append(f"no dtype printed: taken as {_dtype_name(fmt, is_complex)}, the default of {source}")
     if is_complex:

@@ -5,7 +5,8 @@ because the report is a fold over aligned chunks (:func:`compare.compare_chunks`
 This module only feeds that fold: it reads both headers, checks the files can be
 paired element for element, then reads the same run of elements from each file, one
 chunk at a time.  Reading is the caller's, as a function ``read(offset, length)``:
-the CLI reads a memory map (:func:`compare_paths`), the browser worker ``Blob.slice``.
+the CLI reads a memory map (:func:`map_file`), the browser worker ``Blob.slice``
+(:func:`serve`, which also decides when streaming is worth it).
 
 Chunks start at the same flat indices as the in-memory comparison's
 (:data:`compare.CHUNK` values each), so the streamed report *is* the in-memory one,
@@ -44,12 +45,12 @@ Reader = Callable[[int, int], BytesLike]
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]
 
-STREAM_MIN_BYTES = 96 * 2**20
+STREAM_MIN_BYTES = 256 * 2**20
 """Combined size of two ``.npy`` files from which they are streamed rather than loaded.
 
 Below it, loading is cheap and keeps the pair for follow-up questions (an element's
-bits, the heat map); above it, a 32-bit browser heap would soon run out, at three
-times the inputs' size for a comparison.
+bits, the heat map); above it, a comparison in memory (up to three times the inputs'
+size) would take a large share of a 32-bit browser heap.
 """
 
 

@@ -188,7 +188,9 @@ def test_mixed_element_kinds_parse_or_fail_cleanly(items, wrap):
 
 
 @pytest.mark.parametrize("control", ["\x00", "\x07", "\x1b", "\x1c", "\x1d", "\x1e", "\x1f", "\x7f", "\x0b", "\x0c"])
-@pytest.mark.parametrize("text", ["{}-7", "1.5,{}2.5", "[1.5, 2.5]{}", "array([1.5,{}2.5])", "1.5\n{}2.5\n"])
+@pytest.mark.parametrize(
+    "text", ["{}-7", "1.5,{}2.5", "[1.5, 2.5]{}", "array([1.5,{}2.5])", "1.5\n{}2.5\n", "0{}031", "[True,{}False]"]
+)
 def test_control_characters_parse_or_fail_cleanly(text, control):
     """Found by atheris: Python's ``str.split`` takes U+001C..U+001F for whitespace, the token scan did not."""
     outcome(parse_text, text.format(control))

@@ -1,6 +1,6 @@
 """Big ``.npy`` files are streamed by the worker (``Blob.slice``), with progress and cancel.
 
-Two 64 MB files written by ``np.save`` are opened in the real page; the worker reads them
+Two 160 MB files written by ``np.save`` are opened in the real page; the worker reads them
 chunk by chunk instead of receiving them whole, and the report it returns is the one the
 in-memory comparison of the same bytes gives in the same page, and natively up to the
 rounding of sums (NumPy in the browser has no BLAS, so its float32 dot products round
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from perpendis import stream
 from perpendis.compare import compare
 from perpendis.load import load_path
 
-N = 16 * 2**20  # float32 elements per file: 64 MB each
+N = 40 * 2**20  # float32 elements per file: 160 MB each, together over stream.STREAM_MIN_BYTES
 STREAM_TIMEOUT_MS = 300_000  # a busy 2-core machine; the benchmark measures the real speed
 
 # Every text the progress element shows, recorded as it changes.
@@ -42,6 +43,7 @@ def big_pair(tmp_path_factory) -> tuple[Path, Path, dict]:
     paths = directory / "run_a.npy", directory / "run_b.npy"
     np.save(paths[0], a)
     np.save(paths[1], b)
+    assert sum(p.stat().st_size for p in paths) >= stream.STREAM_MIN_BYTES, "too small to be streamed"
     del a, b, hit
     [ta], [tb] = load_path(paths[0]), load_path(paths[1])
     expected = json.loads(compare(ta, tb).to_json())
