@@ -18,6 +18,7 @@ const RUN_LABELS = ["C", "D", "E", "F"];
  */
 export function packInput(input, transfer) {
   if (Array.isArray(input)) return input.map((item) => packInput(item, transfer));
+  if (input.file) return { name: input.name, file: input.file }; // big files go unread: the worker slices them
   if (!input.bytes) return { text: input.text };
   const buffer = input.bytes.slice().buffer;
   transfer.push(buffer);

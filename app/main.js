@@ -123,7 +123,7 @@ function toRequest(inputs) {
   const transfer = [];
   const out = {};
   for (const [side, input] of Object.entries(inputs)) {
-    out[side] = input.file ? { name: input.name, file: input.file } : packInput(input, transfer);
+    out[side] = packInput(input, transfer);
   }
   return { inputs: out, transfer };
 }

@@ -21,14 +21,10 @@ const UTF8 = new TextEncoder();
 // (`assign_to`), put long texts back as str, then call the one entry point (`stream.serve`
 // when the page handed over files unread: it streams big .npy pairs, reads the rest whole).
 const GLUE = `
-import inspect
 import json
 import numpy as np
 from js import readSlice
 from perpendis import api, stream
-
-# api.handle may take a progress callback (stage, fraction); pass it only if it does.
-TAKES_PROGRESS = "progress" in inspect.signature(api.handle).parameters
 
 def blob_reader(blob):
     def read(offset, length):
@@ -57,8 +53,7 @@ def serve(request_json, buffers, blobs, progress):
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
         return json.dumps(stream.serve(request, payloads, files, progress), allow_nan=False)
-    kwargs = {"progress": progress} if TAKES_PROGRESS else {}
-    return json.dumps(api.handle(request, payloads, **kwargs), allow_nan=False)
+    return json.dumps(api.handle(request, payloads, progress), allow_nan=False)
 
 serve
 `;
