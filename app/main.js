@@ -148,7 +148,10 @@ function wireSide(side) {
 
 // ---------------------------------------------------------------- talking to the core
 
-/** One request to the core; null when cancelled or superseded by a newer job. */
+/**
+ * One request to the core; null when cancelled or superseded by a newer job. Progress marks
+ * the page busy, and the answer (of the current job) clears it, whatever the operation.
+ */
 async function ask(op, payload = {}, transfer = [], job = state.job) {
   try {
     const result = await core.request(op, payload, transfer, (stage, fraction) => {
@@ -159,6 +162,8 @@ async function ask(op, payload = {}, transfer = [], job = state.job) {
     if (err instanceof CancelledError) return null;
     showError({ message: err.message, where: null, side: null });
     return null;
+  } finally {
+    if (job === state.job) setBusy(false);
   }
 }
 
@@ -194,8 +199,6 @@ async function compare() {
   const { inputs: requestInputs, transfer } = toRequest(inputs);
   setBusy(true);
   const result = await ask("compare", { inputs: requestInputs, options: compareOptions() }, transfer, job);
-  if (job !== state.job) return;
-  setBusy(false);
   if (!result) return;
   if (!result.ok) {
     $("report").hidden = true;

@@ -433,11 +433,27 @@ def _quantile(sorted_values: np.ndarray, n_nonzero: int, n_total: int, q: float)
     return high if math.isinf(high) else low + frac * (high - low)
 
 
-def _snr_db(signal: float, noise: float) -> float:
-    """``10·log10(Σb² / Σ(a-b)²)``: infinite when there is no error."""
+def _snr_db(signal: float, noise: float) -> float | None:
+    """``10·log10(Σb² / Σ(a-b)²)``: infinite when there is no error, None when both sums overflowed.
+
+    Taken as a difference of logarithms so that sums near float64's ends (values around
+    1e-160 or 1e154 square to them) neither underflow nor overflow the ratio.
+    """
     if noise == 0:
         return math.inf
-    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+    if signal == 0:
+        return -math.inf
+    if math.isinf(signal) and math.isinf(noise):
+        return None
+    return 10 * (math.log10(signal) - math.log10(noise))
+
+
+def _cosine(s_ab: float, s_aa: float, s_bb: float) -> float | None:
+    """``Σab / sqrt(Σa² Σb²)``, with the square roots taken apart so the product cannot underflow."""
+    norm = math.sqrt(s_aa) * math.sqrt(s_bb)
+    if not (0 < norm < math.inf) or not math.isfinite(s_ab):
+        return None
+    return s_ab / norm
 
 
 def _stats(p: Partial) -> Stats:
@@ -451,7 +467,7 @@ def _stats(p: Partial) -> Stats:
     pct = {f"{k}_abs": _quantile(abs_sorted, p.errors.count, n, q) for k, q in qs.items()}
     pct |= {f"{k}_rel": _quantile(rel_sorted, p.errors.count, n, q) for k, q in qs.items()}
     s_aa, s_ab = p.s_bb + p.d_aa, p.s_bb + p.d_ab
-    cosine = s_ab / math.sqrt(s_aa * p.s_bb) if s_aa > 0 and p.s_bb > 0 else None
+    cosine = _cosine(s_ab, s_aa, p.s_bb)
     snr = _snr_db(p.s_bb, p.sum_sq)
     return Stats(
         mean_abs=p.sum_abs / n, mean_rel=p.sum_rel / n, rmse=math.sqrt(p.sum_sq / n), cosine=cosine, snr_db=snr, **pct

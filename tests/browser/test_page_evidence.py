@@ -126,6 +126,9 @@ def test_tolerance_rejudges(ready_page):
         timeout=STEP_TIMEOUT_MS,
     )
     assert page.get_by_test_id("atol").input_value() == "0"
+    # The re-judged report is final: the page is no longer busy and offers no Cancel.
+    page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=STEP_TIMEOUT_MS)
+    assert page.locator("#cancel").is_hidden()
 
 
 def test_charts_and_heatmap(ready_page):
