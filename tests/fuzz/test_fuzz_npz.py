@@ -155,3 +155,20 @@ def test_tampered_directories_fail_cleanly(where, offset, fmt, value, compressed
     out = io.BytesIO()
     (np.savez_compressed if compressed else np.savez)(out, a=np.arange(8.0), b=np.ones(3, np.float32))
     outcome(formats.read, tampered(out.getvalue(), where, offset, fmt, value), "x.npz")
+
+
+def test_local_header_encoding_flag_disagreeing_with_the_directory_is_refused():
+    """Found by the fuzzer: a non-ASCII member name whose local header lost its UTF-8 flag.
+
+    zipfile (and so ``np.load``) decodes the local name by the local flag and refuses the
+    member; reading it by the directory's flag would accept a file NumPy cannot read.
+    """
+    out = io.BytesIO()
+    np.savez(out, **{"\x80": np.arange(3, dtype=np.float16)})
+    data = bytearray(out.getvalue())
+    assert data[:4] == b"PK\x03\x04" and data[7] & 0x08  # the UTF-8 flag (bit 11) of the first local header
+    data[7] &= ~0x08 & 0xFF
+    with pytest.raises(zipfile.BadZipFile):
+        np.load(io.BytesIO(bytes(data)), allow_pickle=False)["\x80"]
+    result = outcome(formats.read, bytes(data), "x.npz")
+    assert result.error is not None and "local header" in result.error.message

@@ -18,7 +18,7 @@ from ..errors import InputError
 from .limits import ZIP_MAX_MEMBERS, ZIP_MAX_RATIO, ZIP_MAX_TOTAL_BYTES, ZIP_RATIO_MIN_BYTES
 
 ZIP_MAGIC = b"PK\x03\x04"
-_LOCAL_HEADER = struct.Struct("<4s22xHH")
+_LOCAL_HEADER = struct.Struct("<4s2xH18xHH")  # magic, flag bits, name and extra lengths
 _INFLATE_STEP = 1 << 20
 
 
@@ -110,9 +110,10 @@ def _stored(view: memoryview, info: zipfile.ZipInfo, where: str) -> memoryview:
     start = info.header_offset
     if start < 0 or start + _LOCAL_HEADER.size > len(view):
         raise InputError(f"{where} lies outside the file; the file is truncated or its zip directory corrupted")
-    magic, name_len, extra_len = _LOCAL_HEADER.unpack(view[start : start + _LOCAL_HEADER.size])
+    magic, flag_bits, name_len, extra_len = _LOCAL_HEADER.unpack(view[start : start + _LOCAL_HEADER.size])
     name_start = start + _LOCAL_HEADER.size
-    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    # The local header's own flag says how its name is encoded, as zipfile reads it.
+    encoding = "utf-8" if flag_bits & 0x800 else "cp437"
     if magic != ZIP_MAGIC or bytes(view[name_start : name_start + name_len]).decode(encoding, "replace") != (
         info.orig_filename
     ):
