@@ -9,12 +9,11 @@ inserted but blocked by the Content-Security-Policy is caught too.
 from __future__ import annotations
 
 import base64
-import io
 import json
-import sys
 import zlib
 
 import numpy as np
+from made import npy_bytes, npz_bytes, numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
 IMG = "<img src=x onerror=window.__pwned=1>"
@@ -22,21 +21,10 @@ SCRIPT = "<script>window.__pwned=1</script>"
 SVG = "<svg onload=window.__pwned=1>"
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **arrays)
-    return out.getvalue()
 
 
-def numpy_text(array: np.ndarray) -> str:
-    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
-        return repr(array)
 
 
 def set_file(page, side: str, name: str, data: bytes) -> None:

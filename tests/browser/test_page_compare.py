@@ -6,10 +6,9 @@ taken from Perpendis, so the page is checked against an independent answer.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
+from made import numpy_text
 
 torch = pytest.importorskip("torch")
 
@@ -17,10 +16,6 @@ UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 REPORT_TIMEOUT_MS = 60_000
 
 
-def numpy_text(array: np.ndarray) -> str:
-    """What a REPL prints, but lossless: shortest round-trip floats, no ``...`` summary."""
-    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
-        return repr(array)
 
 
 def torch_text(array: np.ndarray) -> str:

@@ -5,17 +5,13 @@ Expected positions and counts come from NumPy on the arrays the test made.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+from made import numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
 STEP_TIMEOUT_MS = 20_000
 
 
-def numpy_text(array: np.ndarray) -> str:
-    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
-        return repr(array)
 
 
 def as_index(flat: int, shape: tuple[int, ...]) -> str:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from urllib.parse import urlsplit
 
 import numpy as np
+from made import numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
 READY_TIMEOUT_MS = 90_000
 
 
-def numpy_text(array: np.ndarray) -> str:
-    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
-        return repr(array)
 
 
 def pair() -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,7 @@ from unittest import mock
 import ml_dtypes
 import numpy as np
 import pytest
+from made import npy_bytes
 
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
@@ -201,13 +202,6 @@ def nudged(array: np.ndarray) -> np.ndarray:
     return out
 
 
-def npy_bytes(array: np.ndarray, version: tuple[int, int] | None = None) -> bytes:
-    buffer = io.BytesIO()
-    if version is None:
-        np.save(buffer, array)
-    else:
-        np.lib.format.write_array(buffer, array, version=version)
-    return buffer.getvalue()
 
 
 def npz_bytes(array: np.ndarray) -> bytes:

@@ -14,11 +14,10 @@ server.
 from __future__ import annotations
 
 import base64
-import io
-import sys
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
+from made import npy_bytes, npz_bytes, numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
 FILE_NAME = "private-weights-QX7Z.npy"
@@ -26,21 +25,10 @@ DROPPED_NAME = "dropped-capture-K9W2.npy"
 MARKER = 1.2345678  # appears in the pasted text of A and nowhere in the page itself
 
 
-def numpy_text(array: np.ndarray) -> str:
-    with np.printoptions(floatmode="unique", threshold=sys.maxsize):
-        return repr(array)
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **arrays)
-    return out.getvalue()
 
 
 def wait_report(page) -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from urllib.parse import urlsplit
 
 import numpy as np
+from made import npy_bytes
 from playwright.sync_api import expect
 
 # Sends one request through the page's own client module (the instance main.js uses).
@@ -33,10 +33,6 @@ def native(request: dict, payloads: dict) -> dict:
     return json.loads(json.dumps(api.handle(request, payloads)))
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
 
 
 def test_page_becomes_ready_with_the_project_wheel(ready_page, context, server):
