@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.compare import compare
-from perpendis.load import load_path
+from perpendis.load import load_path, load_text
+from perpendis.report import main_finding
 from perpendis.tensor import Tensor, from_numpy
 
 
@@ -177,3 +178,66 @@ def test_a_fixed_point_print_differs_by_its_resolution_not_by_more_than_rounding
     # The exact output against the same B is not excused by any print.
     exact = kinds(compare(model_output("transformer.torch.npy"), model_output("transformer.ort.npy")))
     assert "printed digits" not in exact.get("rounding", exact.get("not_rounding")).message
+
+
+# Equal shapes that another order of the axes fits: the finding says which, the values are
+# still compared as given.
+
+
+def linear_weight(n: int) -> np.ndarray:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    return torch.nn.Linear(n, n).weight.detach().numpy()
+
+
+def test_a_square_weight_against_its_transpose_is_named_first():
+    w = linear_weight(32)
+    r = compare(t(w), t(np.ascontiguousarray(w.T)))
+    layout = main_finding(r.findings)
+    assert layout.kind == "layout" and layout.severity == "error" and layout.where == "(1, 0)"
+    assert layout.message.startswith("B looks like A transposed: as A.transpose(1, 0), 100% of sampled elements agree")
+    assert r.verdict == "investigate" and not r.identical
+    assert r.shape_match and r.compared_shape == [32, 32]
+    assert r.n_bitwise_diff == 32 * 32 - 32  # compared as given: only the diagonal is equal
+    assert kinds(r)["tolerance"].severity == "error"
+
+
+def test_pasted_prints_of_a_weight_and_its_transpose():
+    """What a user pastes: PyTorch's default print of W and of W.T, one box each."""
+    torch = pytest.importorskip("torch")
+    w = torch.from_numpy(linear_weight(6))
+    (a,), (b,) = load_text(repr(w)), load_text(repr(w.T))
+    r = compare(a, b)
+    assert main_finding(r.findings).kind == "layout" and "transposed" in main_finding(r.findings).message
+
+
+def test_height_and_width_swapped_in_a_real_feature_map():
+    x = model_output("cnn_features.torch.npy").array
+    r = compare(t(x), t(np.ascontiguousarray(x.transpose(0, 1, 3, 2))))
+    layout = kinds(r)["layout"]
+    assert layout.where == "(0, 1, 3, 2)" and "axes 2 and 3 (height and width) swapped" in layout.message
+    assert main_finding(r.findings) is layout
+
+
+def test_squeezed_and_transposed_says_both():
+    w = linear_weight(8)
+    r = compare(t(w[None]), t(np.ascontiguousarray(w.T)))
+    assert [f.kind for f in r.findings[:2]] == ["shape", "layout"]
+
+
+@pytest.mark.parametrize("case", ["symmetric", "symmetric, shifted", "rounding", "unrelated"])
+def test_no_layout_finding_where_no_order_explains_anything(case):
+    torch = pytest.importorskip("torch")
+    w = torch.from_numpy(linear_weight(32))
+    gram = (w @ w.T).double().numpy()
+    gram = (gram + gram.T) / 2  # exactly symmetric
+    x = torch.randn(32, 128, generator=torch.Generator().manual_seed(1))
+    a, b = {
+        "symmetric": (gram, np.ascontiguousarray(gram.T)),
+        "symmetric, shifted": (gram + 0.5, gram),
+        "rounding": ((x @ x.T).numpy(), (x.double() @ x.T.double()).float().numpy()),
+        "unrelated": (w.numpy(), x[:, :32].numpy()),
+    }[case]
+    r = compare(t(a), t(b))
+    assert "layout" not in kinds(r)
+    assert r.verdict == {"symmetric": "identical", "rounding": "rounding"}.get(case, "investigate")

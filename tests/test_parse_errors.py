@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.errors import InputError
+from perpendis.formats.limits import TEXT_MAX_CHARS
+from perpendis.load import load_bytes
 from perpendis.parse import parse_text
 
 
@@ -130,3 +132,50 @@ def test_any_text_parses_or_raises_input_error(text: str) -> None:
         assert error.message
     else:
         assert 1 <= len(tensors) <= 2
+
+
+def _numpy_rows(row: np.ndarray, rows: int | None = None, *, longer_than: int = 0) -> str:
+    """``repr(np.tile(row, (rows, 1)))`` without printing every row (by default, as few rows
+    as make it longer than ``longer_than``): NumPy prints equal rows identically, so a
+    middle row's lines repeat (checked against the real repr below)."""
+    with np.printoptions(threshold=sys.maxsize):
+        first, middle, last = repr(np.tile(row, (3, 1))).split("],\n", 2)
+    if rows is None:
+        rows = 3 + max(0, longer_than - len(first) - len(last)) // (len(middle) + 3)
+    return "],\n".join([first, *[middle] * (rows - 2), last])
+
+
+def test_numpy_rows_are_what_numpy_prints() -> None:
+    row = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    with np.printoptions(threshold=sys.maxsize):
+        assert _numpy_rows(row, 5) == repr(np.tile(row, (5, 1)))
+    text = _numpy_rows(row, longer_than=100_000)
+    rows = text.count("[") - 1
+    assert len(text) > 100_000 >= len(_numpy_rows(row, rows - 1))  # as few rows as make it longer
+
+
+def test_text_over_the_cap_is_refused_before_any_work() -> None:
+    """A full NumPy print of about 3.5 million float32 values, just over the cap."""
+    row = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    text = _numpy_rows(row, longer_than=TEXT_MAX_CHARS)
+    message = _refused(text).message
+    assert f"the text is {len(text)} characters" in message
+    assert f"TEXT_MAX_CHARS = {TEXT_MAX_CHARS} (64 MiB)" in message
+    assert "np.save" in message and ".npy" in message
+
+
+def test_the_cap_holds_at_its_exact_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowered cap moves the boundary without a huge text: at the cap it parses, one
+    character (a trailing newline) more is refused."""
+    row = np.random.default_rng(2).standard_normal(50).astype(np.float32)
+    text = _numpy_rows(row, 20)
+    monkeypatch.setattr("perpendis.parse.TEXT_MAX_CHARS", len(text))
+    (tensor,) = parse_text(text)
+    np.testing.assert_array_equal(tensor.array, np.tile(row, (20, 1)))
+    assert "more than the limit" in _refused(text + "\n").message
+
+
+def test_a_dropped_text_file_over_the_cap_is_refused_the_same_way() -> None:
+    data = _numpy_rows(np.arange(1000, dtype=np.float32) / 7, longer_than=TEXT_MAX_CHARS).encode()
+    with pytest.raises(InputError, match="TEXT_MAX_CHARS"):
+        load_bytes(data, "big.txt")

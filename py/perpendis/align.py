@@ -7,6 +7,12 @@ can be, by dropping size-1 axes, by the axis permutation under which most sample
 elements agree (NCHW against NHWC, a transposed matrix), or by broadcasting.  What was
 done travels with the result as ``layout`` and ``notes``, so the diagnosis can name it
 as a finding instead of silently comparing something else.
+
+Equal shapes are compared in the given order even when another order of the axes fits
+far better (a square matrix against its transpose, an image with H and W swapped): the
+arrays are what the user has, their difference is the bug, and comparing them otherwise
+would call a transposed matrix identical.  The better order travels in ``layout`` as
+``permuted``, for the diagnosis to say what would fix it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ from .tolerance import Tolerance, within
 
 PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
 PERMUTE_SAMPLE = 4096
+# Equal shapes are compared in the given order, but when that order fails on this share of
+# the sample, the other orders that keep the shape are scored; one that leaves at most
+# EXPLAINED_LEFT of those failures is reported as the likely layout slip.
+SUSPECT_FAIL_SHARE = 0.2
+EXPLAINED_LEFT = 0.1
 
 
 @dataclass
@@ -32,7 +43,10 @@ class Aligned:
     """Both sides as storage arrays of one format and one shape, and how they got there.
 
     ``a`` and ``b`` are ``None`` when the shapes cannot be aligned.  ``layout`` says what
-    was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``.
+    was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``;
+    for ``same`` and ``squeeze`` it may add ``permuted``: ``{"perm", "agree", "given"}``,
+    an order of A's axes that keeps the shape and under which the share ``agree`` of
+    sampled elements agree, against ``given`` in the order compared.
     """
 
     fmt: Format
@@ -81,12 +95,23 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(n for n in shape if n != 1)
 
 
+def _sample(size: int) -> np.ndarray:
+    """Up to ``PERMUTE_SAMPLE`` flat positions, the same for every order scored.
+
+    Random (with a fixed seed, so a report is reproducible) rather than evenly spaced: an
+    even stride can alias with the shape (for a 4096 × 4096 matrix it lands exactly on the
+    diagonal, where a matrix and its transpose agree).
+    """
+    if size <= PERMUTE_SAMPLE:
+        return np.arange(size, dtype=np.intp)
+    return np.sort(np.random.default_rng(0).choice(size, PERMUTE_SAMPLE, replace=False)).astype(np.intp)
+
+
 def _permutation_score(
-    a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], fmt: Format, tol: Tolerance
+    a: np.ndarray, b: np.ndarray, perm: tuple[int, ...], pos: np.ndarray, fmt: Format, tol: Tolerance
 ) -> tuple[int, int]:
     """How many sampled elements of ``a.transpose(perm)`` agree with ``b`` (equal or within
     tolerance), then how many are bitwise equal: the second breaks ties of the first."""
-    pos = np.unique(np.linspace(0, b.size - 1, min(PERMUTE_SAMPLE, b.size)).astype(np.intp))
     b_idx = np.unravel_index(pos, b.shape)
     a_idx: list[np.ndarray] = [np.empty(0)] * b.ndim
     for k, axis in enumerate(perm):
@@ -99,13 +124,40 @@ def _permutation_score(
     return int((same | close).sum()), int(same.sum())
 
 
-def _best_permutation(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[tuple[int, ...], float]:
-    """The permutation of A's axes under which most sampled elements agree with B, and that share."""
+def _best_permutation(
+    a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance, pos: np.ndarray
+) -> tuple[tuple[int, ...], int]:
+    """The permutation of A's axes under which most sampled elements agree with B, and how many do."""
     candidates = [p for p in itertools.permutations(range(a.ndim)) if tuple(a.shape[i] for i in p) == b.shape]
-    scored = [(_permutation_score(a, b, p, fmt, tol), p) for p in candidates]
+    scored = [(_permutation_score(a, b, p, pos, fmt, tol), p) for p in candidates]
     (agreeing, _), perm = max(scored, key=lambda sp: sp[0])
-    sample = min(PERMUTE_SAMPLE, b.size)
-    return perm, agreeing / sample if sample else 0.0
+    return perm, agreeing
+
+
+def _share(count: int, pos: np.ndarray) -> float:
+    return count / pos.size if pos.size else 0.0
+
+
+def _permuted(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance) -> dict[str, object] | None:
+    """For two arrays of one shape, the other order of A's axes that explains most of their
+    disagreement (a square matrix against its transpose, H and W swapped), or ``None``.
+
+    Only asked when the given order already fails on a large share of a sample, and
+    answered on that sample alone, so agreeing inputs cost one sample and nothing more.
+    A symmetric matrix agrees in the given order and is never suspected.
+    """
+    sizes = [n for n in b.shape if n > 1]  # swapping axes of size 1 moves no element
+    if len(set(sizes)) == len(sizes) or b.ndim > PERMUTE_MAX_DIMS or b.size == 0:
+        return None
+    pos = _sample(b.size)
+    given, _ = _permutation_score(a, b, tuple(range(b.ndim)), pos, fmt, tol)
+    failing = pos.size - given
+    if failing < SUSPECT_FAIL_SHARE * pos.size:
+        return None
+    perm, agreeing = _best_permutation(a, b, fmt, tol, pos)
+    if pos.size - agreeing > EXPLAINED_LEFT * failing:
+        return None
+    return {"perm": list(perm), "agree": _share(agreeing, pos), "given": _share(given, pos)}
 
 
 def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
@@ -121,15 +173,22 @@ def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
         notes.append(f"A is {a.format} and B is {b.format}: {rounded} was rounded to {fmt.name} to compare values")
     xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
     sa, sb = a.shape, b.shape
-    if sa == sb:
-        return Aligned(fmt, _contiguous(xa), _contiguous(xb), {"kind": "same"}, notes)
-    if a.size == b.size and _squeezed(sa) == _squeezed(sb):
-        notes.append(f"shapes {shape_text(sa)} and {shape_text(sb)} differ only by size-1 axes; compared in B's shape")
-        return Aligned(fmt, _contiguous(xa).reshape(sb), _contiguous(xb), {"kind": "squeeze"}, notes)
+    if sa == sb or (a.size == b.size and _squeezed(sa) == _squeezed(sb)):
+        layout: dict[str, object] = {"kind": "same"}
+        if sa != sb:
+            notes.append(
+                f"shapes {shape_text(sa)} and {shape_text(sb)} differ only by size-1 axes; compared in B's shape"
+            )
+            layout = {"kind": "squeeze"}
+        xa, xb = _contiguous(xa).reshape(sb), _contiguous(xb)
+        if (permuted := _permuted(xa, xb, fmt, tol)) is not None:
+            layout["permuted"] = permuted
+        return Aligned(fmt, xa, xb, layout, notes)
     if len(sa) == len(sb) and sorted(sa) == sorted(sb) and len(sa) <= PERMUTE_MAX_DIMS:
-        perm, agree = _best_permutation(xa, xb, fmt, tol)
+        pos = _sample(xb.size)
+        perm, agreeing = _best_permutation(xa, xb, fmt, tol, pos)
         notes.append(f"A was transposed with axes {perm} to B's shape {shape_text(sb)} before comparing values")
-        layout = {"kind": "transpose", "perm": list(perm), "agree": agree}
+        layout = {"kind": "transpose", "perm": list(perm), "agree": _share(agreeing, pos)}
         return Aligned(fmt, _contiguous(xa.transpose(perm)), _contiguous(xb), layout, notes)
     try:
         common = np.broadcast_shapes(sa, sb)

@@ -49,15 +49,39 @@ def _index_ranges(indices: list[int], bucket: int) -> str:
     return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in merged)
 
 
+def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
+    """The order of axes that would make two equally shaped sides agree, which align found
+    when the given order failed widely; the values were still compared as given."""
+    permuted = layout.get("permuted")
+    if not isinstance(permuted, dict):
+        return []
+    perm = tuple(permuted["perm"])
+    moved = [axis for axis, source in enumerate(perm) if axis != source]
+    if len(perm) == 2:
+        how = "transposed"
+    elif len(moved) == 2:
+        i, j = moved
+        names = _AXIS_NAMES.get(len(perm))
+        how = f"with axes {i} and {j}{f' ({names[i]} and {names[j]})' if names else ''} swapped"
+    else:
+        how = "with its axes permuted"
+    message = (
+        f"B looks like A {how}: as A.transpose{perm}, {permuted['agree']:.0%} of sampled "
+        f"elements agree, against {permuted['given']:.0%} in the given order, in which the values were compared"
+    )
+    return [Finding("layout", "error", message, shape_text(perm))]
+
+
 def _shape_findings(r: Report) -> list[Finding]:
     layout = r.layout
     kind = layout.get("kind")
     sa, sb = shape_text(r.a["shape"]), shape_text(r.b["shape"])
     if r.shape_match:
-        return []
+        return _permuted_finding(layout)
     differ = f"A has shape {sa} but B has {sb}"
     if kind == "squeeze":
-        return [Finding("shape", "error", f"{differ}: they differ only by size-1 axes; compared in B's shape")]
+        squeezed = Finding("shape", "error", f"{differ}: they differ only by size-1 axes; compared in B's shape")
+        return [squeezed, *_permuted_finding(layout)]
     if kind == "none":
         extra = ""
         if layout.get("broadcast") is not None:

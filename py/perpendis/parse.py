@@ -18,6 +18,7 @@ import numpy as np
 
 from .bits import Format, format_of, from_float64
 from .errors import InputError
+from .formats.limits import TEXT_MAX_CHARS
 from .tensor import Tensor, from_numpy
 from .text.clean import clean
 from .text.grid import blank, shape_of, token_bounds
@@ -50,7 +51,18 @@ _TWO_TOKENS = re.compile(r"[^\s\[\]][\s\[\]]+[^\s\[\]]")  # found near the start
 
 
 def parse_text(text: str) -> list[Tensor]:
-    """The tensor printed in ``text`` (or the two, in order, when it holds two)."""
+    """The tensor printed in ``text`` (or the two, in order, when it holds two).
+
+    Text longer than ``TEXT_MAX_CHARS`` is refused before any work on it, since parsing
+    it could exhaust the page's memory; the error points to a ``.npy`` file instead.
+    """
+    if len(text) > TEXT_MAX_CHARS:
+        raise InputError(
+            f"the text is {len(text)} characters ({len(text) / 2**20:.1f} MiB), more than the limit TEXT_MAX_CHARS "
+            f"= {TEXT_MAX_CHARS} ({TEXT_MAX_CHARS // 2**20} MiB), beyond which parsing can exhaust the page's "
+            "memory: save the tensor with np.save('a.npy', x) (x.numpy() for a torch tensor) and drop the .npy "
+            "file instead"
+        )
     return [_tensor(piece) for piece in split(clean(text))]
 
 

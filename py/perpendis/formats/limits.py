@@ -1,5 +1,5 @@
-"""Resource caps for reading files, so a hostile or broken file fails fast instead of
-exhausting memory or time.
+"""Resource caps for reading files and pasted text, so a hostile, broken or merely huge
+input fails fast instead of exhausting memory or time.
 
 Every file reaches us from someone's disk or browser and is parsed before anyone has
 looked at it, and in the browser an out-of-memory kills the whole worker.  Each cap
@@ -33,6 +33,13 @@ genuinely big file knows which limit they hit.
     containers walked when collecting its tensors.
 ``JSON_MAX_DEPTH``
     Deepest nesting walked in a Polygraphy JSON file.
+``TEXT_MAX_CHARS``
+    Longest text parsed (64 Mi characters, about 3.4 million float32 values printed in
+    full).  Parsing holds about eight times the text in memory at its peak (500 MiB at
+    the cap, measured natively), beside the text's own copies on the way in; the page's
+    32-bit heap holds at most 4 GiB, and a tab often gets less, so four times the cap
+    would not reliably fit.  A ``.npy`` file holds the same values in a fifth of the
+    bytes and is read without parsing, so beyond the cap the error points there.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
 PICKLE_MAX_BYTES = 64 * 2**20
 PICKLE_MAX_DEPTH = 64
 JSON_MAX_DEPTH = 64
+TEXT_MAX_CHARS = 64 * 2**20
 
 
 def element_count(shape: object, what: str) -> int:
