@@ -74,6 +74,7 @@ export function createBisectView(ctx) {
     matrix: null, // the core's `runs` dict
     openRun: null,
     selected: null,
+    order: null, // A names in the order the user put the rows in, or null for the saved order
   };
 
   function extraRuns() {
@@ -168,8 +169,18 @@ export function createBisectView(ctx) {
     const result = await request("bisect", { inputs, options }, transfer, "comparing layers");
     if (!result) return false;
     view.pair = { a, b, labels };
-    showResult(result.bisect);
+    const bisect = view.order ? await inOrder(result.bisect) : result.bisect;
+    if (!bisect) return false;
+    showResult(bisect);
     return true;
+  }
+
+  /** A fresh bisect put in the user's order; the core judges which pair now fails first. */
+  async function inOrder(bisect) {
+    const present = new Set(bisect.pairs.map((p) => p.a_name));
+    const result = await request("bisect_order", { order: view.order.filter((n) => present.has(n)) }, [],
+      "ordering the layers");
+    return result && result.bisect;
   }
 
   async function runMatrix() {
@@ -209,13 +220,44 @@ export function createBisectView(ctx) {
     $("report").hidden = true;
     const { a, b } = view.pair.labels;
     $("bisect-sides").textContent = `— ${a}: ${view.names[a] ?? a}; ${b}: ${view.names[b] ?? b}`;
+    $("bisect-moved").textContent = "";
     renderRows();
     renderUnpaired($("unpaired"), result, pairByHand);
   }
 
-  function renderRows() {
-    renderBisectTable($("bisect-table"), view.result, { selected: view.selected, onSelect: select });
+  function renderRows(focus = null) {
+    renderBisectTable($("bisect-table"), view.result, { selected: view.selected, onSelect: select, onMove: move, focus });
     renderDepthChart($("depth-chart"), view.result, { selected: view.selected, onSelect: select });
+  }
+
+  /** Move row `from` to place `to`: the core re-judges the first failing row in the new order. */
+  async function move(from, to, control) {
+    ctx.clearError();
+    const order = view.result.pairs.map((p) => p.a_name);
+    const [name] = order.splice(from, 1);
+    order.splice(to, 0, name);
+    const open = view.selected === null ? null : view.result.pairs[view.selected].a_name;
+    const result = await request("bisect_order", { order }, [], "ordering the layers");
+    if (!result) return;
+    view.order = order;
+    view.result = result.bisect;
+    view.selected = open === null ? null : order.indexOf(open);
+    renderRows(control ? { index: to, control } : null);
+    if (open !== null) renderPairTitle();
+    const first = view.result.first_failing;
+    $("bisect-moved").textContent = `${name} moved to row ${to + 1} of ${order.length}. ` +
+      (first ? `First failing: ${first.a_name}, row ${first.index + 1}.` : "No layer fails.");
+  }
+
+  function renderPairTitle() {
+    const index = view.selected;
+    const pair = view.result.pairs[index];
+    const { a, b } = view.pair.labels;
+    const back = el("button", { type: "button", class: "link" }, "back to the layers");
+    back.addEventListener("click", () => $("bisect-table").scrollIntoView({ block: "start" }));
+    fill($("pair-title"),
+      `Layer ${index + 1} of ${view.result.pairs.length}: ${a} ${pair.a_name} against ${b} ${pair.b_name} `, back);
+    $("pair-title").hidden = false;
   }
 
   async function select(index) {
@@ -225,13 +267,7 @@ export function createBisectView(ctx) {
     view.selected = index;
     renderRows();
     ctx.openPair(result);
-    const pair = view.result.pairs[index];
-    const { a, b } = view.pair.labels;
-    const back = el("button", { type: "button", class: "link" }, "back to the layers");
-    back.addEventListener("click", () => $("bisect-table").scrollIntoView({ block: "start" }));
-    fill($("pair-title"),
-      `Layer ${index + 1} of ${view.result.pairs.length}: ${a} ${pair.a_name} against ${b} ${pair.b_name} `, back);
-    $("pair-title").hidden = false;
+    renderPairTitle();
   }
 
   function pairByHand(aName, bName) {
@@ -263,6 +299,7 @@ export function createBisectView(ctx) {
     view.matrix = null;
     view.openRun = null;
     view.allRuns = null;
+    view.order = null;
     view.names = { A: describe("A", inputs.a), B: describe("B", inputs.b) };
     const noteBox = $("bisect-note");
     noteBox.textContent = note ?? "";
@@ -326,6 +363,7 @@ export function createBisectView(ctx) {
       view.runs = [];
       view.pair = null;
       view.allRuns = null;
+      view.order = null;
       $("mapping").value = "";
       renderReferencePick();
       this.hide();

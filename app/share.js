@@ -1,6 +1,6 @@
-// Share links: both inputs travel in the URL fragment, deflated and base64url-encoded.
-// A fragment never reaches a server, so sharing sends nothing anywhere; the cost is
-// that links grow with the input, hence the limit.
+// Share links: the inputs (A, B and the optional reference) travel in the URL fragment,
+// deflated and base64url-encoded. A fragment never reaches a server, so sharing sends
+// nothing anywhere; the cost is that links grow with the input, hence the limit.
 
 const PREFIX = "#v1=";
 /** Largest compressed payload put in a link; longer URLs break in chat tools and browsers. */
@@ -25,29 +25,51 @@ function fromBase64Url(text) {
 }
 
 /**
- * Pack {a, b, options} (each input {text} or {name, bytes}) into a link fragment.
- * Layout before compression: 4-byte little-endian header length, the JSON header, then
- * the file bytes of A and B in that order, so binary files are not inflated by base64 twice.
+ * Deflate {a, b, ref?, options} (each input {text} or {name, bytes}). Layout before
+ * compression: 4-byte little-endian header length, the JSON header, then the file bytes of
+ * A, B and the reference in that order, so binary files are not inflated by base64 twice.
  */
-export async function encodeShare({ a, b, options }) {
+async function pack(inputs) {
   const blobs = [];
-  const describe = (input) => {
+  const header = { options: inputs.options };
+  for (const key of ["a", "b", "ref"].filter((k) => inputs[k])) {
+    const input = inputs[key];
     if (input.bytes) {
       blobs.push(input.bytes);
-      return { name: input.name, size: input.bytes.length };
+      header[key] = { name: input.name, size: input.bytes.length };
+    } else {
+      header[key] = { text: input.text };
     }
-    return { text: input.text };
-  };
-  const header = new TextEncoder().encode(JSON.stringify({ a: describe(a), b: describe(b), options }));
+  }
+  const json = new TextEncoder().encode(JSON.stringify(header));
   const length = new Uint8Array(4);
-  new DataView(length.buffer).setUint32(0, header.length, true);
-  const packed = await pipe(new Blob([length, header, ...blobs]), new CompressionStream("deflate-raw"));
+  new DataView(length.buffer).setUint32(0, json.length, true);
+  return pipe(new Blob([length, json, ...blobs]), new CompressionStream("deflate-raw"));
+}
+
+const kB = (bytes) => Math.ceil(bytes / 1024);
+
+/**
+ * Pack the inputs into a link fragment. The reference is optional evidence, so when it is
+ * what pushes the link over the limit it is left out and `note` says so; A and B are the
+ * comparison itself, so when they do not fit there is no link and `reason` says why.
+ */
+export async function encodeShare({ a, b, ref = null, options }) {
+  const withRef = ref ? await pack({ a, b, ref, options }) : null;
+  if (withRef && withRef.length <= MAX_COMPRESSED) {
+    return { ok: true, size: withRef.length, fragment: PREFIX + toBase64Url(withRef), note: null };
+  }
+  const packed = await pack({ a, b, options });
   if (packed.length > MAX_COMPRESSED) {
     return { ok: false, size: packed.length,
-      reason: `The inputs compress to ${Math.ceil(packed.length / 1024)} kB, more than the ${MAX_COMPRESSED / 1024} kB `
+      reason: `The inputs compress to ${kB(packed.length)} kB, more than the ${kB(MAX_COMPRESSED)} kB `
         + "a share link can carry. Share the files themselves instead, or a smaller slice of the tensors." };
   }
-  return { ok: true, size: packed.length, fragment: PREFIX + toBase64Url(packed) };
+  const note = withRef
+    ? `The reference was left out: with it the inputs compress to ${kB(withRef.length)} kB, more than the `
+      + `${kB(MAX_COMPRESSED)} kB a share link can carry, so the link opens A and B without it.`
+    : null;
+  return { ok: true, size: packed.length, fragment: PREFIX + toBase64Url(packed), note };
 }
 
 /** The inputs in a link fragment, or null when the fragment is not a share link. */
@@ -66,7 +88,8 @@ export async function decodeShare(hash) {
     };
     const a = restore(header.a);
     const b = restore(header.b);
-    return { a, b, options: header.options || {} };
+    const ref = header.ref ? restore(header.ref) : null;
+    return { a, b, ref, options: header.options || {} };
   } catch {
     throw new Error("This share link is damaged and cannot be read; it may have been cut off when it was copied.");
   }

@@ -110,6 +110,28 @@ def test_slice_and_scatter(pair):
     assert not bad["ok"]
 
 
+def test_slice_cells_name_the_element_they_show(pair):
+    """A cell's ``flat`` is the element it shows: itself unpooled, the worst of its block pooled."""
+    a, b = pair
+    compare_files(a, b)
+    whole = api.handle({"op": "slice", "axes": [2, 0], "index": [0, 3, 0], "metric": "abs", "max_cells": 100}, {})
+    s = whole["slice"]
+    rows, cols = np.meshgrid(np.arange(5), np.arange(3), indexing="ij")
+    assert s["flat"] == np.ravel_multi_index((cols, np.full_like(rows, 3), rows), a.shape).ravel().tolist()
+
+    diff = np.abs(a.astype(np.float64) - b.astype(np.float64)).ravel()
+    pooled = api.handle({"op": "slice", "axes": [1, 2], "index": [1, 0, 0], "metric": "abs", "max_cells": 4}, {})
+    p = pooled["slice"]
+    assert p["row_step"] * p["col_step"] > 1
+    assert [float(diff[f]) for f in p["flat"]] == p["values"]
+    assert np.ravel_multi_index((1, 2, 3), a.shape) in p["flat"]  # the one differing element of that plane
+    assert all(np.unravel_index(f, a.shape)[0] == 1 for f in p["flat"])
+
+    compare_files(a[1, 2], b[1, 2])  # one dimension: a single row of cells
+    line = api.handle({"op": "slice", "metric": "abs", "max_cells": 2}, {})["slice"]
+    assert line["flat"][int(np.argmax(line["values"]))] == 3
+
+
 def test_bisect_op(pair):
     a, b = pair
     files = {"a1": npy_bytes(a), "a2": npy_bytes(a * 2), "b1": npy_bytes(b), "b2": npy_bytes(b * 3)}
@@ -126,6 +148,39 @@ def test_bisect_op(pair):
     result = out["bisect"]
     assert [p["report"]["verdict"] for p in result["pairs"]] == ["rounding", "investigate"]
     assert result["first_failing"]["index"] == 1
+
+
+def test_bisect_order_rejudges_the_first_failing_pair_without_comparing_again():
+    request, payloads = capture_request("bisect", {"a": "torch", "b": "ort_bug"}, {"mapping": CNN["mapping"]})
+    before = api.handle(request, payloads)["bisect"]
+    names = [p["a_name"] for p in before["pairs"]]
+    verdicts = {p["a_name"]: p["verdict"] for p in before["pairs"]}
+    bug = CNN["bug_layer"]
+    assert before["first_failing"]["a_name"] == bug
+    # The bug layer and everything after it moved behind the rest, in reverse: the first
+    # failing pair is now the first of those that fails, by the verdicts of the same reports.
+    after_bug = names[names.index(bug) :]
+    moved = [n for n in names if n not in after_bug] + after_bug[::-1]
+    out = api.handle({"op": "bisect_order", "order": moved}, {})
+    assert out["ok"], out
+    result = out["bisect"]
+    assert [p["a_name"] for p in result["pairs"]] == moved
+    assert {p["a_name"]: p for p in result["pairs"]} == {p["a_name"]: p for p in before["pairs"]}  # same reports
+    want = next(i for i, n in enumerate(moved) if verdicts[n] == "investigate")
+    assert result["first_failing"] == {"a_name": moved[want], "b_name": result["pairs"][want]["b_name"], "index": want}
+    assert moved[want] != bug
+    # Rows are opened by their new position.
+    opened = api.handle({"op": "bisect_pair", "index": want}, {})
+    assert opened["report"] == next(p["report"] for p in before["pairs"] if p["a_name"] == moved[want])
+
+    # A partial order puts the named pairs first and keeps the others in their order.
+    partial = api.handle({"op": "bisect_order", "order": [bug]}, {})["bisect"]
+    assert [p["a_name"] for p in partial["pairs"]] == [bug] + [n for n in moved if n != bug]
+    assert partial["first_failing"]["index"] == 0
+
+    for order, words in ((["no such layer"], "no pair"), ([bug, bug], "more than once"), ("conv1", "must list")):
+        bad = api.handle({"op": "bisect_order", "order": order}, {})
+        assert not bad["ok"] and words in bad["error"]["message"]
 
 
 # --- bisect in the page: real captures, several files per side, rows opened, several runs

@@ -2,7 +2,7 @@
 // elements failing the tolerance (bars), on one log axis. Rounding grows smoothly with
 // depth; a bug is a step, and the first failing layer is marked where the step is.
 import { fill, svg } from "./dom.js";
-import { short } from "./bisect_table.js";
+import { sig } from "./summary.js";
 
 const W = 1000;
 const H = 260;
@@ -39,14 +39,15 @@ export function renderDepthChart(node, bisect, { selected = null, onSelect }) {
   };
   const first = bisect.first_failing ? bisect.first_failing.index : null;
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "depth-chart",
-    "aria-label": `Max relative error and fraction failing for ${pairs.length} layers in order, log scale` +
+    "aria-label": `Max relative error and fraction failing for ${pairs.length} layers in the table's order, log scale` +
       (first === null ? "; no layer fails" : `; first failing: layer ${first + 1}, ${pairs[first].a_name}`) });
   for (let d = lo; d <= hi; d += 1) {
     chart.append(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(10 ** d), y2: y(10 ** d), class: "grid" }),
       svg("text", { x: PAD.left - 4, y: y(10 ** d) + 3, class: "tick y" }, `1e${d}`));
   }
   if (first !== null) {
-    chart.append(svg("rect", { x: x(first) - slot / 2, y: PAD.top, width: slot, height: plotH, class: "first-band" }),
+    chart.append(svg("rect", { x: x(first) - slot / 2, y: PAD.top, width: slot, height: plotH, class: "first-band",
+      "data-testid": "depth-first-band", "data-index": first }),
       svg("text", { x: x(first), y: PAD.top - 3, class: "first-label" }, "first failing"));
   }
   fail.forEach((f, i) => {
@@ -64,8 +65,8 @@ export function renderDepthChart(node, bisect, { selected = null, onSelect }) {
   rel.forEach((v, i) => {
     const dot = svg("circle", { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: i === selected ? 6 : 4,
       class: `rel-dot ${pairs[i].verdict}${i === selected ? " selected" : ""}${Number.isFinite(v) ? "" : " nonfinite"}`,
-      "data-testid": "depth-point", "data-index": i, tabindex: 0 },
-    svg("title", {}, `${i + 1}. ${pairs[i].a_name}: max relative ${short(pairs[i].max_rel_diff)}, ${pairs[i].verdict}`));
+      "data-testid": "depth-point", "data-index": i, "data-name": pairs[i].a_name, tabindex: 0 },
+    svg("title", {}, `${i + 1}. ${pairs[i].a_name}: max relative ${sig(pairs[i].max_rel_diff, 3)}, ${pairs[i].verdict}`));
     dot.addEventListener("click", () => onSelect(i));
     dot.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") {
@@ -81,6 +82,6 @@ export function renderDepthChart(node, bisect, { selected = null, onSelect }) {
   });
   chart.append(
     svg("text", { x: PAD.left + plotW / 2, y: H - 6, class: "label" },
-      "layer, in A's order — line: max relative error; bars: fraction failing the tolerance (log scale)"));
+      "layer, in the table's order — line: max relative error; bars: fraction failing the tolerance (log scale)"));
   fill(node, chart);
 }

@@ -1,16 +1,11 @@
-// The bisect table: one row per paired tensor in A's order. The first failing row is the
-// place to look, so it is marked, and the rows before it are marked as passing: together
-// they say "everything up to here agrees, the fault is in this layer".
+// The bisect table: one row per paired tensor, in A's order until the user reorders the
+// rows (by dragging, or with the keyboard). The first failing row is the place to look,
+// so it is marked, and the rows before it are marked as passing: together they say
+// "everything up to here agrees, the fault is in this layer".
 import { el, fill, formatIndex, num } from "./dom.js";
+import { sig } from "./summary.js";
 
 const HOW = { exact: "same name", normalised: "paired by normalised name", mapping: "paired by your mapping" };
-
-/** A report float for a narrow column: three significant digits; "inf"/"nan" strings kept. */
-export function short(value) {
-  if (typeof value !== "number") return num(value);
-  if (value === 0 || Number.isInteger(value)) return String(value);
-  return Number(value.toPrecision(3)).toString();
-}
 
 function percent(fraction) {
   if (fraction === null || fraction === undefined) return "—";
@@ -30,12 +25,78 @@ function standing(index, first) {
 }
 
 /**
- * bisect: the `bisect` dict of the core. onSelect(index) opens a pair's full report;
- * selected is the index of the open pair or null.
+ * The row's grip: a handle to drag it by, and buttons to move it up or down one place
+ * for the keyboard and screen readers (Alt+ArrowUp/Down on any control of the row does
+ * the same). onMove(from, to, control) asks for the new order; the core judges it.
  */
-export function renderBisectTable(node, bisect, { selected = null, onSelect }) {
+function mover(pair, index, count, onMove) {
+  const handle = el("span", { class: "drag-handle", draggable: "true", "data-testid": "bisect-drag", "aria-hidden": "true",
+    title: "Drag to reorder" }, "⠿");
+  const button = (direction, to, label) => {
+    const b = el("button", { type: "button", class: "move", "data-move": direction, "data-testid": `bisect-move-${direction}`,
+      "aria-label": `Move ${pair.a_name} ${direction} (now row ${index + 1} of ${count})`, disabled: to < 0 || to >= count,
+      title: `Move ${direction} (Alt+Arrow${direction === "up" ? "Up" : "Down"})` }, label);
+    b.addEventListener("click", () => onMove(index, to, direction));
+    return b;
+  };
+  const cell = el("td", { class: "grip" }, handle, button("up", index - 1, "▲"), button("down", index + 1, "▼"));
+  // Moving is not opening: keep these clicks from the row's click.
+  cell.addEventListener("click", (event) => event.stopPropagation());
+  return cell;
+}
+
+/**
+ * Rows reorder by HTML5 drag and drop: a row dragged by its handle and dropped on another
+ * takes that row's place. The index being dragged lives here, since a drop target cannot
+ * read the drag's data before the drop.
+ */
+function dragAndDrop(rows, onMove) {
+  let from = null;
+  const clear = () => rows.forEach((row) => row.classList.remove("drop-before", "drop-after"));
+  rows.forEach((row, index) => {
+    row.querySelector(".drag-handle").addEventListener("dragstart", (event) => {
+      from = index;
+      event.dataTransfer.effectAllowed = "move";
+      // A type of its own, so a row dropped on an input box is not taken for pasted text.
+      event.dataTransfer.setData("application/x-perpendis-row", row.dataset.name);
+      event.dataTransfer.setDragImage(row, 0, 0);
+      row.classList.add("dragged");
+    });
+    row.addEventListener("dragend", () => {
+      from = null;
+      clear();
+      row.classList.remove("dragged");
+    });
+    row.addEventListener("dragover", (event) => {
+      if (from === null) return; // files dragged over the page are not rows
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "move";
+      clear();
+      if (index !== from) row.classList.add(index < from ? "drop-before" : "drop-after");
+    });
+    row.addEventListener("drop", (event) => {
+      if (from === null) return;
+      event.preventDefault();
+      event.stopPropagation();
+      const moved = from;
+      from = null;
+      clear();
+      if (moved !== index) onMove(moved, index, null);
+    });
+  });
+}
+
+/**
+ * bisect: the `bisect` dict of the core, its pairs in the order shown. onSelect(index)
+ * opens a pair's full report; selected is the index of the open pair or null;
+ * onMove(from, to, control) moves a row (control: the one that moved it, to focus on its new
+ * row, or null for a drag); focus: {index, control} to focus after a move.
+ */
+export function renderBisectTable(node, bisect, { selected = null, onSelect, onMove, focus = null }) {
   const first = bisect.first_failing ? bisect.first_failing.index : null;
+  const count = bisect.pairs.length;
   const head = el("thead", {}, el("tr", {},
+    el("th", { scope: "col" }, "order"),
     ["#", "A", "B", "shape", "dtype", "max ULP", "max |A − B|", "max relative", "failing", "verdict", "main finding"]
       .map((label) => el("th", { scope: "col" }, label))));
   const rows = bisect.pairs.map((pair, index) => {
@@ -49,8 +110,10 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect }) {
       "data-index": index,
       "data-verdict": pair.verdict,
       "data-standing": where,
+      "data-name": pair.a_name,
       "aria-selected": index === selected ? "true" : "false",
     },
+    mover(pair, index, count, onMove),
     el("td", {}, open),
     el("td", { class: "mono name", "data-testid": "bisect-a-name" }, pair.a_name,
       where === "first-failing" ? el("span", { class: "look", "data-testid": "first-failing" }, "look here") : null),
@@ -60,8 +123,8 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect }) {
     agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
     agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype"),
     el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
-    el("td", { class: "num" }, short(pair.max_abs_diff)),
-    el("td", { class: "num" }, short(pair.max_rel_diff)),
+    el("td", { class: "num" }, sig(pair.max_abs_diff, 3)),
+    el("td", { class: "num" }, sig(pair.max_rel_diff, 3)),
     el("td", { class: "num", "data-testid": "bisect-fail" }, percent(pair.fraction_fail)),
     el("td", { class: `verdict-cell ${pair.verdict}`, "data-testid": "bisect-verdict" },
       where === "pass" && pair.verdict !== "investigate" ? "✓ " : "", pair.verdict),
@@ -69,8 +132,15 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect }) {
       finding ? el("div", { class: "clip", title: finding.message }, finding.message) : ""));
     // The number is a button for the keyboard; its click bubbles here like any click on the row.
     row.addEventListener("click", () => onSelect(index));
+    row.addEventListener("keydown", (event) => {
+      const to = { ArrowUp: index - 1, ArrowDown: index + 1 }[event.key];
+      if (!event.altKey || to === undefined) return;
+      event.preventDefault();
+      if (to >= 0 && to < count) onMove(index, to, event.target.dataset.move ?? "open");
+    });
     return row;
   });
+  dragAndDrop(rows, onMove);
   const summary = first === null
     ? `No layer fails: all ${bisect.pairs.length} paired tensors agree up to rounding.`
     : `First failing: ${bisect.first_failing.a_name}` +
@@ -78,7 +148,12 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect }) {
       ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.`;
   fill(node,
     el("p", { class: `bisect-summary ${first === null ? "pass" : "fail"}`, "data-testid": "bisect-summary" }, summary),
+    el("p", { class: "hint" }, "Drag a row by ⠿, or use ▲ ▼ (Alt+ArrowUp/Down), to put the layers in execution order."),
     el("div", { class: "table-wrap" }, el("table", { class: "bisect-table" }, head, el("tbody", {}, rows))));
+  if (focus && rows[focus.index]) {
+    const control = rows[focus.index].querySelector(`[data-move=${focus.control}]`);
+    (control && !control.disabled ? control : rows[focus.index].querySelector("button.link")).focus();
+  }
 }
 
 /**

@@ -48,7 +48,29 @@ const STAT_LABELS = [
   ["p99_rel", "99th pct relative"], ["rmse", "RMSE"], ["cosine", "cosine similarity"], ["snr_db", "SNR (dB)"],
 ];
 
+/** Digits after the point, trailing zeros dropped: "0.5000" → "0.5", "2.000" → "2". */
+function trim(fixed) {
+  return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
+}
+
+/**
+ * A report float as a person reads it: `digits` significant digits, in exponent form when
+ * tiny or huge (the rule of printf's %g, so 1.5e-7 and 98.23), "inf"/"nan" strings and
+ * null kept as the report has them. Only for showing: the JSON and Markdown keep every digit.
+ */
+export function sig(value, digits = 4) {
+  if (typeof value !== "number" || !Number.isFinite(value)) return num(value);
+  const [mantissa, exponent] = value.toExponential(digits - 1).split("e");
+  const exp = Number(exponent);
+  if (exp < -4 || exp >= digits) return `${trim(mantissa)}e${exp}`;
+  return trim(value.toFixed(digits - 1 - exp));
+}
+
+/** The distribution statistics, rounded for reading; each keeps its full value in a tooltip. */
 export function renderStats(node, report) {
-  const rows = STAT_LABELS.map(([key, label]) => [label, num(report.stats[key]), `stat-${key}`]);
+  const rows = STAT_LABELS.map(([key, label]) => {
+    const value = report.stats[key];
+    return [label, el("span", { title: num(value), "data-full": num(value) }, sig(value)), `stat-${key}`];
+  });
   fill(node, facts(rows));
 }
