@@ -41,6 +41,7 @@ const state = {
 
 function showStatus(status) {
   $("status").textContent = status.state === "ready" ? "ready" : status.message;
+  $("status").title = status.message; // when ready: on how many CPU cores big comparisons run
   $("status").dataset.state = status.state;
   const bar = $("status-progress");
   bar.hidden = status.state !== "loading" || typeof status.fraction !== "number";
@@ -135,8 +136,9 @@ function wireSide(side) {
   });
   box.querySelector(".chip-remove").addEventListener("click", () => removeFile(side));
   dropTarget(box, (dropped) => {
+    const text = dropped.getData("text/plain");
     if (dropped.files.length) setFiles(side, dropped.files);
-    else $(`paste-${side}`).value = dropped.getData("text/plain");
+    else if (text) $(`paste-${side}`).value = text; // a drop without text (a bisect row) keeps the input
   });
   $(`paste-${side}`).addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -382,7 +384,7 @@ function markSlice() {
   const at = state.selectedIndex;
   const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
   const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
-  renderHeatmap($("heatmap"), lastSlice, metric, mark);
+  renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement);
 }
 
 // ---------------------------------------------------------------- tolerance controls
@@ -466,23 +468,28 @@ async function share() {
       "download the JSON, or open its two tensors as files and share that comparison.";
     return;
   }
-  const { a, b, options } = state.compared;
+  const { a, b, ref, options } = state.compared;
   if ((a && a.file) || (b && b.file)) {
     $("export-status").textContent = "Files this big are read in place and cannot travel in a link; " +
       "share the downloaded JSON report instead.";
     return;
   }
-  const packed = await encodeShare({ a, b, options });
+  const packed = await encodeShare({ a, b, ref: ref && !ref.file ? ref : null, options });
   if (!packed.ok) {
     $("export-status").textContent = packed.reason;
     return;
   }
+  const note = ref && ref.file
+    ? "The reference was left out: a file this big is read in place and cannot travel in a link."
+    : packed.note;
   const url = `${location.href.split("#")[0]}${packed.fragment}`;
   history.replaceState(null, "", packed.fragment);
   const field = $("share-link");
   field.value = url;
   field.hidden = false;
   await copyText(url, `Link copied (${Math.ceil(packed.size / 1024)} kB of inputs in the link; nothing is uploaded).`);
+  // Said whether or not the clipboard took the link.
+  if (note) $("export-status").textContent += ` ${note}`;
 }
 
 async function openShared() {
@@ -494,12 +501,13 @@ async function openShared() {
     return;
   }
   if (!shared) return;
-  for (const side of SIDES) {
-    const input = shared[side];
+  for (const side of INPUTS) {
+    const input = shared[side] ?? { text: "" }; // a link without a reference leaves that box empty
     $(`paste-${side}`).value = input.text ?? "";
     state.files[side] = input.bytes ? { name: input.name, bytes: input.bytes } : null;
     renderChip(side);
   }
+  if (shared.ref) $("ref-box").open = true;
   state.tolerance = shared.options;
   compare();
 }

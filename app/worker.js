@@ -3,9 +3,7 @@
 // Protocol: docs/contracts.md, "Worker protocol". A classic worker, because Pyodide 0.27
 // loads its runtime with importScripts.
 
-const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
-
-importScripts(PYODIDE_URL + "pyodide.js");
+importScripts("boot.js");
 
 // Files the page hands over unread (too big to copy around whole) are read here a slice at
 // a time, when Python asks for the bytes: synchronously, since Python waits for them.
@@ -43,23 +41,81 @@ def with_texts(value, payloads):
         return {**rest, "text": payloads.pop(value["utf8"]).tobytes().decode("utf-8")}
     return {k: with_texts(v, payloads) for k, v in value.items()}
 
-def serve(request_json, buffers, blobs, progress):
-    payloads = {}
-    for key, view in buffers:
-        array = np.empty(view.byteLength, dtype=np.uint8)
-        view.assign_to(array)
-        payloads[key] = array
+def from_js(view):
+    array = np.empty(view.byteLength, dtype=np.uint8)
+    view.assign_to(array)
+    return array
+
+def serve(request_json, buffers, blobs, progress, workers):
+    payloads = {key: from_js(view) for key, view in buffers}
     request = with_texts(json.loads(request_json), payloads)
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
         return json.dumps(stream.serve(request, payloads, files, progress), allow_nan=False)
-    return json.dumps(api.handle(request, payloads, progress), allow_nan=False)
+    return json.dumps(api.handle(request, payloads, progress, workers=workers), allow_nan=False)
 
-serve
+def finish_split(parts):
+    return json.dumps(api.finish_split([None if part is None else from_js(part) for part in parts]), allow_nan=False)
+
+serve, api.share_bytes, api.fold_own, finish_split
 `;
 
+// Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
+// start once this core is ready, so they never slow its start; a comparison uses those
+// ready by then, and folds here the share of any that fails.
+const HELPERS = Math.min(Math.max((self.navigator.hardwareConcurrency || 1) - 1, 0), 3);
+
+class Helper {
+  #worker = new Worker("fold_worker.js");
+  #jobs = new Map(); // id -> resolve(ArrayBuffer | undefined)
+  #nextId = 1;
+  ready = false;
+
+  constructor(onReady) {
+    this.#worker.onmessage = ({ data }) => {
+      if (data.type === "ready") {
+        this.ready = true;
+        onReady();
+      }
+      else if (data.type === "failed") this.#fail();
+      else this.#settle(data.id, data.bytes);
+    };
+    this.#worker.onerror = (event) => {
+      event.preventDefault();
+      this.#fail();
+    };
+  }
+
+  /** Resolves with the share's partial as bytes, or undefined when this helper could not fold it. */
+  fold(share, a, b) {
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      if (!this.ready) return resolve(undefined);
+      this.#jobs.set(id, resolve);
+      this.#worker.postMessage({ id, share, a, b }, [a, b]);
+    });
+  }
+
+  #settle(id, bytes) {
+    const resolve = this.#jobs.get(id);
+    this.#jobs.delete(id);
+    if (resolve) resolve(bytes);
+  }
+
+  #fail() {
+    this.ready = false;
+    for (const id of [...this.#jobs.keys()]) this.#settle(id, undefined);
+  }
+}
+
+let helpers = [];
+
+
 let serve = null;
-const queue = [];
+let shareBytes = null;
+let foldOwn = null;
+let finishSplit = null;
+let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
 function status(state, message, fraction) {
   self.postMessage({ type: "status", state, message, fraction });
@@ -104,16 +160,41 @@ function internalError(err) {
   };
 }
 
-function handle(message) {
+// A copy of share `index`'s bytes of A and B, to hand to a helper.
+function shareCopies(index) {
+  const pair = shareBytes(index);
+  const copies = [0, 1].map((k) => {
+    const array = pair.get(k);
+    const view = array.getBuffer("u8");
+    const copy = view.data.slice().buffer;
+    view.release();
+    array.destroy();
+    return copy;
+  });
+  pair.destroy();
+  return copies;
+}
+
+// A comparison Python cut into shares: the helpers fold theirs while this worker folds the first.
+async function foldShared(shares, available) {
+  const jobs = shares.map((share, i) => available[i].fold(share, ...shareCopies(i + 1)));
+  foldOwn();
+  const parts = await Promise.all(jobs);
+  return JSON.parse(finishSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
+}
+
+async function handle(message) {
   const { id, op } = message;
   if (op === "cancel") return; // cancelling is the page terminating this worker
   const buffers = [];
   const blobs = [];
   const request = splitPayloads(message, buffers, blobs);
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
+  const available = helpers.filter((helper) => helper.ready);
   let result;
   try {
-    result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress));
+    result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress, available.length + 1));
+    if (result.ok && result.split) result = await foldShared(result.split, available);
   } catch (err) {
     result = internalError(err);
     if (/fatal/i.test(result.error.detail)) {
@@ -127,25 +208,26 @@ function handle(message) {
   self.postMessage({ id, type: "result", result });
 }
 
+let started = null; // resolves once the core is ready: jobs sent before then wait for it
+
 self.onmessage = (event) => {
-  if (serve) handle(event.data);
-  else queue.push(event.data);
+  done = done
+    .then(() => started)
+    .then(() => handle(event.data))
+    .catch((err) => console.error("perpendis worker:", err));
 };
 
 async function start() {
   status("loading", "loading the Python runtime", 0.1);
-  const pyodide = await loadPyodide({
-    indexURL: PYODIDE_URL,
-    lockFileURL: PYODIDE_URL + "pyodide-lock.json",
-    // Fetched while the runtime boots, rather than after it.
-    packages: ["numpy", "perpendis"],
-  });
+  const pyodide = await bootPython();
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  serve = pyodide.runPython(GLUE);
+  [serve, shareBytes, foldOwn, finishSplit] = pyodide.runPython(GLUE).toJs({ depth: 1 });
   status("ready", "ready", 1);
-  while (queue.length) handle(queue.shift());
+  const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
+  helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));
 }
 
-start().catch((err) => status("failed", `could not start the Python core: ${(err && err.message) || err}`));
+started = start();
+started.catch((err) => status("failed", `could not start the Python core: ${(err && err.message) || err}`));

@@ -180,3 +180,23 @@ def test_python_complex_text_without_numpy_padding(original: np.ndarray) -> None
     tensor = _one(text)
     expected = np.stack([original.real, original.imag], axis=-1).astype(np.float64).reshape(-1, 2)
     np.testing.assert_array_equal(tensor.array.reshape(-1, 2).view(np.uint64), expected.view(np.uint64))
+
+
+def test_torch_zeros_printed_at_lowered_precision_are_not_taken_as_exact():
+    """PyTorch switches to scientific notation below 1e-4 whatever its precision, so with 2
+    decimals 0.003 prints as ``0.00``: such zeros do not prove the values were zero."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-0.00105122, -0.00036199, 0.00081163, 0.0021], dtype=np.float32)
+    torch.set_printoptions(precision=2)
+    try:
+        text = repr(torch.from_numpy(x))
+    finally:
+        torch.set_printoptions(profile="default")
+    assert "0.00" in text
+    (tensor,) = parse_text(text)
+    assert not tensor.lossless
+    # Zeros that PyTorch prints without decimals are exact, of their printed sign.
+    text = repr(torch.tensor([0.0, 2.0, -0.0]))
+    (exact,) = parse_text(text)
+    assert "0.," in text and exact.lossless
+    assert np.array_equal(exact.array.view(np.uint32), np.array([0.0, 2.0, -0.0], np.float32).view(np.uint32))

@@ -118,7 +118,9 @@ def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
         assert got["stats"].keys() == expected["stats"].keys()
         for key, value in expected["stats"].items():
             if isinstance(value, float):
-                assert got["stats"][key] == pytest.approx(value, rel=1e-9, abs=1e-300), key
+                # The cosine's Σa² is Σb² plus a correction: chunk sums round it to about 1e-7.
+                rel = 1e-6 if key == "cosine" else 1e-9
+                assert got["stats"][key] == pytest.approx(value, rel=rel, abs=1e-300), key
             else:
                 assert got["stats"][key] == value, key
 
@@ -239,9 +241,13 @@ def streaming_peak(directory: Path, n: int) -> int:
 
 
 def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
-    """Every value differs (the costliest case): four times the file, yet not four times the memory."""
-    small, big = streaming_peak(tmp_path, 2 * CHUNK), streaming_peak(tmp_path, 8 * CHUNK)
-    assert big < 1.5 * small
+    """Every value differs (the costliest case): three times the file, yet not more memory.
+
+    Both sizes hold more errors than the percentile sample keeps (compare.ERROR_SAMPLE_CAP),
+    so both measure the steady state of a long fold, not the start where all are kept.
+    """
+    small, big = streaming_peak(tmp_path, 4 * CHUNK), streaming_peak(tmp_path, 12 * CHUNK)
+    assert big < 1.2 * small
 
 
 def file_reader(path: Path) -> tuple[stream.Reader, int]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bits
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from .compare import CHUNK, compare, make_element, relative
+from .compare import CHUNK, Prepared, make_element, partial_from_bytes, prepare, relative
 from .errors import InputError, blame
 from .formats import npy
 from .formats.buffer import as_view
@@ -31,6 +31,11 @@ _SIDES = ("a", "b", "ref")
 _last: dict[str, Any] = {}
 # The last bisect: its pairs of entries in order, and its options.
 _bisected: dict[str, Any] = {}
+# A comparison whose fold is shared with other workers: between ``handle`` and ``finish_split``.
+_split: dict[str, Any] = {}
+
+SPLIT_MIN = 4 * CHUNK
+"""Fewest elements worth sharing with other workers: below it, moving the bytes costs more than it saves."""
 
 
 def _is_empty(spec: object) -> bool:
@@ -87,14 +92,57 @@ def _options(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run(progress: Progress | None) -> dict[str, Any]:
-    """Compare the stored pair with its stored options and keep the report."""
+    """Compare the stored pair with its stored options and keep the report.
+
+    When the caller offers other workers (``handle(..., workers=n)``) and the pair is big
+    enough, the fold is cut into shares instead: the answer is ``{"split": [share, ...]}``
+    and :func:`fold_own` and :func:`finish_split` complete it.
+    """
     a, b, ref = _last["pair"]
-    report = compare(
-        a, b, ref=ref, progress=None if progress is None else (lambda f: progress("compare", f)), **_last["options"]
-    )
+    prepared = prepare(a, b, ref=ref, **_last["options"])
+    workers = _split.pop("workers", 1)
+    if workers > 1 and prepared.size >= SPLIT_MIN:
+        shares = prepared.shares(workers)
+        _split.update(prepared=prepared, shares=shares, progress=progress)
+        return {"split": [share.to_json() for share in shares[1:]]}
+    if prepared.a is None:
+        if progress is not None:
+            progress("compare", 1.0)
+        return _finish(prepared, None)
+    return _finish(prepared, prepared.fold(progress=None if progress is None else (lambda f: progress("compare", f))))
+
+
+def _finish(prepared: Prepared, partial: Any) -> dict[str, Any]:
+    report = prepared.finish(partial)
     report.notes += _last["notes"]
     _last["report"] = report
     return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text()}
+
+
+def share_bytes(index: int) -> tuple[np.ndarray, np.ndarray]:
+    """The raw bytes of A's and B's elements in share ``index`` of the split comparison (views)."""
+    return _split["prepared"].share_bytes(_split["shares"][index])
+
+
+def fold_own() -> None:
+    """Fold the first share here, while other workers fold theirs."""
+    progress = _split["progress"]
+    own = _split["shares"][0]
+    _split["own"] = _split["prepared"].fold(
+        own.start, own.stop, None if progress is None else (lambda f: progress("compare", f))
+    )
+
+
+def finish_split(parts: list[Any]) -> dict[str, Any]:
+    """The answer to the split request, from the other workers' partials (as bytes, in share
+    order after the first); a share whose worker failed (None) is folded here."""
+    prepared, shares = _split["prepared"], _split["shares"]
+    merged = _split.pop("own", None) or prepared.fold(shares[0].start, shares[0].stop)
+    for share, data in zip(shares[1:], parts, strict=True):
+        merged = merged.merge(prepared.fold(share.start, share.stop) if data is None else partial_from_bytes(data))
+    head = _split.pop("head")
+    _split.clear()
+    return {**head, **_finish(prepared, merged), "workers": len(shares)}
 
 
 def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
@@ -311,7 +359,18 @@ def _slice(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pr
     pr, pc = math.ceil(rows / rs), math.ceil(cols / cs)
     padded = np.full((pr * rs, pc * cs), -np.inf)
     padded[:rows, :cols] = values
-    pooled = padded.reshape(pr, rs, pc, cs).max(axis=(1, 3))
+    blocks = padded.reshape(pr, rs, pc, cs).transpose(0, 2, 1, 3).reshape(pr, pc, rs * cs)
+    pooled = blocks.max(axis=2)
+    # The element each cell shows (the worst of its block), so a click on it opens that element.
+    worst = blocks.argmax(axis=2)
+    at_row = np.arange(pr)[:, None] * rs + worst // cs
+    at_col = np.arange(pc)[None, :] * cs + worst % cs
+    if nd < 2:
+        flat = at_col
+    else:
+        full = [np.full(worst.shape, i) for i in index]
+        full[row], full[col] = at_row, at_col
+        flat = np.ravel_multi_index(full, a.shape)
     return {
         "slice": plain(
             {
@@ -320,6 +379,7 @@ def _slice(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pr
                 "row_step": rs,
                 "col_step": cs,
                 "values": [float(v) for v in pooled.ravel()],
+                "flat": [int(f) for f in flat.ravel()],
                 "max": float(pooled.max(initial=0.0)),
             }
         )
@@ -392,8 +452,12 @@ def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress:
     result = bisect(_counting(ea, len(ea), progress), eb, **options)
     # Kept for ``bisect_pair``: the entries re-decode their tensor when a row is opened.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
+    # The result is kept for ``bisect_order``, without the tensors each report holds: those
+    # would keep every layer in memory, and ``bisect_pair`` decodes its pair again anyway.
+    for pair in result.pairs:
+        pair.report.aligned = None
     _bisected.clear()
-    _bisected.update(pairs=[(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options=options)
+    _bisected.update(result=result, pairs=[(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options=options)
     return {"bisect": result.to_dict()}
 
 
@@ -418,6 +482,34 @@ def _bisect_pair(request: Mapping[str, Any], payloads: Mapping[str, Any], progre
     return _run(progress)
 
 
+def _bisect_order(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
+    """Put the last bisect's pairs in the user's order, so "first failing" follows it.
+
+    Saved order is execution order only when the capture kept it, so the user may
+    reorder the rows; the pairs keep their reports (nothing is compared again) and the
+    first failing pair is judged here, by the one rule of :class:`BisectReport`.  Pairs
+    ``order`` names come first, in its order; the others follow in their current order.
+    """
+    if "result" not in _bisected:
+        raise InputError("nothing has been bisected yet: bisect two captures first")
+    result = _bisected["result"]
+    names = [p.a_name for p in result.pairs]
+    order = request.get("order")
+    if not (isinstance(order, list) and all(isinstance(n, str) for n in order)):
+        raise InputError(f'order must list names of A\'s tensors, e.g. ["conv1", "relu1"], got {order!r}')
+    unknown = [n for n in order if n not in names]
+    if unknown:
+        raise InputError(f"the order names {unknown[0]!r}, which no pair of the last bisect has", where="order")
+    repeated = sorted({n for n in order if order.count(n) > 1})
+    if repeated:
+        raise InputError(f"the order names {repeated[0]!r} more than once; name each pair once", where="order")
+    position = {name: i for i, name in enumerate(order)}
+    ranked = sorted(range(len(names)), key=lambda i: (0, position[names[i]]) if names[i] in position else (1, i))
+    result.pairs = [result.pairs[i] for i in ranked]
+    _bisected["pairs"] = [_bisected["pairs"][i] for i in ranked]
+    return {"bisect": result.to_dict()}
+
+
 def _runs(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
     """Several runs, each bisected against the reference run: the runs × layers matrix."""
     runs = (request.get("inputs") or {}).get("runs")
@@ -440,21 +532,34 @@ _OPS = {
     "scatter": _scatter,
     "bisect": _bisect,
     "bisect_pair": _bisect_pair,
+    "bisect_order": _bisect_order,
     "runs": _runs,
 }
 
 
-def handle(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+def handle(
+    request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None = None, *, workers: int = 1
+) -> dict[str, Any]:
     """Run one worker request (``docs/contracts.md``); bad input becomes ``{"ok": False, "error": ...}``.
 
     ``payloads`` maps the keys in ``inputs`` to the files' bytes.  ``progress(stage,
-    fraction)`` is called while comparing.  Any exception other than :class:`InputError`
-    is a bug in Perpendis and propagates to the worker.
+    fraction)`` is called while comparing.  ``workers`` > 1 lets a big comparison answer
+    ``{"ok": True, "split": [...]}``: the caller has the shares folded by other workers
+    (:func:`perpendis.compare.fold_share`) and calls :func:`finish_split` for the answer.
+    Any exception other than :class:`InputError` is a bug in Perpendis and propagates to
+    the worker.
     """
     op = request.get("op")
     if op not in _OPS:
         raise ValueError(f"unknown op {op!r}; the worker sends one of {', '.join(_OPS)}")
+    _split.clear()
+    _split["workers"] = workers
     try:
-        return {"ok": True, **_OPS[op](request, payloads, progress)}
+        result = {"ok": True, **_OPS[op](request, payloads, progress)}
     except InputError as err:
         return {"ok": False, "error": err.to_dict()}
+    finally:
+        _split.pop("workers", None)
+    if "split" in result:
+        _split["head"] = {k: v for k, v in result.items() if k != "split"}
+    return result

@@ -151,6 +151,8 @@ def ulp_distance(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format) -> tuple[np.
     either side is NaN or an infinity meets anything but identical bits.  Identical bits
     are always distance 0 and defined, NaNs included.
     """
+    if fmt.is_float and fmt.width < 64:
+        return _small_float_distance(raw_a, raw_b, fmt)
     ka = ordered_key(raw_a, fmt)
     kb = ordered_key(raw_b, fmt)
     dist = np.where(ka >= kb, ka - kb, kb - ka)
@@ -161,6 +163,37 @@ def ulp_distance(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format) -> tuple[np.
     else:
         defined = np.ones(np.shape(dist), dtype=bool)
     return np.where(defined, dist, np.uint64(0)), defined
+
+
+def _small_float_distance(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ulp_distance` for floats of at most 32 bits: ordered keys computed in the
+    format's own signed width (they cannot overflow it), widened once for the difference.
+
+    A third of the array passes of the general uint64 keys, on narrower data, which
+    matters because every differing element of a comparison goes through here.
+    """
+    signed_type = np.dtype(f"int{fmt.width}")
+    lowest = signed_type.type(-(1 << (fmt.width - 1)))
+    mask = signed_type.type((1 << (fmt.width - 1)) - 1)
+    exp_all = ((1 << fmt.exp_bits) - 1) << fmt.man_bits
+    nan_all = exp_all | ((1 << fmt.man_bits) - 1)
+
+    def key(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        signed = np.ascontiguousarray(raw).view(signed_type)
+        mag = signed & mask
+        special = mag >= exp_all if fmt.has_inf else mag == nan_all
+        # Negative values count down from zero: -0 meets +0, and -x sits |x| below it.
+        return np.where(signed < 0, lowest - signed, signed), special
+
+    (ka, special_a), (kb, special_b) = key(raw_a), key(raw_b)
+    dist = np.abs(np.subtract(ka, kb, dtype=np.int64))
+    special = special_a | special_b
+    if special.any():
+        defined = ~special | (raw_a == raw_b)
+        dist = np.where(defined, dist, 0)
+    else:
+        defined = np.ones(np.shape(dist), dtype=bool)
+    return np.asarray(dist).astype(np.uint64), defined
 
 
 @cache

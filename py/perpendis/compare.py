@@ -15,17 +15,22 @@ deviation of the cosine from 1, never swamps it.
 
 from __future__ import annotations
 
+import io
+import itertools
+import json
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import Any
 
 import numpy as np
 
 from . import bits
 from .align import Aligned, align, compared_format, like_a
-from .bits import Format
+from .bits import Format, format_of
 from .errors import InputError
+from .formats.buffer import BytesLike, as_view
 from .report import (
     AxisFailures,
     Element,
@@ -38,7 +43,7 @@ from .report import (
     shape_text,
 )
 from .tensor import Tensor
-from .tolerance import Tolerance, failing, printed_digits, resolve
+from .tolerance import Tolerance, failing_abs, printed_digits, resolve
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
@@ -51,70 +56,158 @@ Chunk = tuple[int, np.ndarray, np.ndarray]
 
 
 # ---------------------------------------------------------------------------------------
-# Samples: bounded, mergeable, exact while everything fits.
+# Samples: bounded, mergeable in any grouping, exact while everything fits.
+
+
+def _priority(flat: np.ndarray) -> np.ndarray:
+    """A pseudo-random uint64 per flat index (SplitMix64's finaliser, a bijection).
+
+    A sample keeps the rows whose indices have the smallest priorities (a bottom-k
+    sample): uniform, and the same rows whatever the chunks were and in whatever
+    grouping their partials merged, so a comparison split across workers or streamed
+    from disk keeps exactly the rows of the one made in memory.
+    """
+    z = flat.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _smallest(priority: np.ndarray, cap: int) -> np.ndarray:
+    """Positions of the ``cap`` smallest of uniform priorities, in position order.
+
+    They are selected among the few below :func:`_likely_bound`, rather than among all.
+    """
+    n = len(priority)
+    if n <= cap:
+        return np.arange(n)
+    candidates = np.flatnonzero(priority < _likely_bound(cap, n, 2**64))
+    if len(candidates) < cap:  # never in practice; still exact
+        candidates = np.arange(n)
+    return np.sort(candidates[np.argpartition(priority[candidates], cap - 1)[:cap]])
+
+
+def _likely_bound(cap: int, n: int, top: int) -> np.uint64:
+    """A priority below which the ``cap`` smallest of ``n`` priorities uniform below ``top``
+    almost surely lie: the cap-th smallest is ``cap/n`` of the way up with a spread of
+    ``sqrt(cap)/n``, and this is eight spreads above it."""
+    return np.uint64(min(2**64 - 1, (cap + 8 * math.isqrt(cap) + 64) * top // n))
+
+
+def _below(groups: list[np.ndarray], bound: int | None) -> list[np.ndarray]:
+    """The rows of ``groups`` whose priority is at most ``bound`` (all when None)."""
+    if bound is None:
+        return groups
+    return [rows[_priority(rows[:, 0]) <= np.uint64(bound)] for rows in groups]
 
 
 @dataclass
 class Sample:
-    """``count`` rows seen, at most ``cap`` of them shown by :meth:`rows`: all (exact) or a
-    uniform subset.
+    """``count`` rows seen, at most ``cap`` of them shown by :meth:`rows`: all (exact) or
+    those of smallest :func:`_priority`.
 
-    The rows are kept in groups ``(rows, seen)``, each all ``seen`` rows of some chunks or
-    a uniform subset of them.  Merging only appends groups; they are cut back to ``cap``
-    rows, each group in proportion to the rows it stands for, once they hold twice as
-    many, so a row is copied a bounded number of times however long the fold.  (Cutting
-    back at every merge made a long streamed comparison copy the whole sample per chunk.)
+    Column 0 of every row is the element's flat index.  Merging appends groups of rows,
+    cut back to ``cap`` once they hold half as many more, so a row is copied a bounded
+    number of times however long the fold.  After a cut, ``bound`` is the largest priority kept:
+    ``cap`` rows lie at or below it, so rows above it are dropped as they arrive, and a
+    long fold with many errors holds little more than ``cap`` rows.
     """
 
     count: int = 0
-    groups: list[tuple[np.ndarray, int]] = field(default_factory=list)
+    groups: list[np.ndarray] = field(default_factory=list)
     cap: int = 0
+    bound: int | None = None
 
     @property
     def kept(self) -> int:
-        return sum(len(rows) for rows, _ in self.groups)
+        return sum(len(rows) for rows in self.groups)
 
     def rows(self) -> np.ndarray:
         groups = self._cut().groups
-        return np.concatenate([rows for rows, _ in groups]) if groups else np.empty((0, 0))
+        return np.concatenate(groups) if groups else np.empty((0, 0))
 
     def merge(self, other: Sample, cap: int) -> Sample:
-        merged = Sample(self.count + other.count, self.groups + other.groups, cap)
-        return merged._cut() if merged.kept > 2 * cap else merged
+        bounds = [b for b in (self.bound, other.bound) if b is not None]
+        bound = min(bounds) if bounds else None
+        mine = self.groups if self.bound == bound else _below(self.groups, bound)
+        theirs = other.groups if other.bound == bound else _below(other.groups, bound)
+        merged = Sample(self.count + other.count, mine + theirs, cap, bound)
+        # The first cut comes early, for the bound it sets; later ones wait for half as many rows more.
+        return merged._cut() if merged.kept > (cap if bound is None else cap + cap // 2) else merged
 
     def _cut(self) -> Sample:
-        """At most ``cap`` rows, taken from each group in proportion to the rows it stands for."""
-        if self.kept <= self.cap:
+        """The ``cap`` rows of smallest priority.
+
+        Every row lies at or below ``bound`` (or below 2**64), uniformly, so the rows of
+        each group are first narrowed to those below :func:`_likely_bound`; only their
+        priorities and positions are put together, and the chosen rows copied once.
+        """
+        kept = self.kept
+        if kept <= self.cap:
             return self
-        kept = np.array([len(rows) for rows, _ in self.groups])
-        share = np.array([seen for _, seen in self.groups]) * (self.cap / self.count)
-        take = np.minimum(kept, np.floor(share).astype(np.int64))
-        # The rounding remainder goes to the groups with the largest fractions and rows to spare.
-        spare = np.flatnonzero(kept > take)
-        extra = spare[np.argsort(-(share - take)[spare], kind="stable")][: self.cap - int(take.sum())]
-        take[extra] += 1
-        rng = np.random.default_rng(self.count)
-        picked = [_subsample(rows, int(k), rng) for (rows, _), k in zip(self.groups, take, strict=True)]
-        return Sample(self.count, [(np.concatenate(picked), self.count)], self.cap)
+        estimate = _likely_bound(self.cap, kept, 2**64 if self.bound is None else self.bound + 1)
+        near = []
+        for group in self.groups:
+            priority = _priority(group[:, 0])
+            at = np.flatnonzero(priority < estimate)
+            near.append((at, priority[at]))
+        if sum(len(at) for at, _ in near) < self.cap:  # never in practice; still exact
+            near = [(np.arange(len(group)), _priority(group[:, 0])) for group in self.groups]
+        priority = np.concatenate([p for _, p in near])
+        chosen = np.sort(np.argpartition(priority, self.cap - 1)[: self.cap])
+        # Positions among the candidates, back to (group, row): candidates are in group order.
+        starts = np.cumsum([0] + [len(at) for at, _ in near])
+        which = np.searchsorted(starts, chosen, side="right") - 1
+        picked = [
+            group[at[chosen[which == g] - starts[g]]]
+            for g, (group, (at, _)) in enumerate(zip(self.groups, near, strict=True))
+        ]
+        rows = np.concatenate(picked)
+        return Sample(self.count, [rows], self.cap, int(priority[chosen].max()))
 
 
-def _subsample(rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniform choice of ``k`` rows, in their order (drawing the rows to drop when they are fewer)."""
-    n = len(rows)
-    if k >= n:
-        return rows
-    keep = np.zeros(n, dtype=bool) if k <= n // 2 else np.ones(n, dtype=bool)
-    keep[rng.choice(n, size=min(k, n - k), replace=False)] = k <= n // 2
-    return rows[keep]
-
-
-def _sample_of(cap: int, *columns: np.ndarray) -> Sample:
-    """A sample of the rows made of ``columns``, choosing rows before building them."""
-    n = len(columns[0])
+def _sample_of(cap: int, flat: np.ndarray, *columns: np.ndarray) -> Sample:
+    """A sample of the rows ``(flat, *columns)``, choosing rows before building them."""
+    n = len(flat)
     if n == 0:
         return Sample()
-    keep = slice(None) if n <= cap else np.sort(np.random.default_rng(n).choice(n, size=cap, replace=False))
-    return Sample(n, [(np.column_stack([c[keep] for c in columns]), n)], cap)
+    if n <= cap:
+        return Sample(n, [np.column_stack([flat, *columns]).astype(np.float64, copy=False)], cap)
+    priority = _priority(flat)
+    keep = _smallest(priority, cap)
+    rows = np.column_stack([flat[keep], *(c[keep] for c in columns)]).astype(np.float64, copy=False)
+    return Sample(n, [rows], cap, int(priority[keep].max()))
+
+
+@dataclass(frozen=True)
+class ExactSum:
+    """A sum of floats held exactly, as a whole number of 2**-1074 (the smallest float).
+
+    Partials merge in whatever grouping the work was split into (chunks in order, ranges
+    on several workers); an exact sum makes the total the same in every grouping, rounded
+    once at the end, where adding float partial sums would depend on the grouping.
+    """
+
+    scaled: int = 0
+    special: float = 0.0  # the sum of the non-finite terms: 0, inf, -inf or nan
+
+    @staticmethod
+    def of(x: float) -> ExactSum:
+        if not math.isfinite(x):
+            return ExactSum(0, x)
+        num, den = x.as_integer_ratio()
+        return ExactSum(num * ((1 << 1074) // den))
+
+    def __add__(self, other: ExactSum) -> ExactSum:
+        return ExactSum(self.scaled + other.scaled, self.special + other.special)
+
+    def value(self) -> float:
+        if self.special != 0 or math.isnan(self.special):
+            return self.special
+        try:
+            return self.scaled / (1 << 1074)  # int / int rounds correctly
+        except OverflowError:
+            return math.inf if self.scaled > 0 else -math.inf
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,13 +247,13 @@ class Partial:
     hist: np.ndarray = field(default_factory=lambda: np.zeros(66, dtype=np.int64))  # bins of distances < 2**64
     ulp_nonfinite: int = 0
     n_excluded: int = 0  # elements left out of the stats: non-finite on either side
-    sum_abs: float = 0.0
-    sum_rel: float = 0.0
-    sum_sq: float = 0.0
-    s_bb: float = 0.0
-    d_aa: float = 0.0
-    d_ab: float = 0.0
-    errors: Sample = field(default_factory=Sample)  # rows (abs, rel) of non-zero finite errors
+    sum_abs: ExactSum = field(default_factory=ExactSum)
+    sum_rel: ExactSum = field(default_factory=ExactSum)
+    sum_sq: ExactSum = field(default_factory=ExactSum)
+    s_bb: ExactSum = field(default_factory=ExactSum)
+    d_aa: ExactSum = field(default_factory=ExactSum)
+    d_ab: ExactSum = field(default_factory=ExactSum)
+    errors: Sample = field(default_factory=Sample)  # rows (flat, abs, rel) of non-zero finite errors
     n_fail: int = 0
     first_fail: Pick | None = None
     axis_fails: list[np.ndarray] = field(default_factory=list)
@@ -225,6 +318,25 @@ def _ulp_bins(dist: np.ndarray) -> np.ndarray:
     return np.where(dist > 0, length + 1, 0)
 
 
+SMALL_ULP = 1 << 16  # below this largest distance, the histogram is binned from a count per distance
+
+
+def _ulp_histogram(dist: np.ndarray, size: int) -> np.ndarray:
+    """Counts per :func:`_ulp_bins` bin of ``dist`` (uint64).
+
+    Rounding keeps distances small, so counting each distance first (one pass) and
+    binning the few distinct values is the common path; the per-element binning, about
+    twenty passes, is left for distances of bugs.
+    """
+    top = int(dist.max(initial=0))
+    if top >= SMALL_ULP:
+        return np.bincount(_ulp_bins(dist).astype(np.intp), minlength=size)[:size]
+    counts = np.bincount(dist.astype(np.intp), minlength=1)
+    out = np.zeros(size, dtype=np.int64)
+    np.add.at(out, _ulp_bins(np.arange(counts.size, dtype=np.uint64)), counts)
+    return out
+
+
 def ulp_edges(n_bins: int) -> list[str]:
     """Labels of the first ``n_bins`` ULP histogram bins."""
     labels = ["0", "1", "2"]
@@ -233,16 +345,28 @@ def ulp_edges(n_bins: int) -> list[str]:
 
 
 def _sum_squares(array: np.ndarray, fmt: Format) -> float:
+    """``Σx²``, summed in float64 whatever the format.
+
+    A float32 dot product accumulates in float32: over a million elements that can be
+    off by a few parts in 10⁴, and by different amounts with and without BLAS (natively
+    and in the browser).  Products taken in float64 (exact for float32, and never
+    underflowing where the other sums, taken in float64, do not) and summed in float64
+    agree everywhere to about 1e-15; ``einsum`` does it in one pass over the array.
+    """
     x = array.ravel() if fmt.name in ("float32", "float64") else bits.to_float64(array.ravel(), fmt)
     with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.dot(x, x))
+        return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
-def _pick(metric: np.ndarray, mask: np.ndarray, flat: np.ndarray, da: np.ndarray, db: np.ndarray) -> Pick | None:
-    if not mask.any():
+def _pick(metric: np.ndarray, mask: np.ndarray | None, flat: np.ndarray, da: np.ndarray, db: np.ndarray) -> Pick | None:
+    """The element with the largest ``metric`` where ``mask`` holds (None: everywhere), first on ties."""
+    if mask is None:
+        i = int(np.argmax(metric))
+    elif not mask.any():
         return None
-    i = int(np.flatnonzero(mask)[np.argmax(metric[mask])])
-    return (float(metric[i]), int(flat[i]), int(da[i]), int(db[i]))
+    else:
+        i = int(np.flatnonzero(mask)[np.argmax(metric[mask])])
+    return (metric[i].item(), int(flat[i]), int(da[i]), int(db[i]))
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -270,6 +394,9 @@ def chunk_partial(
     ``lossy`` gives, for each side printed with too few digits to pin its values, the
     :func:`~perpendis.tolerance.printed_digits` of its print (None for exact sides); a
     failure within what those digits resolve is not counted (``n_print_limited``).
+
+    Every differing element passes through here, so the common case (all of them finite)
+    skips the masks that NaN and infinities need, and each quantity is computed once.
     """
     a, b = np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()
     ra, rb = bits.raw_bits(a, fmt), bits.raw_bits(b, fmt)
@@ -284,55 +411,71 @@ def chunk_partial(
         with np.errstate(over="ignore"):  # float64 values past 1e154 square to inf: cosine and SNR say so
             s_bb = float(np.dot(fb[finite_all], fb[finite_all]))
         p.n_excluded = int(a.size - finite_all.sum())
-    p.s_bb = s_bb
+    p.s_bb = ExactSum.of(s_bb)
     if diff.size == 0:
         return p
     exact_sum = p.n_excluded == 0
     da, db = ra[diff], rb[diff]
     flat = diff + start
-    va, vb = bits.to_float64(a[diff], fmt), bits.to_float64(b[diff], fmt)
-    nan_a, nan_b = bits.is_nan(da, fmt), bits.is_nan(db, fmt)
-    inf_any = bits.is_inf(da, fmt) | bits.is_inf(db, fmt)
+    va, vb = bits.to_float64(da.view(a.dtype), fmt), bits.to_float64(db.view(b.dtype), fmt)
     with np.errstate(invalid="ignore", over="ignore"):
-        absd = np.abs(va - vb)
-    absb = np.abs(vb)
-    rel = relative(absd, absb)
-    finite = np.isfinite(va) & np.isfinite(vb)
-    dist, defined = bits.ulp_distance(da, db, fmt)
+        signed = va - vb
+    absd, absb = np.abs(signed), np.abs(vb)
+    # Bits differ, so equal values are +0 against -0 (or, for int64, neighbours float64 cannot tell apart).
+    n_equal = int(np.count_nonzero(absd == 0))
+    if n_equal:
+        rel = relative(absd, absb)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = absd / absb
+    # A finite difference needs both sides finite; only when some is not are the sides checked.
+    finite = None if np.isfinite(signed).all() else np.isfinite(va) & np.isfinite(vb)  # None: all finite
+    dist, defined_mask = bits.ulp_distance(da, db, fmt)
+    defined = None if finite is None else defined_mask
 
     p.n_diff = int(diff.size)
     p.first_diff = (0.0, int(flat[0]), int(da[0]), int(db[0]))
-    nan_mismatch = nan_a != nan_b
-    inf_mismatch = inf_any & ~nan_a & ~nan_b
-    p.n_nan, p.nan_flat = int(nan_mismatch.sum()), flat[nan_mismatch][:INDEX_CAP].tolist()
-    p.n_inf, p.inf_flat = int(inf_mismatch.sum()), flat[inf_mismatch][:INDEX_CAP].tolist()
-    p.n_signed_zero = int(((va == 0) & (vb == 0)).sum())
-    p.hist += np.bincount(_ulp_bins(dist[defined]).astype(np.intp), minlength=p.hist.size)[: p.hist.size]
-    p.ulp_nonfinite = int((~defined).sum())
+    both_nan = None
+    if finite is not None:
+        nan_a, nan_b = np.isnan(va), np.isnan(vb)
+        both_nan = nan_a & nan_b
+        nan_mismatch = nan_a != nan_b
+        inf_mismatch = (np.isinf(va) | np.isinf(vb)) & ~nan_a & ~nan_b
+        p.n_nan, p.nan_flat = int(nan_mismatch.sum()), flat[nan_mismatch][:INDEX_CAP].tolist()
+        p.n_inf, p.inf_flat = int(inf_mismatch.sum()), flat[inf_mismatch][:INDEX_CAP].tolist()
+        p.ulp_nonfinite = int((~defined_mask).sum())
+    p.n_signed_zero = n_equal if fmt.is_float else 0
+    p.hist += _ulp_histogram(dist if defined is None else dist[defined], p.hist.size)
     p.worst_abs = _pick(absd, finite, flat, da, db)
     p.worst_rel = _pick(rel, finite, flat, da, db)
-    p.worst_ulp = _pick(dist.astype(np.float64), defined, flat, da, db)
-    if p.worst_ulp is not None:  # keep the exact integer distance, not its float64 rounding
-        i = int(np.searchsorted(flat, p.worst_ulp[1]))
-        p.worst_ulp = (int(dist[i]), *p.worst_ulp[1:])  # type: ignore[assignment]
+    p.worst_ulp = _pick(dist, defined, flat, da, db)
 
-    fa, fb, fd, fr = va[finite], vb[finite], absd[finite], rel[finite]
-    if exact_sum:
-        p.n_excluded = int((~finite).sum())
-        p.s_bb -= float(np.dot(vb[~finite & np.isfinite(vb)], vb[~finite & np.isfinite(vb)]))
+    if finite is None:
+        fa, fb, fd, fr, fsigned, fbabs = va, vb, absd, rel, signed, absb
+    else:
+        fa, fb, fd = va[finite], vb[finite], absd[finite]
+        fr, fsigned, fbabs = rel[finite], signed[finite], absb[finite]
+        if exact_sum:
+            p.n_excluded = int((~finite).sum())
+            kept = ~finite & np.isfinite(vb)
+            p.s_bb = ExactSum.of(s_bb - float(np.dot(vb[kept], vb[kept])))
     # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
     with np.errstate(over="ignore", invalid="ignore"):
-        p.sum_abs, p.sum_rel, p.sum_sq = float(fd.sum()), float(fr.sum()), float(np.square(fd).sum())
+        sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), float(np.dot(fd, fd))
         # Σa² - Σb² and Σab - Σb² over the differing elements, without the cancellation of
         # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
-        signed = fa - fb
-        p.d_aa = float((signed * (fa + fb)).sum())
-        p.d_ab = float((signed * fb).sum())
-    nonzero = fd > 0
-    p.errors = _sample_of(ERROR_SAMPLE_CAP, fd[nonzero], fr[nonzero])
+        d_aa, d_ab = float(np.dot(fsigned, fa + fb)), float(np.dot(fsigned, fb))
+    p.sum_abs, p.sum_rel, p.sum_sq = ExactSum.of(sum_abs), ExactSum.of(sum_rel), ExactSum.of(sum_sq)
+    p.d_aa, p.d_ab = ExactSum.of(d_aa), ExactSum.of(d_ab)
+    fflat = flat if finite is None else flat[finite]
+    if n_equal:
+        nonzero = fd > 0
+        p.errors = _sample_of(ERROR_SAMPLE_CAP, fflat[nonzero], fd[nonzero], fr[nonzero])
+    else:
+        p.errors = _sample_of(ERROR_SAMPLE_CAP, fflat, fd, fr)
 
-    failed, p.n_print_limited = failing(va, vb, da, db, fmt, tol, lossy)
-    p.n_fail = int(failed.sum())
+    failed, p.n_print_limited = failing_abs(absd, absb, both_nan, da, db, fmt, tol, lossy)
+    p.n_fail = int(np.count_nonzero(failed))
     if p.n_fail:
         i = int(np.argmax(failed))
         p.first_fail = (0.0, int(flat[i]), int(da[i]), int(db[i]))
@@ -340,19 +483,21 @@ def chunk_partial(
         for axis, idx in enumerate(np.unravel_index(flat[failed], shape)):
             counts = p.axis_fails[axis]
             counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
-    p.need_atol = float(np.max(fd - tol.rtol * np.abs(fb), initial=0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p.need_rtol = float(np.max(np.where(fd <= tol.atol, 0.0, (fd - tol.atol) / np.abs(fb)), initial=0.0))
-    p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat.astype(np.float64), va, vb)
-    p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat[failed].astype(np.float64), va[failed], vb[failed])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p.need_atol = float(np.max(fd - tol.rtol * fbabs, initial=0.0))
+        # Pairs within atol give a ratio <= 0, or NaN for 0/0, which fmax passes over.
+        p.need_rtol = float(np.fmax.reduce((fd - tol.atol) / fbabs, initial=0.0))
+    p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
+    if p.n_fail:
+        p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat[failed], va[failed], vb[failed])
     return p
 
 
-def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK) -> Iterator[Chunk]:
-    """Aligned C-order chunks of two arrays of one shape."""
+def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK, offset: int = 0) -> Iterator[Chunk]:
+    """Aligned C-order chunks of two arrays of one shape, numbered from flat index ``offset``."""
     fa, fb = np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1)
     for start in range(0, fa.size, size):
-        yield start, fa[start : start + size], fb[start : start + size]
+        yield offset + start, fa[start : start + size], fb[start : start + size]
 
 
 def fold(
@@ -363,9 +508,11 @@ def fold(
     *,
     progress: Callable[[float], object] | None = None,
     lossy: tuple[int | None, int | None] = (None, None),
+    total: int | None = None,
 ) -> Partial:
-    """Merge the partials of all chunks, calling ``progress(fraction)`` after each."""
-    total = math.prod(shape)
+    """Merge the partials of all chunks, calling ``progress(fraction)`` after each
+    (the fraction of ``total`` elements, by default all of ``shape``)."""
+    total = math.prod(shape) if total is None else total
 
     def step(acc: Partial, chunk: Chunk) -> Partial:
         merged = acc.merge(chunk_partial(chunk[0], chunk[1], chunk[2], fmt, shape, tol, lossy))
@@ -375,6 +522,92 @@ def fold(
 
     empty = Partial(axis_fails=_axis_counts(shape))
     return reduce(step, chunks, empty)
+
+
+# ---------------------------------------------------------------------------------------
+# Folding a share of the elements elsewhere (another worker): what it needs, and its partial.
+
+_ARRAY_FIELDS = ("hist",)
+_PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail")
+_SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "s_bb", "d_aa", "d_ab")
+_SAMPLE_FIELDS = ("errors", "diffs", "fails")
+_SCALAR_FIELDS = (
+    "n", "n_diff", "n_nan", "nan_flat", "n_inf", "inf_flat", "n_signed_zero", "ulp_nonfinite", "n_excluded",
+    "n_fail", "n_print_limited", "need_atol", "need_rtol",
+)  # fmt: skip
+
+
+def partial_to_bytes(p: Partial) -> bytes:
+    """A partial as an uncompressed ``.npz``: its arrays as members, everything else as JSON.
+
+    Numbers keep every bit (JSON floats round-trip, sums are exact integers), so merging
+    partials folded by other workers gives the report folded in one place.
+    """
+    meta: dict[str, Any] = {k: getattr(p, k) for k in _SCALAR_FIELDS}
+    meta |= {k: getattr(p, k) for k in _PICK_FIELDS}
+    meta |= {k: [getattr(p, k).scaled, getattr(p, k).special] for k in _SUM_FIELDS}
+    arrays = {"hist": p.hist} | {f"axis_{i}": counts for i, counts in enumerate(p.axis_fails)}
+    for name in _SAMPLE_FIELDS:
+        sample = getattr(p, name)
+        meta[name] = [sample.count, sample.cap, sample.bound, len(sample.groups)]
+        arrays |= {f"{name}_{i}": rows for i, rows in enumerate(sample.groups)}
+    meta["n_axes"] = len(p.axis_fails)
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
+def partial_from_bytes(data: BytesLike) -> Partial:
+    """The partial :func:`partial_to_bytes` wrote (written by this project's own worker)."""
+    with np.load(io.BytesIO(as_view(data)), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    p = Partial(hist=arrays["hist"], axis_fails=[arrays[f"axis_{i}"] for i in range(meta["n_axes"])])
+    for k in _SCALAR_FIELDS:
+        setattr(p, k, meta[k])
+    for k in _PICK_FIELDS:
+        setattr(p, k, None if meta[k] is None else tuple(meta[k]))
+    for k in _SUM_FIELDS:
+        setattr(p, k, ExactSum(*meta[k]))
+    for name in _SAMPLE_FIELDS:
+        count, cap, bound, n_groups = meta[name]
+        setattr(p, name, Sample(count, [arrays[f"{name}_{i}"] for i in range(n_groups)], cap, bound))
+    return p
+
+
+@dataclass
+class Share:
+    """What folding elements ``start`` to ``stop`` of a comparison needs, apart from the elements."""
+
+    start: int
+    stop: int
+    fmt: str
+    shape: list[int]
+    atol: float
+    rtol: float
+    preset: str
+    lossy: list[int | None]
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    def fold(self, a: np.ndarray, b: np.ndarray) -> Partial:
+        """The partial of this share, from its elements given as raw bytes (fmt's storage)."""
+        fmt = format_of(self.fmt)
+        storage = np.dtype(fmt.storage)
+        xa, xb = np.frombuffer(as_view(a), dtype=storage), np.frombuffer(as_view(b), dtype=storage)
+        if xa.size != self.stop - self.start or xb.size != xa.size:
+            raise ValueError(f"a share of {self.stop - self.start} elements came with {xa.size} and {xb.size}")
+        tol = Tolerance(self.atol, self.rtol, self.preset, None)
+        return fold(
+            aligned_chunks(xa, xb, offset=self.start), fmt, tuple(self.shape), tol, lossy=tuple(self.lossy)
+        )
+
+
+def fold_share(share_json: str, a: BytesLike, b: BytesLike) -> bytes:
+    """A helper worker's whole job: the partial of one share, as bytes to send back."""
+    return partial_to_bytes(Share(**json.loads(share_json)).fold(a, b))
 
 
 # ---------------------------------------------------------------------------------------
@@ -405,32 +638,43 @@ def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[in
     )
 
 
-def _quantile(sorted_values: np.ndarray, n_nonzero: int, n_total: int, q: float) -> float | None:
-    """Quantile of ``n_total`` values of which all but ``n_nonzero`` are zero.
+def _quantiles(values: np.ndarray, n_nonzero: int, n_total: int, qs: Sequence[float]) -> list[float | None]:
+    """Quantiles (linear interpolation, as NumPy's default) of ``n_total`` values of which
+    all but ``n_nonzero`` are zero.
 
-    ``sorted_values`` are the non-zero values (all of them, or a uniform sample); the
-    zeros come first in sorted order and are never stored.
+    ``values`` are the non-zero values in any order (all of them, or a uniform sample);
+    the zeros come first in sorted order and are never stored.  Only the ranks the
+    quantiles need are put in place (``np.partition``): a full sort of a few million
+    errors cost a third of a whole comparison in the browser.
     """
     if n_total == 0:
-        return None
+        return [None] * len(qs)
     n_zero = n_total - n_nonzero
 
-    def value(i: int) -> float:
-        if i < n_zero:
-            return 0.0
+    def rank(i: int) -> int:
+        """Where the ``i``-th smallest of all values sits among ``values``, zeros left out."""
         j = i - n_zero
-        if len(sorted_values) != n_nonzero:
-            j = round(j * (len(sorted_values) - 1) / max(n_nonzero - 1, 1))
-        return float(sorted_values[j])
+        return j if len(values) == n_nonzero else round(j * (len(values) - 1) / max(n_nonzero - 1, 1))
 
-    pos = q * (n_total - 1)
-    lo = math.floor(pos)
-    frac = pos - lo
-    low = value(lo)
-    if frac == 0 or lo + 1 >= n_total:
-        return low
-    high = value(lo + 1)
-    return high if math.isinf(high) else low + frac * (high - low)
+    positions = [q * (n_total - 1) for q in qs]
+    wanted = {i for pos in positions for i in (math.floor(pos), math.floor(pos) + 1) if n_zero <= i < n_total}
+    ranks = sorted({rank(i) for i in wanted})
+    placed = np.partition(values, ranks) if ranks else values
+
+    def value(i: int) -> float:
+        return 0.0 if i < n_zero else float(placed[rank(i)])
+
+    out: list[float | None] = []
+    for pos in positions:
+        lo = math.floor(pos)
+        frac = pos - lo
+        low = value(lo)
+        if frac == 0 or lo + 1 >= n_total:
+            out.append(low)
+            continue
+        high = value(lo + 1)
+        out.append(high if math.isinf(high) else low + frac * (high - low))
+    return out
 
 
 def _snr_db(signal: float, noise: float) -> float | None:
@@ -448,12 +692,20 @@ def _snr_db(signal: float, noise: float) -> float | None:
     return 10 * (math.log10(signal) - math.log10(noise))
 
 
+COSINE_MIN_RATIO = 2.0**-24
+"""Below this ``Σa²/Σb²`` (A's norm under 1/4096 of B's) the cosine is not given: ``Σa²``
+is taken as ``Σb²`` plus the differing elements' ``Σ(a²-b²)``, whose rounding error is a
+few units of ``Σb²``'s last place; above it the cosine is good to about 1e-7."""
+
+
 def _cosine(s_ab: float, s_aa: float, s_bb: float) -> float | None:
     """``Σab / sqrt(Σa² Σb²)``, with the square roots taken apart so the product cannot underflow."""
+    if not s_aa > COSINE_MIN_RATIO * s_bb:
+        return None
     norm = math.sqrt(s_aa) * math.sqrt(s_bb)
     if not (0 < norm < math.inf) or not math.isfinite(s_ab):
         return None
-    return s_ab / norm
+    return max(-1.0, min(1.0, s_ab / norm))
 
 
 def _stats(p: Partial) -> Stats:
@@ -461,16 +713,23 @@ def _stats(p: Partial) -> Stats:
     if n <= 0:
         return Stats()
     rows = p.errors.rows()
-    abs_sorted = np.sort(rows[:, 0]) if rows.size else np.empty(0)
-    rel_sorted = np.sort(rows[:, 1]) if rows.size else np.empty(0)
     qs = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
-    pct = {f"{k}_abs": _quantile(abs_sorted, p.errors.count, n, q) for k, q in qs.items()}
-    pct |= {f"{k}_rel": _quantile(rel_sorted, p.errors.count, n, q) for k, q in qs.items()}
-    s_aa, s_ab = p.s_bb + p.d_aa, p.s_bb + p.d_ab
-    cosine = _cosine(s_ab, s_aa, p.s_bb)
-    snr = _snr_db(p.s_bb, p.sum_sq)
+    pct: dict[str, float | None] = {}
+    for column, kind in enumerate(("abs", "rel"), start=1):
+        values = rows[:, column] if rows.size else np.empty(0)
+        found = _quantiles(values, p.errors.count, n, list(qs.values()))
+        pct |= {f"{k}_{kind}": v for k, v in zip(qs, found, strict=True)}
+    s_bb, sum_sq = p.s_bb.value(), p.sum_sq.value()
+    s_aa, s_ab = (p.s_bb + p.d_aa).value(), (p.s_bb + p.d_ab).value()
+    cosine = _cosine(s_ab, s_aa, s_bb)
+    snr = _snr_db(s_bb, sum_sq)
     return Stats(
-        mean_abs=p.sum_abs / n, mean_rel=p.sum_rel / n, rmse=math.sqrt(p.sum_sq / n), cosine=cosine, snr_db=snr, **pct
+        mean_abs=p.sum_abs.value() / n,
+        mean_rel=p.sum_rel.value() / n,
+        rmse=math.sqrt(sum_sq / n),
+        cosine=cosine,
+        snr_db=snr,
+        **pct,
     )
 
 
@@ -536,7 +795,8 @@ def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], to
         "diffs": p.diffs.rows(),
         "fails": p.fails.rows(),
         "n_diffs": p.diffs.count,
-        "b_rms": math.sqrt(max(p.s_bb, 0.0) / n_finite) if n_finite > 0 else 0.0,  # over pairs finite on both sides
+        # over pairs finite on both sides
+        "b_rms": math.sqrt(max(p.s_bb.value(), 0.0) / n_finite) if n_finite > 0 else 0.0,
     }
 
 
@@ -640,7 +900,96 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
 
 
 # ---------------------------------------------------------------------------------------
-# The in-memory entry point.
+# The in-memory entry point: prepare (align, reference), fold (here or in shares), finish.
+
+
+@dataclass
+class Prepared:
+    """A comparison up to its numbers: the report so far and the aligned elements to fold.
+
+    The fold can run here (:meth:`fold`) or be split into :meth:`shares` folded by other
+    workers (:func:`fold_share`); :meth:`finish` takes the merged partial either way, and
+    the report is the same.
+    """
+
+    report: Report
+    tol: Tolerance
+    depth: float
+    a: np.ndarray | None = None  # flat C-order elements in the compared format's storage
+    b: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return 0 if self.a is None else self.a.size
+
+    def _lossy(self) -> tuple[int | None, int | None]:
+        return printed_digits(self.report.a), printed_digits(self.report.b)
+
+    def _shape(self) -> tuple[int, ...]:
+        return tuple(self.report.compared_shape or ())
+
+    def fold(
+        self, start: int = 0, stop: int | None = None, progress: Callable[[float], object] | None = None
+    ) -> Partial:
+        """The partial of elements ``start`` to ``stop`` (``start`` a multiple of :data:`CHUNK`)."""
+        stop = self.size if stop is None else stop
+        fmt = format_of(self.report.compared_as)
+        chunks = aligned_chunks(self.a[start:stop], self.b[start:stop], offset=start)  # type: ignore[index]
+        return fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
+
+    def shares(self, count: int) -> list[Share]:
+        """The elements cut into at most ``count`` runs of whole chunks, as equal as they can be."""
+        chunks = -(-self.size // CHUNK)
+        bounds = sorted({min(self.size, round(i * chunks / count) * CHUNK) for i in range(count + 1)})
+        tol, shape, lossy = self.tol, list(self._shape()), list(self._lossy())
+        return [
+            Share(lo, hi, self.report.compared_as, shape, tol.atol, tol.rtol, tol.preset, lossy)
+            for lo, hi in itertools.pairwise(bounds)
+        ]
+
+    def share_bytes(self, share: Share) -> tuple[np.ndarray, np.ndarray]:
+        """The raw bytes of a share's elements of A and B (views, no copy)."""
+        return tuple(x[share.start : share.stop].view(np.uint8) for x in (self.a, self.b))  # type: ignore[return-value,index]
+
+    def finish(self, partial: Partial | None) -> Report:
+        """The diagnosed report, from the merged partial of all elements (None: nothing was compared)."""
+        from .diagnose import diagnose
+
+        if partial is not None:
+            _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol)
+        diagnose(self.report, depth=self.depth)
+        return self.report
+
+
+def prepare(
+    a: Tensor,
+    b: Tensor,
+    *,
+    tolerance: Tolerance | None = None,
+    ref: Tensor | None = None,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+) -> Prepared:
+    """Everything of :func:`compare` before the fold over the elements."""
+    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
+        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
+    fmt = compared_format(a.fmt, b.fmt)
+    tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    aligned = align(a, b, tol)
+    report = _empty_report(a.describe(), b.describe(), None if ref is None else ref.describe(), fmt)
+    report.notes = list(aligned.notes)
+    report.layout = dict(aligned.layout)
+    report.aligned = aligned
+    if ref is not None:
+        report.reference = _reference(a, b, ref, aligned)
+    prepared = Prepared(report, tol, depth)
+    if aligned.shape is not None and aligned.a is not None and aligned.b is not None:
+        report.compared_shape = list(aligned.shape)
+        prepared.a = np.ascontiguousarray(aligned.a).reshape(-1)
+        prepared.b = np.ascontiguousarray(aligned.b).reshape(-1)
+    return prepared
 
 
 def compare(
@@ -661,26 +1010,9 @@ def compare(
     the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
     number of roundings that separate the two computations).
     """
-    from .diagnose import diagnose
-
-    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
-        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
-    fmt = compared_format(a.fmt, b.fmt)
-    tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
-    aligned = align(a, b, tol)
-    report = _empty_report(a.describe(), b.describe(), None if ref is None else ref.describe(), fmt)
-    report.notes = list(aligned.notes)
-    report.layout = dict(aligned.layout)
-    report.aligned = aligned
-    if ref is not None:
-        report.reference = _reference(a, b, ref, aligned)
-    shape = aligned.shape
-    if shape is not None and aligned.a is not None and aligned.b is not None:
-        report.compared_shape = list(shape)
-        lossy = (printed_digits(report.a), printed_digits(report.b))
-        partial = fold(aligned_chunks(aligned.a, aligned.b), fmt, shape, tol, progress=progress, lossy=lossy)
-        _numbers(report, partial, fmt, shape, tol)
-    elif progress is not None:
-        progress(1.0)
-    diagnose(report, depth=depth)
-    return report
+    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth)
+    if prepared.a is None:
+        if progress is not None:
+            progress(1.0)
+        return prepared.finish(None)
+    return prepared.finish(prepared.fold(progress=progress))

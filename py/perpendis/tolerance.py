@@ -143,8 +143,25 @@ def failing(
     """
     with np.errstate(invalid="ignore", over="ignore"):
         abs_diff = np.abs(va - vb)
-    abs_ref = np.abs(vb)
-    failed = ~(within(abs_diff, abs_ref, tol) | (bits.is_nan(raw_a, fmt) & bits.is_nan(raw_b, fmt)))
+    both_nan = bits.is_nan(raw_a, fmt) & bits.is_nan(raw_b, fmt)
+    return failing_abs(abs_diff, np.abs(vb), both_nan, raw_a, raw_b, fmt, tol, lossy)
+
+
+def failing_abs(
+    abs_diff: np.ndarray,
+    abs_ref: np.ndarray,
+    both_nan: np.ndarray | None,
+    raw_a: np.ndarray,
+    raw_b: np.ndarray,
+    fmt: Format,
+    tol: Tolerance,
+    lossy: tuple[int | None, int | None] = (None, None),
+) -> tuple[np.ndarray, int]:
+    """:func:`failing` from ``|a - b|``, ``|b|`` and where both sides are NaN (None: nowhere),
+    for a caller that already has them: a comparison computes them once per chunk."""
+    failed = ~within(abs_diff, abs_ref, tol)
+    if both_nan is not None:
+        failed &= ~both_nan
     if lossy == (None, None) or not failed.any():
         return failed, 0
     idx = np.flatnonzero(failed)

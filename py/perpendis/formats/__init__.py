@@ -31,6 +31,8 @@ def looks_like_text(data: BytesLike) -> bool:
     here has in its first bytes; Polygraphy JSON is text too but is a file form.
     """
     view = as_view(data)
+    if _TEXT_CONTROLS.intersection(bytes(view[:4096])):  # binary forms show it early: spare the 64 KiB scan
+        return False
     head = bytes(view[:65536])
     if not head or _TEXT_CONTROLS.intersection(head) or polygraphy.looks_like_polygraphy(view):
         return False

@@ -22,7 +22,9 @@ the printer.  Our rule, per value ``y`` (the printed decimal rounded to the dtyp
    seen if more were printed (raised precision or ``floatmode="unique"``).  A user who
    lowered NumPy's precision will be told the text is exact when it may not be.
 5. A printed zero is a zero (of the printed sign): both printers switch to scientific
-   notation when a nonzero value is below 1e-4, so none rounds to ``0.0000``.
+   notation when a nonzero value is below 1e-4, so none rounds to ``0.0000``.  That
+   threshold does not follow the precision: PyTorch printing 2 decimals shows 0.003 as
+   ``0.00``, so its zeros with fewer than 4 decimals must pin their value like any other.
 4. PyTorch prints every value with a fixed number of decimals (4), except integral
    tensors, which print the exact integer (``2.``): values without fractional digits or
    exponent are exact, others must pin their value (rule 1).
@@ -46,6 +48,7 @@ from ..bits import Format, to_float64
 from ..errors import InputError
 
 NUMPY_PRECISION = 8
+TORCH_PRECISION = 4  # PyTorch's default decimals, below which a value could print as 0.0000
 _ANY_TOKEN = re.compile(rb"[^\s,]")  # found at once in any text with numbers
 _IMAGINARY_ONLY = re.compile(r"(?:(?<=[\s\[,])|^)([+-]?)((?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?j|nanj|infj)")
 
@@ -178,6 +181,7 @@ def exactness(
     # Both printers switch to scientific notation before a nonzero value could print as 0.
     check = np.isfinite(printed) & (printed != 0)
     if printer == "fixed":
+        check |= (printed == 0) & (frac > 0) & (frac < TORCH_PRECISION) & ~sci
         check &= (frac > 0) | sci
         places = frac
     else:
@@ -207,9 +211,10 @@ def exactness(
     digits = []
     if lost.any():
         digits.append(int(np.min(places, where=lost, initial=np.iinfo(places.dtype).max)) + 1)
-    if missed.any():
-        digits.append(int((np.floor(np.log10(np.abs(shown[missed]))) - unit_exp[missed]).min()) + 1)
-    return Exactness(False, min(digits), n_inexact)
+    nonzero = missed & (shown != 0)  # a zero printed at fixed places has no significant digits
+    if nonzero.any():
+        digits.append(int((np.floor(np.log10(np.abs(shown[nonzero]))) - unit_exp[nonzero]).min()) + 1)
+    return Exactness(False, min(digits, default=0), n_inexact)
 
 
 def _normalised(buf: np.ndarray, dot: np.ndarray) -> np.ndarray:

@@ -1,0 +1,76 @@
+"""Big comparisons in the page are folded on several CPU cores (app/fold_worker.js helpers),
+and the report is the one a single worker, or native perpendis, makes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from perpendis import api
+from perpendis.compare import CHUNK
+from test_page_stream import assert_close, open_files
+
+# The two files in the page's inputs compared through the page's own client, as buffers.
+COMPARE_JS = """async () => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  const files = ["a", "b"].map((side) => document.querySelector(`[data-testid="file-${side}"]`).files[0]);
+  const buffers = await Promise.all(files.map((file) => file.arrayBuffer()));
+  const inputs = { a: { name: "a.npy", buffer: buffers[0] }, b: { name: "b.npy", buffer: buffers[1] } };
+  const stages = [];
+  const result = await core.request("compare", { inputs, options: {} }, buffers, (stage) => stages.push(stage));
+  return { result, stages };
+}"""
+
+ELEMENT_JS = """async (flat) => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  return core.request("element", { flat });
+}"""
+
+REQUEST = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
+
+
+@pytest.fixture(scope="module")
+def bug_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """4.5M float32 elements of rounding noise, and a run of sign flips in a later share."""
+    rng = np.random.default_rng(11)
+    n = 4 * CHUNK + CHUNK // 2
+    a = rng.standard_normal(n).astype(np.float32)
+    b = a.copy()
+    hit = rng.random(n) < 0.1
+    b[hit] = np.nextafter(b[hit], np.float32(np.inf))
+    b[3 * CHUNK : 3 * CHUNK + 20_000] *= -1
+    folder = tmp_path_factory.mktemp("split")
+    paths = folder / "a.npy", folder / "b.npy"
+    np.save(paths[0], a)
+    np.save(paths[1], b)
+    return paths
+
+
+def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, bug_pair):
+    cores = ready_page.evaluate("navigator.hardwareConcurrency")
+    if cores < 2:
+        pytest.skip("one CPU core: the page has no helper to share the work with")
+    workers = min(cores, 4)
+    ready_page.wait_for_function(
+        "(n) => (window.__coreStatus?.message ?? '').includes(`on ${n} CPU cores`)", arg=workers, timeout=60_000
+    )
+    open_files(ready_page, bug_pair)
+    got = ready_page.evaluate(COMPARE_JS)
+    result = got["result"]
+    assert result["ok"], result
+    assert result["workers"] == workers
+    assert "compare" in got["stages"]
+
+    payloads = {"a": bug_pair[0].read_bytes(), "b": bug_pair[1].read_bytes()}
+    expected = json.loads(json.dumps(api.handle(REQUEST, payloads)))
+    assert_close(result["report"], expected["report"])
+    assert result["report"]["verdict"] == "investigate"
+    assert any(f["kind"] == "sign_flip" for f in result["report"]["findings"])
+
+    # The pair is kept as after any comparison: an element in a helper's share can be asked about.
+    element = ready_page.evaluate(ELEMENT_JS, 3 * CHUNK + 5)
+    assert element["ok"], element
+    native_element = api.handle({"op": "element", "flat": 3 * CHUNK + 5}, {})
+    assert element["element"] == native_element["element"]

@@ -1,0 +1,195 @@
+"""A comparison folded in shares by several workers gives the report folded in one place.
+
+The page cuts big comparisons into shares folded by helper workers (``app/fold_worker.js``
+calling :func:`perpendis.compare.fold_share`); these tests run the same protocol natively:
+the shares' bytes, their partials as bytes, and the merge.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perpendis import api
+from perpendis.compare import (
+    CHUNK,
+    ExactSum,
+    Sample,
+    _sample_of,
+    aligned_chunks,
+    compare_chunks,
+    fold_share,
+    partial_from_bytes,
+    partial_to_bytes,
+    prepare,
+)
+from perpendis.tensor import from_numpy
+from perpendis.tolerance import resolve
+
+
+def npy(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def rounding_pair(n: int, seed: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """B one ULP away from A at a tenth of the elements, as after a reordered sum."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(n).astype(dtype)
+    b = a.copy()
+    hit = rng.random(n) < 0.1
+    b[hit] = np.nextafter(b[hit], np.inf if rng.random() < 0.5 else -np.inf).astype(dtype)
+    return a, b
+
+
+def request(name_a: str = "a.npy", name_b: str = "b.npy") -> dict:
+    return {"op": "compare", "inputs": {"a": {"name": name_a, "data": "a"}, "b": {"name": name_b, "data": "b"}}}
+
+
+def run_split(payloads: dict, workers: int, fail: set[int] = frozenset()) -> dict:
+    """What app/worker.js does with a split answer, with helpers in ``fail`` failing."""
+    first = api.handle(request(), payloads, workers=workers)
+    assert first["ok"] and "split" in first, first
+    parts = []
+    for i, share in enumerate(first["split"], start=1):
+        a, b = api.share_bytes(i)
+        # The bytes cross to another worker as copies.
+        parts.append(None if i in fail else fold_share(share, a.tobytes(), b.tobytes()))
+    api.fold_own()
+    return api.finish_split(parts)
+
+
+@pytest.fixture(scope="module")
+def bug_pair() -> dict:
+    """5M float32 elements: rounding noise everywhere, and channel-like run of wrong values."""
+    a, b = rounding_pair(5 * CHUNK + 12345, seed=3)
+    b[3 * CHUNK + 100 : 3 * CHUNK + 5000] *= -1  # a sign flip across a share boundary's neighbourhood
+    b[7] = np.nan
+    return {"a": npy(a), "b": npy(b)}
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_split_report_is_the_report_folded_in_one_place(bug_pair, workers):
+    whole = api.handle(request(), bug_pair)
+    split = run_split(bug_pair, workers)
+    assert split["report"] == whole["report"]
+    assert split["markdown"] == whole["markdown"]
+    assert split["report"]["verdict"] == "investigate"
+    assert {f["kind"] for f in split["report"]["findings"]} >= {"nan", "sign_flip"}
+
+
+def test_a_failed_helper_share_is_folded_by_the_main_worker(bug_pair):
+    whole = api.handle(request(), bug_pair)
+    assert run_split(bug_pair, 3, fail={2})["report"] == whole["report"]
+
+
+def test_small_comparisons_are_not_split():
+    a, b = rounding_pair(1000, seed=1)
+    result = api.handle(request(), {"a": npy(a), "b": npy(b)}, workers=4)
+    assert "split" not in result and result["report"]["verdict"] == "rounding"
+
+
+def test_split_keeps_the_answer_extras_of_the_compare_op(bug_pair):
+    split = run_split(bug_pair, 2)
+    assert split["ok"] is True and split["one_box"] is None and "void_choices" in split
+    # Follow-up questions work on the pair, as after an unsplit comparison.
+    element = api.handle({"op": "element", "flat": 7}, {})
+    assert element["ok"] and element["element"]["b"] == "nan"
+
+
+def test_shares_cover_the_elements_in_whole_chunks():
+    a, b = rounding_pair(7 * CHUNK + 3, seed=2)
+    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"))
+    for count in (1, 2, 3, 5, 8, 20):
+        shares = prepared.shares(count)
+        assert len(shares) == min(count, 8)
+        assert shares[0].start == 0 and shares[-1].stop == a.size
+        assert all(s.stop == t.start for s, t in itertools.pairwise(shares))
+        assert all(s.start % CHUNK == 0 and s.stop > s.start for s in shares)
+
+
+def test_partial_bytes_round_trip_keeps_every_field():
+    a, b = rounding_pair(300_000, seed=4, dtype=np.float16)
+    b[:10] = np.inf
+    tol = resolve(from_numpy(a, "a").fmt)
+    prepared = prepare(from_numpy(a.reshape(300, 1000), "a"), from_numpy(b.reshape(300, 1000), "b"), tolerance=tol)
+    partial = prepared.fold()
+    back = partial_from_bytes(partial_to_bytes(partial))
+    for name, value in vars(partial).items():
+        other = getattr(back, name)
+        if isinstance(value, Sample):
+            assert (value.count, value.cap, value.bound) == (other.count, other.cap, other.bound)
+            assert np.array_equal(value.rows(), other.rows())
+        elif isinstance(value, np.ndarray):
+            assert np.array_equal(value, other)
+        elif name == "axis_fails":
+            assert all(np.array_equal(x, y) for x, y in zip(value, other, strict=True))
+        else:
+            assert value == other, name
+
+
+def test_samples_do_not_depend_on_how_the_elements_were_chunked():
+    """Bottom-k samples: the same rows whatever the chunking, even when far over the cap."""
+    a, b = rounding_pair(200_000, seed=5)
+    b[::7] += 1.0  # many failures: the pattern samples are far over their cap of 4096
+    t = from_numpy
+    fmt = t(a, "a").fmt
+    reports = [
+        compare_chunks(t(a, "a").describe(), t(b, "b").describe(), fmt, a.shape, aligned_chunks(a, b, size))
+        for size in (200_000, 65_536, 10_007)
+    ]
+    first = reports[0]
+    for other in reports[1:]:
+        for key in ("diffs", "fails"):
+            assert np.array_equal(first.samples[key], other.samples[key])
+        assert other.findings == first.findings
+        # Sums over chunks of other sizes round differently, and no more.
+        mine, theirs = first.to_dict(), other.to_dict()
+        assert mine.pop("stats") == pytest.approx(theirs.pop("stats"), rel=1e-6)
+        assert mine == theirs
+
+
+def test_a_sample_keeps_the_rows_of_smallest_priority_uniformly():
+    flat = np.arange(1_000_000, dtype=np.int64)
+    sample = _sample_of(4096, flat, flat.astype(np.float64))
+    rows = sample.rows()
+    assert sample.count == flat.size and len(rows) == 4096
+    assert np.all(np.diff(rows[:, 0]) > 0)  # kept in index order
+    # Uniform over the indices: each tenth of them holds about a tenth of the rows.
+    per_tenth = np.bincount((rows[:, 0] // 100_000).astype(int), minlength=10)
+    assert per_tenth.min() > 300 and per_tenth.max() < 520
+
+
+finite_floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=300)
+@given(st.lists(finite_floats, max_size=40), st.randoms())
+def test_exact_sums_do_not_depend_on_order_or_grouping(values, rnd):
+    total = sum((ExactSum.of(v) for v in values), ExactSum())
+    shuffled = values[:]
+    rnd.shuffle(shuffled)
+    cut = rnd.randint(0, len(values))
+    left = sum((ExactSum.of(v) for v in shuffled[:cut]), ExactSum())
+    right = sum((ExactSum.of(v) for v in shuffled[cut:]), ExactSum())
+    assert (left + right).value() == total.value()
+    try:
+        expected = math.fsum(values)
+    except OverflowError:
+        return
+    assert total.value() == expected or (math.isinf(total.value()) and math.isinf(expected))
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [([math.inf, 1.0], math.inf), ([math.inf, -math.inf], math.nan), ([1e308, 1e308], math.inf), ([], 0.0)],
+)
+def test_exact_sums_of_non_finite_and_overflowing_terms(terms, expected):
+    got = sum((ExactSum.of(v) for v in terms), ExactSum()).value()
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
