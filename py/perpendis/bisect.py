@@ -8,7 +8,8 @@ in the order of side A (the execution order of the run taken as reference).  Eac
 goes through the same :func:`~perpendis.compare.compare` and
 :func:`~perpendis.diagnose.diagnose` as a single comparison: bisect adds no numerics of
 its own.  Tensors are decoded when their pair comes up, so a folder of files is never
-held in memory at once.
+held in memory at once, nor a Polygraphy file (read through an index of its arrays),
+and only each pair's report is kept.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import Any
 
 from .compare import compare
 from .errors import InputError, blame
-from .formats.buffer import BytesLike
+from .formats import polygraphy
+from .formats.buffer import BytesLike, Reader
 from .load import load_bytes, load_path
 from .report import Report, main_finding, number_text, plain, shape_text
+from .stream import map_reader
 from .tensor import Tensor
 
 # ---------------------------------------------------------------------------------------
@@ -71,8 +74,17 @@ def file_entries(paths: Sequence[Path]) -> list[Entry]:
     return [Entry(p.name.rsplit(".", 1)[0], lambda p=p: _only(load_path(p), p.name)) for p in paths]
 
 
+def polygraphy_entries(read: Reader, size: int, void_format: str | None = None) -> list[Entry]:
+    """A Polygraphy JSON file's arrays, indexed now and each decoded when its pair comes up.
+
+    Such a file can be hundreds of megabytes of base64, more than a browser heap holds
+    next to what it encodes, so it is read through ``read`` and never held whole.
+    """
+    return [Entry(r.name, lambda r=r: polygraphy.decode(r, read, void_format)) for r in polygraphy.index(read, size)]
+
+
 def path_entries(path: Path) -> list[Entry]:
-    """A capture on disk: an archive (``.npz``, safetensors, torch.save, ...) or a folder of files."""
+    """A capture on disk: an archive (``.npz``, safetensors, torch.save, Polygraphy JSON, ...) or a folder of files."""
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
         if not files:
@@ -80,6 +92,10 @@ def path_entries(path: Path) -> list[Entry]:
                 f"folder {path} holds no files; give a folder of .npy files or an archive", where=str(path)
             )
         return file_entries(files)
+    if str(path) != "-":
+        read, size = map_reader(path)
+        if polygraphy.recognised(read, size):
+            return polygraphy_entries(read, size)
     return as_entries(load_path(path))
 
 
@@ -294,7 +310,10 @@ def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
         ta = a.load()
     with blame("b", b.name):
         tb = b.load()
-    return compare(ta, tb, **options)
+    report = compare(ta, tb, **options)
+    # Every pair's report is kept: holding its aligned tensors too would keep every layer decoded.
+    report.aligned = None
+    return report
 
 
 def bisect(

@@ -32,15 +32,12 @@ from .align import align, compared_format, convert
 from .bits import Format, format_of
 from .compare import CHUNK, Chunk, compare_chunks
 from .errors import InputError, blame
-from .formats.buffer import BytesLike
+from .formats.buffer import Reader, view_reader
 from .formats.limits import NPY_HEADER_PREFIX
 from .formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
 from .report import Report
 from .tensor import Tensor, from_numpy
 from .tolerance import resolve
-
-Reader = Callable[[int, int], BytesLike]
-"""``read(offset, length)``: ``length`` bytes of one file from ``offset`` (fewer only at its end)."""
 
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]
@@ -206,16 +203,20 @@ def map_file(path: str | Path, side: str = "a") -> Source:
     The map is closed when the last view of it is gone, not here, so arrays a caller
     still holds stay valid.
     """
-    path = Path(path)
     with blame(side):
-        try:
-            with path.open("rb") as file:
-                size = os.fstat(file.fileno()).st_size
-                data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        except OSError as err:
-            raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
-    view = memoryview(data)
-    return open_source(lambda offset, length: view[offset : offset + length], size, path.name, side)
+        read, size = map_reader(path)
+    return open_source(read, size, Path(path).name, side)
+
+
+def map_reader(path: str | Path) -> tuple[Reader, int]:
+    """A reader over a read-only memory map of ``path``, and its size (closed as :func:`map_file` says)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            return view_reader(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
 
 
 def _npy_size(path: str | Path) -> int | None:
@@ -262,11 +263,16 @@ def serve(
     ``files`` maps payload keys to ``(read, size)`` of files the page handed over
     unread (``Blob`` objects, read with ``Blob.slice``).  Two big ``.npy`` files are
     streamed, and the result says ``"streamed": true``: the pair is not kept, so there
-    is nothing to ask follow-up questions about.  Anything else is read whole and
-    answered by :func:`api.handle`, exactly as if the page had sent the bytes.
+    is nothing to ask follow-up questions about.  Two Polygraphy captures are bisected
+    tensor by tensor, read through their readers (:func:`_polygraphy_captures`).
+    Anything else is read whole and answered by :func:`api.handle`, exactly as if the
+    page had sent the bytes.
     """
     from . import api
 
+    captures = _polygraphy_captures(request, payloads, files, progress)
+    if captures is not None:
+        return captures
     if not _streamable(request, files):
         too_big = [size for _, size in files.values() if size > WHOLE_MAX_BYTES]
         if too_big:
@@ -304,3 +310,55 @@ def serve(
         "text": report.to_text(),
         "streamed": True,
     }
+
+
+def _polygraphy_captures(
+    request: Mapping[str, Any],
+    payloads: Mapping[str, Any],
+    files: Mapping[str, tuple[Reader, int]],
+    progress: Callable[[str, float], object] | None,
+) -> dict[str, Any] | None:
+    """A ``bisect`` of two Polygraphy files, or a ``compare`` of two that hold several tensors,
+    answered as :func:`api.handle` would but never holding a file whole: each is indexed,
+    then decoded one tensor at a time as its pair comes up.  None for any other request.
+
+    A Polygraphy file of hundreds of megabytes is mostly base64; read whole, its bytes,
+    text, strings and arrays would be several copies of it in a 32-bit heap.
+    """
+    from . import api
+    from .bisect import polygraphy_entries
+    from .formats import polygraphy
+
+    inputs = request.get("inputs") or {}
+    if request.get("op") not in ("compare", "bisect") or inputs.get("ref") is not None:
+        return None
+    try:
+        readers: dict[str, tuple[Reader, int]] = {}
+        for side in ("a", "b"):
+            spec = inputs.get(side)
+            key = spec.get("data") if isinstance(spec, Mapping) else None
+            if not isinstance(key, str):
+                return None
+            if key in files:
+                readers[side] = files[key]
+            elif key in payloads:
+                readers[side] = view_reader(payloads[key])
+            else:
+                return None
+        if not all(polygraphy.recognised(*reader) for reader in readers.values()):
+            return None
+        void = api._void_formats(request)
+        entries = {}
+        for side, (read, size) in readers.items():
+            with blame(side):
+                entries[side] = polygraphy_entries(read, size, void.get(side))
+        ea, eb = entries["a"], entries["b"]
+        if request["op"] == "bisect":
+            out = api._run_bisect(ea, eb, api._bisect_options(request), progress)
+        elif len(ea) > 1 or len(eb) > 1:
+            out = api._switch_to_bisect(ea, eb, request, progress)
+        else:
+            return None
+    except InputError as err:
+        return {"ok": False, "error": err.to_dict()}
+    return {"ok": True, **out}

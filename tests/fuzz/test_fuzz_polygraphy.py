@@ -2,7 +2,9 @@
 itself, mutated as bytes, with their embedded ``.npy``/``torch.save`` payloads mutated,
 and with nesting bombs where arrays go.
 
-Whatever Perpendis reads, Polygraphy's own ``from_json`` must read to the same arrays.
+Whatever Perpendis reads, Polygraphy's own ``from_json`` must read to the same arrays;
+and the file scanned a few bytes at a time, as bisect reads big files, must read exactly
+as the file read whole, errors included.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import json
 
 import numpy as np
 import pytest
-from fuzzkit import FUZZ, assert_same, mutated, outcome
+from fuzzkit import FUZZ, assert_same, logical_bits, mutated, outcome
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis import formats
+from perpendis.formats import jsonscan, polygraphy
+from perpendis.formats.buffer import view_reader
 
 pytest.importorskip("polygraphy")
 torch = pytest.importorskip("torch")
@@ -91,6 +95,32 @@ def test_mutated_bytes_read_exactly_or_fail_cleanly(data):
     result = outcome(formats.read, broken, "outputs.json")
     if result.error is None and result.tensors and result.tensors[0].source.startswith("Polygraphy"):
         same_as_polygraphy(result.tensors, broken, original)
+
+
+def scanned(data: bytes, window: int) -> list:
+    """Index the file through reads of ``window`` bytes, then decode each array: bisect's way."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsonscan, "WINDOW", window)
+        read, size = view_reader(data)
+        return [polygraphy.decode(result, read) for result in polygraphy.index(read, size)]
+
+
+@FUZZ
+@given(st.data())
+def test_scanned_a_window_at_a_time_reads_as_read_whole(data):
+    original = data.draw(real_file())
+    broken = data.draw(st.one_of(st.just(original), mutated(original)))
+    whole = outcome(polygraphy.read, broken)
+    lazy = outcome(scanned, broken, data.draw(st.integers(1, 64)))
+    if whole.error is not None:
+        assert lazy.error is not None and lazy.error.to_dict() == whole.error.to_dict()
+        return
+    assert lazy.error is None, lazy.error
+    assert [(t.name, t.source, t.format, t.shape) for t in lazy.tensors] == [
+        (t.name, t.source, t.format, t.shape) for t in whole.tensors
+    ]
+    for got, want in zip(lazy.tensors, whole.tensors, strict=True):
+        np.testing.assert_array_equal(logical_bits(got), logical_bits(want))
 
 
 def _replace_payloads(node: object, change) -> object:

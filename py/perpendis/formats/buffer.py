@@ -8,6 +8,8 @@ copies it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..errors import InputError
@@ -26,3 +28,17 @@ def as_view(data: BytesLike) -> memoryview:
     if not view.c_contiguous:
         raise InputError("file contents must be one contiguous buffer")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+Reader = Callable[[int, int], BytesLike]
+"""``read(offset, length)``: ``length`` bytes of one file from ``offset`` (fewer only at its end).
+
+How a file too big to hold is read a part at a time: over a memory map (CLI), a
+``Blob.slice`` (browser worker), or bytes already in memory (:func:`view_reader`).
+"""
+
+
+def view_reader(data: BytesLike) -> tuple[Reader, int]:
+    """A reader over bytes already in memory, and their size; its slices share the buffer."""
+    view = as_view(data)
+    return (lambda offset, length: view[offset : offset + length]), len(view)

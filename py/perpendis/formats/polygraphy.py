@@ -9,55 +9,78 @@ Older versions mark classes with a ``"__polygraphy_encoded_<Class>"`` key instea
 file can hold several runners and iterations; every output of every one becomes a
 tensor named after the output, with the runner and iteration in its ``source``, and
 :func:`list_results` lets a caller show what is there to pick from.
+
+Such a file can be hundreds of megabytes of base64, so it is never parsed whole: the
+JSON is scanned a window at a time (:mod:`.jsonscan`) into an index of its arrays,
+each with the byte span of its payload (:func:`index`), and an array is decoded only
+when asked for (:func:`decode`).  :func:`read` is that over bytes in memory; a caller
+with a file too big to hold reads it through a ``read(offset, length)`` function.
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
-import json
+import re
 from typing import NamedTuple
 
 from ..errors import InputError
 from ..tensor import Tensor
 from . import npy, npz, torchsave
-from .buffer import BytesLike, as_view
-from .limits import JSON_MAX_DEPTH
+from .buffer import BytesLike, Reader, view_reader
+from .jsonscan import Span, parse, span_bytes, span_text
 
 CLASS_MARKER = "polygraphy_class"
 LEGACY_PREFIX = "__polygraphy_encoded_"
+# The keys whose string values are payloads, by the class of the object holding them.
+PAYLOAD_KEYS = {"ndarray": "array", "Tensor": "tensor"}
+HEAD_BYTES = 4096
+"""How much of a file's start :func:`looks_like_polygraphy` looks at."""
+# An encoded array's payload key then its string: Polygraphy writes the class marker
+# after the payload, so in a big file the first marker lies beyond any head.
+_PAYLOAD_START = re.compile(rb'"(?:array|tensor)"\s*:\s*"')
 
 
 class Result(NamedTuple):
-    """One array in a Polygraphy file: which runner and iteration produced it, under what name."""
+    """One array in a Polygraphy file: who produced it, its name, and where its payload is."""
 
     runner: str | None  # None for saved inputs, which no runner produced
     iteration: int
     name: str
-    value: dict
+    payload: Span
+    torch: bool  # a base64 torch.save file, else a base64 .npy (or, in old files, .npz)
 
 
 def looks_like_polygraphy(view: memoryview) -> bool:
-    """Whether ``view`` is JSON that carries Polygraphy's class markers."""
-    head = bytes(view[:4096]).lstrip()
-    return head[:1] in (b"{", b"[") and (CLASS_MARKER.encode() in head or LEGACY_PREFIX.encode() in head)
+    """Whether ``view`` is JSON that carries Polygraphy's class markers or encoded arrays."""
+    head = bytes(view[:HEAD_BYTES]).lstrip()
+    return head[:1] in (b"{", b"[") and (
+        CLASS_MARKER.encode() in head or LEGACY_PREFIX.encode() in head or _PAYLOAD_START.search(head) is not None
+    )
+
+
+def recognised(read: Reader, size: int) -> bool:
+    """Whether a file read through ``read`` is Polygraphy JSON, from its first bytes only."""
+    return looks_like_polygraphy(memoryview(read(0, min(size, HEAD_BYTES))).cast("B"))
+
+
+def index(read: Reader, size: int) -> list[Result]:
+    """Every array in a file of ``size`` bytes read through ``read``, in saved order, none decoded.
+
+    The file is read once, a window at a time; what is kept is the structure around the
+    payloads, not the payloads.
+    """
+    return _results(parse(read, size, PAYLOAD_KEYS.values(), "the Polygraphy file"))
 
 
 def list_results(data: BytesLike) -> list[tuple[str | None, int, str]]:
     """(runner, iteration, output name) of every array in the file, without decoding any."""
-    return [(r.runner, r.iteration, r.name) for r in _results(_load(as_view(data)))]
+    return [(r.runner, r.iteration, r.name) for r in index(*view_reader(data))]
 
 
 def read(data: BytesLike, *, void_format: str | None = None) -> list[Tensor]:
     """Every array in the file: for each runner, each iteration, each output, in saved order."""
-    return [_tensor(result, void_format) for result in _results(_load(as_view(data)))]
-
-
-def _load(view: memoryview) -> object:
-    try:
-        return json.loads(bytes(view).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise InputError(f"the Polygraphy file is not valid JSON ({err}); it may be truncated") from err
+    reader, size = view_reader(data)
+    return [decode(result, reader, void_format) for result in index(reader, size)]
 
 
 def _class(obj: object) -> str | None:
@@ -78,7 +101,7 @@ def _results(doc: object) -> list[Result]:
         return [result for run in runs for result in _runner(run)]
     if isinstance(doc, list) and all(isinstance(feed, dict) for feed in doc):
         return [
-            Result(None, iteration, str(key), _array_object(value, 1))
+            _result(None, iteration, str(key), value)
             for iteration, feed in enumerate(doc)
             for key, value in feed.items()
             if key != CLASS_MARKER
@@ -98,35 +121,39 @@ def _runner(run: object) -> list[Result]:
         if _class(outputs) != "IterationResult" or not isinstance(outputs.get("outputs"), dict):
             raise InputError(f"iteration {iteration} of runner {runner!r} is not a Polygraphy IterationResult")
         results += [
-            Result(runner, iteration, str(key), _array_object(value, 1))
+            _result(runner, iteration, str(key), value)
             for key, value in outputs["outputs"].items()
             if key != CLASS_MARKER
         ]
     return results
 
 
-def _array_object(value: object, depth: int) -> dict:
-    """The innermost encoded array, unwrapping ``LazyArray`` (``{"values": ...}``) layers."""
-    if depth > JSON_MAX_DEPTH:
-        raise InputError(f"the Polygraphy file nests arrays deeper than the limit JSON_MAX_DEPTH = {JSON_MAX_DEPTH}")
+def _result(runner: str | None, iteration: int, name: str, value: object) -> Result:
+    """The innermost encoded array of a value, unwrapping ``LazyArray`` (``{"values": ...}``) layers.
+
+    The JSON scanner bounds how deep the layers can go.
+    """
     kind = _class(value)
-    if kind in ("LazyArray", "LazyNumpyArray"):
-        return _array_object(value.get("values"), depth + 1)
-    if kind in ("ndarray", "Tensor") and isinstance(value.get("array", value.get("tensor")), str):
-        return value
-    raise InputError(f"a Polygraphy value of class {kind!r} is not an encoded array or tensor")
+    while kind in ("LazyArray", "LazyNumpyArray"):
+        value = value.get("values")
+        kind = _class(value)
+    payload = value.get(PAYLOAD_KEYS[kind]) if kind in PAYLOAD_KEYS else None
+    if not isinstance(payload, Span):
+        raise InputError(f"a Polygraphy value of class {kind!r} is not an encoded array or tensor")
+    return Result(runner, iteration, name, payload, kind == "Tensor")
 
 
-def _tensor(result: Result, void_format: str | None) -> Tensor:
+def decode(result: Result, read: Reader, void_format: str | None = None) -> Tensor:
+    """The tensor of one indexed array, reading only its payload from the file."""
     where = f"iteration {result.iteration}"
     if result.runner is not None:
         where = f"runner {result.runner}, {where}"
-    value = result.value
     try:
-        if "tensor" in value:
-            tensor = torchsave.read(_decode(value["tensor"]), result.name)[0]
+        data = _payload(read, result.payload)
+        if result.torch:
+            tensor = torchsave.read(data, result.name)[0]
         else:
-            tensor = _numpy_payload(_decode(value["array"]), result.name, void_format)
+            tensor = _numpy_payload(data, result.name, void_format)
     except InputError as err:
         raise InputError(err.message, where=f"{where}, output {result.name!r}") from err
     kind = "RunResults" if result.runner is not None else "inputs"
@@ -134,11 +161,17 @@ def _tensor(result: Result, void_format: str | None) -> Tensor:
     return tensor
 
 
-def _decode(text: str) -> bytes:
+def _payload(read: Reader, span: Span) -> bytes:
+    """The bytes a payload string encodes: base64, or in files older than base64, latin-1 text."""
+    if not span.escaped:
+        try:
+            return binascii.a2b_base64(span_bytes(read, span), strict_mode=True)
+        except binascii.Error:
+            pass  # the text below decides; it also checks the characters are valid JSON
+    text = span_text(read, span)
     try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
+        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
     except (binascii.Error, UnicodeEncodeError):
-        # Polygraphy before base64 stored the bytes as latin-1 text.
         return text.encode("latin-1", "replace")
 
 
