@@ -13,3 +13,8 @@ self.bootPython = () =>
     // Fetched while the runtime boots, rather than after it.
     packages: ["numpy", "perpendis"],
   });
+
+// Files handed over unread (too big to copy around whole) are read a slice at a time, when
+// Python asks for the bytes: synchronously, since Python waits for them.
+self.readSlice = (blob, start, length) =>
+  new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));

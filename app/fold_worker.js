@@ -1,36 +1,46 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
-// a big comparison (perpendis.compare.fold_share) and sends the partial result back as
-// bytes. It keeps nothing between jobs. Messages: in {id, share: JSON, a, b: ArrayBuffer};
-// out {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error}.
+// a big comparison and sends the partial result back as bytes. It keeps nothing between
+// jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer} (the share's bytes,
+// perpendis.compare.fold_share) or {id, share, files: [Blob, Blob], void: JSON} (two big
+// .npy files it reads itself, a slice at a time: perpendis.stream.fold_share). Out:
+// {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error}.
 
 importScripts("boot.js");
 
 const GLUE = `
 import numpy as np
-from perpendis.compare import fold_share
+from js import readSlice
+from perpendis import compare, stream
+
+def from_js(view):
+    array = np.empty(view.byteLength, dtype=np.uint8)
+    view.assign_to(array)
+    return array
 
 def run(share, a, b):
-    arrays = []
-    for view in (a, b):
-        array = np.empty(view.byteLength, dtype=np.uint8)
-        view.assign_to(array)
-        arrays.append(array)
-    return np.frombuffer(fold_share(share, *arrays), dtype=np.uint8)
+    return np.frombuffer(compare.fold_share(share, from_js(a), from_js(b)), dtype=np.uint8)
 
-run
+def run_files(share, void, blob_a, blob_b):
+    files = [(lambda offset, length, blob=blob: from_js(readSlice(blob, offset, length)), int(blob.size))
+             for blob in (blob_a, blob_b)]
+    return np.frombuffer(stream.fold_share(share, void, *files), dtype=np.uint8)
+
+run, run_files
 `;
 
-const ready = bootPython().then((pyodide) => pyodide.runPython(GLUE));
+const ready = bootPython().then((pyodide) => pyodide.runPython(GLUE).toJs({ depth: 1 }));
 ready.then(
   () => self.postMessage({ type: "ready" }),
   (err) => self.postMessage({ type: "failed", message: String((err && err.message) || err) }),
 );
 
 self.onmessage = async (event) => {
-  const { id, share, a, b } = event.data;
+  const { id, share, a, b, files } = event.data;
   try {
-    const run = await ready;
-    const out = run(share, new Uint8Array(a), new Uint8Array(b));
+    const [run, runFiles] = await ready;
+    const out = files
+      ? runFiles(share, event.data.void, files[0], files[1])
+      : run(share, new Uint8Array(a), new Uint8Array(b));
     const view = out.getBuffer("u8");
     const bytes = view.data.slice().buffer;
     view.release();

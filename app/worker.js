@@ -5,11 +5,6 @@
 
 importScripts("boot.js");
 
-// Files the page hands over unread (too big to copy around whole) are read here a slice at
-// a time, when Python asks for the bytes: synchronously, since Python waits for them.
-self.readSlice = (blob, start, length) =>
-  new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));
-
 // Long pasted texts travel as UTF-8 bytes: Pyodide turns a JS string into a Python str
 // several times slower than Python decodes the same text from a buffer.
 const TEXT_AS_BYTES = 1 << 16;
@@ -51,7 +46,7 @@ def serve(request_json, buffers, blobs, progress, workers):
     request = with_texts(json.loads(request_json), payloads)
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
-        return json.dumps(stream.serve(request, payloads, files, progress), allow_nan=False)
+        return json.dumps(stream.serve(request, payloads, files, progress, workers), allow_nan=False)
     return json.dumps(api.handle(request, payloads, progress, workers=workers), allow_nan=False)
 
 def finish_split(parts):
@@ -86,13 +81,14 @@ class Helper {
     };
   }
 
-  /** Resolves with the share's partial as bytes, or undefined when this helper could not fold it. */
-  fold(share, a, b) {
+  /** Resolves with the share's partial as bytes, or undefined when this helper could not fold it.
+   * `job` holds the share's bytes {a, b} (transferred), or the unread files {files, void}. */
+  fold(share, job) {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       if (!this.ready) return resolve(undefined);
       this.#jobs.set(id, resolve);
-      this.#worker.postMessage({ id, share, a, b }, [a, b]);
+      this.#worker.postMessage({ id, share, ...job }, job.a ? [job.a, job.b] : []);
     });
   }
 
@@ -175,9 +171,18 @@ function shareCopies(index) {
   return copies;
 }
 
-// A comparison Python cut into shares: the helpers fold theirs while this worker folds the first.
-async function foldShared(shares, available) {
-  const jobs = shares.map((share, i) => available[i].fold(share, ...shareCopies(i + 1)));
+// A comparison Python cut into shares: the helpers fold theirs while this worker folds the
+// first. A streamed one names the unread files, which each helper reads itself.
+async function foldShared({ split: shares, stream }, available, blobs) {
+  const unread = stream && {
+    files: [stream.a, stream.b].map((key) => blobs.find(([k]) => k === key)[1]),
+    void: stream.void,
+  };
+  const jobs = shares.map((share, i) => {
+    if (unread) return available[i].fold(share, unread);
+    const [a, b] = shareCopies(i + 1);
+    return available[i].fold(share, { a, b });
+  });
   foldOwn();
   const parts = await Promise.all(jobs);
   return JSON.parse(finishSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
@@ -194,7 +199,7 @@ async function handle(message) {
   let result;
   try {
     result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress, available.length + 1));
-    if (result.ok && result.split) result = await foldShared(result.split, available);
+    if (result.ok && result.split) result = await foldShared(result, available, blobs);
   } catch (err) {
     result = internalError(err);
     if (/fatal/i.test(result.error.detail)) {

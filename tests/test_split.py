@@ -193,3 +193,29 @@ def test_exact_sums_do_not_depend_on_order_or_grouping(values, rnd):
 def test_exact_sums_of_non_finite_and_overflowing_terms(terms, expected):
     got = sum((ExactSum.of(v) for v in terms), ExactSum()).value()
     assert got == expected or (math.isnan(got) and math.isnan(expected))
+
+
+def test_a_streamed_comparison_split_across_workers_is_the_streamed_report(tmp_path, monkeypatch):
+    """Two big .npy files handed over unread: each other worker reads its share of both files."""
+    from perpendis import stream
+
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1 << 20)
+    a, b = rounding_pair(5 * CHUNK + 777, seed=9)
+    b[4 * CHUNK + 3] = np.inf
+    data = {"p0": npy(a), "p1": npy(b)}
+
+    def files() -> dict:
+        return {k: ((lambda o, n, d=d: np.frombuffer(d, np.uint8, n, o).copy()), len(d)) for k, d in data.items()}
+
+    request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "p0"}, "b": {"name": "b.npy", "data": "p1"}}}
+    whole = stream.serve(request, {}, files())
+    first = stream.serve(request, {}, files(), workers=3)
+    assert first["ok"] and len(first["split"]) == 2, first
+    opened = files()
+    unread = [opened[first["stream"][side]] for side in ("a", "b")]
+    parts = [stream.fold_share(share, first["stream"]["void"], *unread) for share in first["split"]]
+    api.fold_own()
+    split = api.finish_split(parts)
+    assert split["streamed"] is True and split["workers"] == 3
+    assert split["report"] == whole["report"]
+    assert split["report"]["n_inf_mismatch"] == 1

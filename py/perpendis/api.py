@@ -100,11 +100,9 @@ def _run(progress: Progress | None) -> dict[str, Any]:
     """
     a, b, ref = _last["pair"]
     prepared = prepare(a, b, ref=ref, **_last["options"])
-    workers = _split.pop("workers", 1)
-    if workers > 1 and prepared.size >= SPLIT_MIN:
-        shares = prepared.shares(workers)
-        _split.update(prepared=prepared, shares=shares, progress=progress)
-        return {"split": [share.to_json() for share in shares[1:]]}
+    shares = offer_split(prepared, _split.pop("workers", 1), progress, lambda partial: _finish(prepared, partial))
+    if shares is not None:
+        return {"split": shares}
     if prepared.a is None:
         if progress is not None:
             progress("compare", 1.0)
@@ -119,6 +117,27 @@ def _finish(prepared: Prepared, partial: Any) -> dict[str, Any]:
     return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text()}
 
 
+def offer_split(
+    prepared: Prepared,
+    workers: int,
+    progress: Progress | None,
+    answer: Callable[[Any], dict[str, Any]],
+    *,
+    stage: str = "compare",
+    head: dict[str, Any] | None = None,
+) -> list[str] | None:
+    """Cut a big comparison into shares for ``workers`` workers (the JSON of those after the
+    first, for the other workers), keeping what :func:`finish_split` needs; None when it is
+    too small to be worth it, or there is one worker.  ``answer(partial)`` makes the result,
+    to which ``finish_split`` adds ``head`` (:func:`handle` sets it from its own answer)."""
+    if workers < 2 or prepared.size < SPLIT_MIN:
+        return None
+    shares = prepared.shares(workers)
+    _split.clear()
+    _split.update(prepared=prepared, shares=shares, progress=progress, answer=answer, stage=stage, head=head or {})
+    return [share.to_json() for share in shares[1:]]
+
+
 def share_bytes(index: int) -> tuple[np.ndarray, np.ndarray]:
     """The raw bytes of A's and B's elements in share ``index`` of the split comparison (views)."""
     return _split["prepared"].share_bytes(_split["shares"][index])
@@ -126,10 +145,10 @@ def share_bytes(index: int) -> tuple[np.ndarray, np.ndarray]:
 
 def fold_own() -> None:
     """Fold the first share here, while other workers fold theirs."""
-    progress = _split["progress"]
+    progress, stage = _split["progress"], _split["stage"]
     own = _split["shares"][0]
     _split["own"] = _split["prepared"].fold(
-        own.start, own.stop, None if progress is None else (lambda f: progress("compare", f))
+        own.start, own.stop, None if progress is None else (lambda f: progress(stage, f))
     )
 
 
@@ -140,9 +159,9 @@ def finish_split(parts: list[Any]) -> dict[str, Any]:
     merged = _split.pop("own", None) or prepared.fold(shares[0].start, shares[0].stop)
     for share, data in zip(shares[1:], parts, strict=True):
         merged = merged.merge(prepared.fold(share.start, share.stop) if data is None else partial_from_bytes(data))
-    head = _split.pop("head")
+    head, answer = _split.pop("head"), _split["answer"]
     _split.clear()
-    return {**head, **_finish(prepared, merged), "workers": len(shares)}
+    return {**head, **answer(merged), "workers": len(shares)}
 
 
 def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:

@@ -157,9 +157,9 @@ class Sample:
         chosen = np.sort(np.argpartition(priority, self.cap - 1)[: self.cap])
         # Positions among the candidates, back to (group, row): candidates are in group order.
         starts = np.cumsum([0] + [len(at) for at, _ in near])
-        which = np.searchsorted(starts, chosen, side="right") - 1
+        cuts = np.searchsorted(chosen, starts)
         picked = [
-            group[at[chosen[which == g] - starts[g]]]
+            group[at[chosen[cuts[g] : cuts[g + 1]] - starts[g]]]
             for g, (group, (at, _)) in enumerate(zip(self.groups, near, strict=True))
         ]
         rows = np.concatenate(picked)
@@ -592,17 +592,18 @@ class Share:
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
 
-    def fold(self, a: np.ndarray, b: np.ndarray) -> Partial:
+    def fold(self, a: BytesLike, b: BytesLike) -> Partial:
         """The partial of this share, from its elements given as raw bytes (fmt's storage)."""
-        fmt = format_of(self.fmt)
-        storage = np.dtype(fmt.storage)
+        storage = np.dtype(format_of(self.fmt).storage)
         xa, xb = np.frombuffer(as_view(a), dtype=storage), np.frombuffer(as_view(b), dtype=storage)
         if xa.size != self.stop - self.start or xb.size != xa.size:
             raise ValueError(f"a share of {self.stop - self.start} elements came with {xa.size} and {xb.size}")
+        return self.fold_chunks(aligned_chunks(xa, xb, offset=self.start))
+
+    def fold_chunks(self, chunks: Iterable[Chunk]) -> Partial:
+        """The partial of this share from its chunks, however they were read."""
         tol = Tolerance(self.atol, self.rtol, self.preset, None)
-        return fold(
-            aligned_chunks(xa, xb, offset=self.start), fmt, tuple(self.shape), tol, lossy=tuple(self.lossy)
-        )
+        return fold(chunks, format_of(self.fmt), tuple(self.shape), tol, lossy=tuple(self.lossy))
 
 
 def fold_share(share_json: str, a: BytesLike, b: BytesLike) -> bytes:
@@ -817,16 +818,25 @@ def compare_chunks(
     in ``fmt``'s storage; ``a_info``/``b_info`` are :meth:`Tensor.describe` dicts.  This
     is the entry for inputs too big to load: stream them through here.
     """
-    from .diagnose import diagnose
+    prepared = prepare_chunks(a_info, b_info, fmt, shape, lambda start, stop: chunks, tolerance=tolerance, depth=depth)
+    return prepared.finish(prepared.fold(progress=progress))
 
-    tol = tolerance or resolve(fmt)
+
+def prepare_chunks(
+    a_info: dict[str, object],
+    b_info: dict[str, object],
+    fmt: Format,
+    shape: tuple[int, ...],
+    read: Callable[[int, int], Iterable[Chunk]],
+    *,
+    tolerance: Tolerance | None = None,
+    depth: float = 1.0,
+) -> Prepared:
+    """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``."""
     report = _empty_report(a_info, b_info, None, fmt)
     report.compared_shape = list(shape)
-    lossy = (printed_digits(a_info), printed_digits(b_info))
-    _numbers(report, fold(chunks, fmt, shape, tol, progress=progress, lossy=lossy), fmt, shape, tol)
     report.layout = {"kind": "same"}
-    diagnose(report, depth=depth)
-    return report
+    return Prepared(report, tolerance or resolve(fmt), depth, read=read)
 
 
 def _empty_report(
@@ -917,10 +927,19 @@ class Prepared:
     depth: float
     a: np.ndarray | None = None  # flat C-order elements in the compared format's storage
     b: np.ndarray | None = None
+    read: Callable[[int, int], Iterable[Chunk]] | None = None  # chunks of elements start..stop, when not held
 
     @property
     def size(self) -> int:
+        if self.read is not None:
+            return math.prod(self._shape())
         return 0 if self.a is None else self.a.size
+
+    def chunks(self, start: int, stop: int) -> Iterable[Chunk]:
+        """Aligned chunks of elements ``start`` to ``stop``."""
+        if self.read is not None:
+            return self.read(start, stop)
+        return aligned_chunks(self.a[start:stop], self.b[start:stop], offset=start)  # type: ignore[index]
 
     def _lossy(self) -> tuple[int | None, int | None]:
         return printed_digits(self.report.a), printed_digits(self.report.b)
@@ -934,7 +953,7 @@ class Prepared:
         """The partial of elements ``start`` to ``stop`` (``start`` a multiple of :data:`CHUNK`)."""
         stop = self.size if stop is None else stop
         fmt = format_of(self.report.compared_as)
-        chunks = aligned_chunks(self.a[start:stop], self.b[start:stop], offset=start)  # type: ignore[index]
+        chunks = self.chunks(start, stop)
         return fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
 
     def shares(self, count: int) -> list[Share]:

@@ -19,6 +19,7 @@ are stored in Fortran order, with messages saying what to do instead.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -30,7 +31,7 @@ import numpy as np
 
 from .align import align, compared_format, convert
 from .bits import Format, format_of
-from .compare import CHUNK, Chunk, compare_chunks
+from .compare import CHUNK, Chunk, Prepared, Share, partial_to_bytes, prepare_chunks
 from .errors import InputError, blame
 from .formats.buffer import Reader, view_reader
 from .formats.limits import NPY_HEADER_PREFIX
@@ -148,12 +149,15 @@ def open_source(
     return Source(header, read, name, side)
 
 
-def _chunks(a: Source, b: Source, fmt: Format, size: int, stop: Stop | None) -> Iterator[Chunk]:
-    """Aligned chunks of ``size`` compared values in ``fmt``'s storage, read on demand."""
-    total = a.size
-    for start in range(0, total, size):
+def _chunks(
+    a: Source, b: Source, fmt: Format, size: int, stop: Stop | None, first: int = 0, last: int | None = None
+) -> Iterator[Chunk]:
+    """Aligned chunks of ``size`` compared values in ``fmt``'s storage from ``first`` to
+    ``last`` (the end by default), read on demand."""
+    total = a.size if last is None else last
+    for start in range(first, total, size):
         if stop is not None and stop():
-            raise Cancelled(f"cancelled after {start} of {total} values")
+            raise Cancelled(f"cancelled after {start - first} of {total - first} values")
         count = min(size, total - start)
         yield start, convert(a.values(start, count), a.fmt, fmt), convert(b.values(start, count), b.fmt, fmt)
 
@@ -177,6 +181,27 @@ def compare_sources(
     (values per chunk, even so that complex pairs stay whole) sets how much is read at
     once; at the default the report equals the in-memory one exactly.
     """
+    prepared = prepare_sources(
+        a, b, preset=preset, atol=atol, rtol=rtol, depth=depth, cancelled=cancelled, chunk=chunk
+    )
+    report = prepared.finish(prepared.fold(progress=progress))
+    if progress is not None and a.size == 0:
+        progress(1.0)
+    return report
+
+
+def prepare_sources(
+    a: Source,
+    b: Source,
+    *,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+    cancelled: Stop | None = None,
+    chunk: int = CHUNK,
+) -> Prepared:
+    """:func:`compare_sources` up to its fold, which can then run here or in shares."""
     if chunk < 2 or chunk % 2:
         raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
     if a.shape != b.shape:
@@ -186,15 +211,27 @@ def compare_sources(
         )
     fmt = compared_format(a.fmt, b.fmt)
     tol = resolve(fmt, preset=preset, atol=atol, rtol=rtol)
-    notes = align(a.sample(), b.sample(), tol).notes
-    chunks = _chunks(a, b, fmt, chunk, cancelled)
-    report = compare_chunks(
-        a.describe(), b.describe(), fmt, a.shape, chunks, tolerance=tol, progress=progress, depth=depth
+    prepared = prepare_chunks(
+        a.describe(),
+        b.describe(),
+        fmt,
+        a.shape,
+        lambda first, last: _chunks(a, b, fmt, chunk, cancelled, first, last),
+        tolerance=tol,
+        depth=depth,
     )
-    if progress is not None and a.size == 0:
-        progress(1.0)
-    report.notes = notes + report.notes
-    return report
+    prepared.report.notes = list(align(a.sample(), b.sample(), tol).notes)
+    return prepared
+
+
+def fold_share(share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> bytes:
+    """A helper worker's job for a streamed comparison: open both files itself (``(read,
+    size)`` each, ``void_json`` the sides' void formats) and fold its share of them."""
+    share = Share(**json.loads(share_json))
+    void = json.loads(void_json)
+    sa, sb = (open_source(*f, side=side, void_format=void.get(side)) for f, side in ((a, "a"), (b, "b")))
+    chunks = _chunks(sa, sb, format_of(share.fmt), CHUNK, None, share.start, share.stop)
+    return partial_to_bytes(share.fold_chunks(chunks))
 
 
 def map_file(path: str | Path, side: str = "a") -> Source:
@@ -257,14 +294,18 @@ def serve(
     payloads: Mapping[str, Any],
     files: Mapping[str, tuple[Reader, int]],
     progress: Callable[[str, float], object] | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """The worker's entry for requests whose inputs include files it reads itself.
 
     ``files`` maps payload keys to ``(read, size)`` of files the page handed over
     unread (``Blob`` objects, read with ``Blob.slice``).  Two big ``.npy`` files are
     streamed, and the result says ``"streamed": true``: the pair is not kept, so there
-    is nothing to ask follow-up questions about.  Two Polygraphy captures are bisected
-    tensor by tensor, read through their readers (:func:`_polygraphy_captures`).
+    is nothing to ask follow-up questions about.  With ``workers`` > 1 a big pair is cut
+    into shares as :func:`api.offer_split` says, and the answer names the payload keys of
+    the files (``stream``), which the other workers read themselves (:func:`fold_share`).
+    Two Polygraphy captures are bisected tensor by tensor, read through their readers
+    (:func:`_polygraphy_captures`).
     Anything else is read whole and answered by :func:`api.handle`, exactly as if the
     page had sent the bytes.
     """
@@ -283,33 +324,45 @@ def serve(
             )
             return {"ok": False, "error": InputError(message).to_dict()}
         whole = {key: read(0, size) for key, (read, size) in files.items()}
-        return api.handle(request, {**payloads, **whole}, progress)
+        return api.handle(request, {**payloads, **whole}, progress, workers=workers)
     inputs = request["inputs"]
     options = request.get("options") or {}
     void = options.get("void_format") or {}
+    streaming = None if progress is None else (lambda fraction: progress("streaming", fraction))
     try:
         a, b = (
             open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
             for side in ("a", "b")
         )
-        report = compare_sources(
+        prepared = prepare_sources(
             a,
             b,
             preset=options.get("preset"),
             atol=options.get("atol"),
             rtol=options.get("rtol"),
             depth=1.0 if options.get("depth") is None else options["depth"],
-            progress=None if progress is None else (lambda fraction: progress("streaming", fraction)),
         )
+        answer = _streamed_answer(prepared)
+        shares = api.offer_split(prepared, workers, progress, answer, stage="streaming", head={"ok": True})
+        if shares is not None:
+            # Each other worker reads its share of both files itself.
+            files_of = {"a": inputs["a"]["data"], "b": inputs["b"]["data"], "void": json.dumps(void)}
+            return {"ok": True, "split": shares, "stream": files_of}
+        report = prepared.finish(prepared.fold(progress=streaming))
     except InputError as err:
         return {"ok": False, "error": err.to_dict()}
-    return {
-        "ok": True,
-        "report": report.to_dict(),
-        "markdown": report.to_markdown(),
-        "text": report.to_text(),
-        "streamed": True,
-    }
+    return {"ok": True, **answer(None, report)}
+
+
+def _streamed_answer(prepared: Prepared) -> Callable[..., dict[str, Any]]:
+    """The result of a streamed comparison, from the merged partial (or the finished report)."""
+
+    def answer(partial: Any, report: Report | None = None) -> dict[str, Any]:
+        report = report or prepared.finish(partial)
+        text = {"markdown": report.to_markdown(), "text": report.to_text()}
+        return {"report": report.to_dict(), **text, "streamed": True}
+
+    return answer
 
 
 def _polygraphy_captures(

@@ -122,3 +122,28 @@ def test_cancel_stops_a_stream_and_the_core_comes_back(ready_page, big_pair):
     )
     assert page.get_by_test_id("verdict").text_content().strip() == ""
     assert page.get_by_test_id("error").is_hidden()
+
+
+# The two files in the page's inputs handed to the core unread, as the page does with big files.
+UNREAD_JS = """async () => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  const files = ["a", "b"].map((side) => document.querySelector(`[data-testid="file-${side}"]`).files[0]);
+  const inputs = { a: { name: files[0].name, file: files[0] }, b: { name: files[1].name, file: files[1] } };
+  const result = await core.request("compare", { inputs, options: {} });
+  return { streamed: Boolean(result.streamed), workers: result.workers ?? 1, report: result.report };
+}"""
+
+
+def test_a_stream_is_shared_across_cores_each_reading_its_share(ready_page, big_pair):
+    cores = ready_page.evaluate("navigator.hardwareConcurrency")
+    if cores < 2:
+        pytest.skip("one CPU core: the page has no helper to share the work with")
+    workers = min(cores, 4)
+    ready_page.wait_for_function(
+        "(n) => (window.__coreStatus?.message ?? '').includes(`on ${n} CPU cores`)", arg=workers, timeout=60_000
+    )
+    path_a, path_b, expected = big_pair
+    open_files(ready_page, (path_a, path_b))
+    got = ready_page.evaluate(UNREAD_JS)
+    assert got["streamed"] and got["workers"] == workers
+    assert_close(got["report"], expected)
