@@ -413,13 +413,20 @@ def startup(pw, url: str, profiles: Path, runs: int) -> tuple[dict[str, float], 
     return figures, longest
 
 
-TAB_REPORT_JS = """async ([urlA, urlB]) => {
-  const { core } = await import(new URL("app/client.js", location.href));
-  // Ready, with the helpers on the other cores ready too (as a user who opened the page a
-  // few seconds ago finds it), or 20 s gone.
+# Waits until the core is ready with its helpers on the other CPU cores ready too (as a user
+# who opened the page a few seconds ago finds it), or 20 s have gone.
+READY_ON_ALL_CORES = """
+const readyOnAllCores = (core) => new Promise((resolve) => {
   const cores = Math.min(navigator.hardwareConcurrency || 1, 4);
   const ready = (s) => s.state === "ready" && (cores < 2 || s.message.includes(`on ${cores} CPU cores`));
-  await new Promise((resolve) => { core.onStatus((s) => ready(s) && resolve()); setTimeout(resolve, 20000); });
+  core.onStatus((s) => ready(s) && resolve());
+  setTimeout(resolve, 20000);
+});
+"""
+
+TAB_REPORT_JS = """async ([urlA, urlB]) => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  await readyOnAllCores(core);
   const [a, b] = await Promise.all([urlA, urlB].map((u) => fetch(u).then((r) => r.arrayBuffer())));
   const t0 = performance.now();
   const result = await core.request(
@@ -427,7 +434,7 @@ TAB_REPORT_JS = """async ([urlA, urlB]) => {
   const ms = performance.now() - t0;
   if (!result.ok) throw new Error(result.error.message);
   return { ms, n_diff: result.report.n_bitwise_diff, workers: result.workers || 1 };
-}"""
+}""".replace("async ([urlA, urlB]) => {", "async ([urlA, urlB]) => {" + READY_ON_ALL_CORES, 1)
 
 # Runs one snippet in a fresh benchmark worker: `fetch` lists [arg name, url, "buffer" | "text"].
 WORKER_JOB_JS = """async ([script, code, args, fetches]) => {
@@ -470,7 +477,7 @@ STREAM_JOB_JS = """async (code) => {
 
 APP_STREAM_JS = """async () => {
   const { core } = await import(new URL("../app/client.js", location.href));  // this page is bench/stream.html
-  await new Promise((resolve) => core.onStatus((s) => s.state === "ready" && resolve()));
+  await readyOnAllCores(core);
   const [a, b] = ["a", "b"].map((id) => document.getElementById(id).files[0]);
   const stages = new Set();
   let updates = 0;
@@ -480,14 +487,22 @@ APP_STREAM_JS = """async () => {
     (stage) => { stages.add(stage); updates += 1; });
   const ms = performance.now() - t0;
   if (!result.ok) throw new Error(result.error.message);
-  return { ms, size: a.size + b.size, streamed: Boolean(result.streamed), stages: [...stages], updates };
-}"""
+  return {
+    ms, size: a.size + b.size, streamed: Boolean(result.streamed), stages: [...stages], updates,
+    workers: result.workers || 1,
+  };
+}""".replace("async () => {", "async () => {" + READY_ON_ALL_CORES, 1)
 
 
 def ui_report(tab: Tab, url: str, pair: tuple[Path, Path]) -> float:
     """Milliseconds from pressing Compare to the verdict shown, for two files opened in the page."""
     tab.goto(url)
     tab.page.evaluate(READY_AT_JS)
+    tab.page.evaluate(
+        'async () => { const { core } = await import(new URL("app/client.js", location.href));'
+        + READY_ON_ALL_CORES
+        + "await readyOnAllCores(core); }"
+    )
     tab.phase("harness")
     tab.page.get_by_test_id("file-a").set_input_files(str(pair[0]))
     tab.page.get_by_test_id("file-b").set_input_files(str(pair[1]))
@@ -552,6 +567,7 @@ def tab_figures(
         raise RuntimeError("the page's worker read the big files whole instead of streaming them")
     out["stream_mb_per_s"] = app["size"] / 1e6 / (app["ms"] / 1000)
     out["stream_progress_updates"] = app["updates"]
+    out["stream_cores"] = app["workers"]
     tab.phase("stream")
     log("streaming again in the benchmark worker, for the heap size and the time spent reading")
     streamed = page.evaluate(STREAM_JOB_JS, PY_STREAM)
