@@ -145,8 +145,7 @@ class Sample:
         bound = min(bounds) if bounds else None
         (mine, my_keys), (theirs, their_keys) = self._below(bound), other._below(bound)
         merged = Sample(self.count + other.count, mine + theirs, cap, bound, my_keys + their_keys)
-        # The first cut comes early, for the bound it sets; later ones wait for half as many rows more.
-        return merged._cut() if merged.kept > (cap if bound is None else cap + cap // 2) else merged
+        return merged._cut() if merged.kept > cap + cap // 2 else merged
 
     def _cut(self) -> Sample:
         """The ``cap`` rows of smallest priority.
