@@ -42,8 +42,10 @@ def from_js(view):
     return array
 
 def serve(request_json, buffers, blobs, progress, workers):
+    request = json.loads(request_json)
+    api.forget(request.get("op"))
     payloads = {key: from_js(view) for key, view in buffers}
-    request = with_texts(json.loads(request_json), payloads)
+    request = with_texts(request, payloads)
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
         return json.dumps(stream.serve(request, payloads, files, progress, workers), allow_nan=False)

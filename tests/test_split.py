@@ -219,3 +219,12 @@ def test_a_streamed_comparison_split_across_workers_is_the_streamed_report(tmp_p
     assert split["streamed"] is True and split["workers"] == 3
     assert split["report"] == whole["report"]
     assert split["report"]["n_inf_mismatch"] == 1
+
+
+def test_a_new_comparison_forgets_the_kept_pair_first_and_other_ops_keep_it(bug_pair):
+    api.handle(request(), bug_pair)
+    api.forget("element")
+    assert api.handle({"op": "element", "flat": 7}, {})["ok"]
+    api.forget("compare")
+    after = api.handle({"op": "element", "flat": 7}, {})
+    assert not after["ok"] and "nothing has been compared yet" in after["error"]["message"]

@@ -117,6 +117,23 @@ def _finish(prepared: Prepared, partial: Any) -> dict[str, Any]:
     return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text()}
 
 
+FRESH_OPS = ("compare", "bisect", "runs")
+"""Ops that replace the kept pair or captures with new ones."""
+
+
+def forget(op: object) -> None:
+    """Drop what the last comparison kept when ``op`` replaces it, before its inputs arrive.
+
+    The worker calls this before copying a new request's bytes in, so the heap the old
+    pair held is reused rather than grown: a second comparison of 2 × 64 MB then neither
+    holds both pairs at once nor faults in fresh pages for the new one.
+    """
+    if op in FRESH_OPS:
+        _last.clear()
+        _bisected.clear()
+        _split.clear()
+
+
 def offer_split(
     prepared: Prepared,
     workers: int,
