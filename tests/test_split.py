@@ -112,6 +112,9 @@ def test_shares_cover_the_elements_in_whole_chunks():
         assert shares[0].start == 0 and shares[-1].stop == a.size
         assert all(s.stop == t.start for s, t in itertools.pairwise(shares))
         assert all(s.start % CHUNK == 0 and s.stop > s.start for s in shares)
+    # The share folded where the bytes are can be longer than the others.
+    first, second = prepared.shares(2, first=1.4)
+    assert (first.stop, second.stop) == (5 * CHUNK, a.size)  # 1.4 / 2.4 of the 8 chunks, rounded
 
 
 def test_partial_bytes_round_trip_keeps_every_field():

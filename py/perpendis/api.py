@@ -117,6 +117,10 @@ def _finish(prepared: Prepared, partial: Any) -> dict[str, Any]:
     return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text()}
 
 
+OWN_SHARE = 1.4
+"""How much longer the share folded in this worker is than another worker's, for a pair held
+here: the others first copy their bytes in, a third of their fold's time in the browser."""
+
 FRESH_OPS = ("compare", "bisect", "runs")
 """Ops that replace the kept pair or captures with new ones."""
 
@@ -149,7 +153,8 @@ def offer_split(
     to which ``finish_split`` adds ``head`` (:func:`handle` sets it from its own answer)."""
     if workers < 2 or prepared.size < SPLIT_MIN:
         return None
-    shares = prepared.shares(workers)
+    # Held here, the first share needs no copying out and in: it is folded here, and longer.
+    shares = prepared.shares(workers, first=1.0 if prepared.a is None else OWN_SHARE)
     _split.clear()
     _split.update(prepared=prepared, shares=shares, progress=progress, answer=answer, stage=stage, head=head or {})
     return [share.to_json() for share in shares[1:]]

@@ -15,7 +15,6 @@ deviation of the cosine from 1, never swamps it.
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
@@ -544,11 +543,17 @@ _SCALAR_FIELDS = (
 )  # fmt: skip
 
 
+PARTIAL_MAGIC = b"PERPENDIS-PARTIAL-1\n"
+
+
 def partial_to_bytes(p: Partial) -> bytes:
-    """A partial as an uncompressed ``.npz``: its arrays as members, everything else as JSON.
+    """A partial as bytes: a magic line, the JSON length (8 bytes, little-endian), JSON of
+    the numbers and of each array's dtype, shape and place, then the arrays' bytes.
 
     Numbers keep every bit (JSON floats round-trip, sums are exact integers), so merging
-    partials folded by other workers gives the report folded in one place.
+    partials folded by other workers gives the report folded in one place.  The arrays
+    are read back as views of the bytes, not copies: no zip, no checksums, since the
+    bytes only ever pass between this page's own workers.
     """
     meta: dict[str, Any] = {k: getattr(p, k) for k in _SCALAR_FIELDS}
     meta |= {k: getattr(p, k) for k in _PICK_FIELDS}
@@ -559,17 +564,35 @@ def partial_to_bytes(p: Partial) -> bytes:
         meta[name] = [sample.count, sample.cap, sample.bound, len(sample.groups)]
         arrays |= {f"{name}_{i}": rows for i, rows in enumerate(sample.groups)}
     meta["n_axes"] = len(p.axis_fails)
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    out = io.BytesIO()
-    np.savez(out, **arrays)
-    return out.getvalue()
+    places, offset = {}, 0
+    for name, array in arrays.items():
+        places[name] = [array.dtype.str, list(array.shape), offset]
+        offset += -(-array.nbytes // 8) * 8
+    header = json.dumps({"meta": meta, "arrays": places}).encode()
+    out = bytearray(PARTIAL_MAGIC + len(header).to_bytes(8, "little") + header)
+    out += bytes(-len(out) % 8)
+    start = len(out)
+    out += bytes(offset)
+    for name, array in arrays.items():
+        at = start + places[name][2]
+        out[at : at + array.nbytes] = np.ascontiguousarray(array).tobytes()
+    return bytes(out)
 
 
 def partial_from_bytes(data: BytesLike) -> Partial:
-    """The partial :func:`partial_to_bytes` wrote (written by this project's own worker)."""
-    with np.load(io.BytesIO(as_view(data)), allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
-    meta = json.loads(arrays["meta"].tobytes())
+    """The partial :func:`partial_to_bytes` wrote (in this project's own workers)."""
+    view = as_view(data)
+    if bytes(view[: len(PARTIAL_MAGIC)]) != PARTIAL_MAGIC:
+        raise ValueError("not a partial result written by perpendis.compare.partial_to_bytes")
+    length = int.from_bytes(view[len(PARTIAL_MAGIC) : len(PARTIAL_MAGIC) + 8], "little")
+    head_end = len(PARTIAL_MAGIC) + 8 + length
+    header = json.loads(bytes(view[len(PARTIAL_MAGIC) + 8 : head_end]))
+    start = head_end + (-head_end % 8)
+    arrays = {}
+    for name, (dtype, shape, offset) in header["arrays"].items():
+        count = math.prod(shape)
+        arrays[name] = np.frombuffer(view, dtype=np.dtype(dtype), count=count, offset=start + offset).reshape(shape)
+    meta = header["meta"]
     p = Partial(hist=arrays["hist"], axis_fails=[arrays[f"axis_{i}"] for i in range(meta["n_axes"])])
     for k in _SCALAR_FIELDS:
         setattr(p, k, meta[k])
@@ -747,7 +770,7 @@ def _stats(p: Partial) -> Stats:
     qs = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
     pct: dict[str, float | None] = {}
     for column, kind in enumerate(("abs", "rel"), start=1):
-        values = rows[:, column] if rows.size else np.empty(0)
+        values = np.ascontiguousarray(rows[:, column]) if rows.size else np.empty(0)
         found = _quantiles(values, p.errors.count, n, list(qs.values()))
         pct |= {f"{k}_{kind}": v for k, v in zip(qs, found, strict=True)}
     s_bb, sum_sq = p.s_bb.value(), p.sum_sq.value()
@@ -986,10 +1009,13 @@ class Prepared:
         chunks = self.chunks(start, stop)
         return fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
 
-    def shares(self, count: int) -> list[Share]:
-        """The elements cut into at most ``count`` runs of whole chunks, as equal as they can be."""
+    def shares(self, count: int, first: float = 1.0) -> list[Share]:
+        """The elements cut into at most ``count`` runs of whole chunks, the first ``first``
+        times as long as each other one (as near as whole chunks allow)."""
         chunks = -(-self.size // CHUNK)
-        bounds = sorted({min(self.size, round(i * chunks / count) * CHUNK) for i in range(count + 1)})
+        total = first + count - 1
+        ends = [0.0] + [(first + i) / total for i in range(count)]
+        bounds = sorted({min(self.size, round(f * chunks) * CHUNK) for f in ends})
         tol, shape, lossy = self.tol, list(self._shape()), list(self._lossy())
         return [
             Share(lo, hi, self.report.compared_as, shape, tol.atol, tol.rtol, tol.preset, lossy)
