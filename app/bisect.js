@@ -143,7 +143,8 @@ export function createBisectView(ctx) {
         where: "mapping", side: null });
       return null;
     }
-    return { ...view.options, mapping };
+    const only = $("only-layers").value.split(",").map((p) => p.trim()).filter(Boolean);
+    return { ...view.options, mapping, only };
   }
 
   /** One request with a fresh job; the result when it is still wanted and ok, else null. */
@@ -223,6 +224,11 @@ export function createBisectView(ctx) {
     $("bisect-moved").textContent = "";
     renderRows();
     renderUnpaired($("unpaired"), result, pairByHand);
+    const skipped = result.only && result.only.length ? result.n_skipped : 0;
+    $("skipped").hidden = !skipped;
+    $("skipped").textContent = skipped
+      ? `${skipped} other paired layer(s) not named like ${result.only.join(" or ")} were skipped.`
+      : "";
   }
 
   function renderRows(focus = null) {
@@ -316,6 +322,12 @@ export function createBisectView(ctx) {
       again();
     }
   });
+  $("only-layers").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      again();
+    }
+  });
 
   return {
     get active() {
@@ -365,6 +377,7 @@ export function createBisectView(ctx) {
       view.allRuns = null;
       view.order = null;
       $("mapping").value = "";
+      $("only-layers").value = "";
       renderReferencePick();
       this.hide();
     },

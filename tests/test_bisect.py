@@ -333,3 +333,41 @@ def test_cli_bad_input_exits_2(args, capsys, tmp_path):
         argv = [_path("cnn", "torch"), _path("cnn", "ort"), *args]
     assert bisect_main(argv) == 2
     assert capsys.readouterr().err.strip()
+
+
+# --- picking layers by name pattern ----------------------------------------------------
+
+
+def test_a_name_pattern_compares_only_those_layers_and_counts_the_rest():
+    truth = CAPTURES["cnn"]
+    whole = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"), mapping=truth["mapping"])
+    part = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"), mapping=truth["mapping"], only=["layer2.*"])
+    assert part.pairs and all(p.a_name.startswith("layer2.") for p in part.pairs)
+    assert [p.a_name for p in part.pairs] == [p.a_name for p in whole.pairs if p.a_name.startswith("layer2.")]
+    assert part.n_skipped == len(whole.pairs) - len(part.pairs) > 0
+    assert part.first_failing.a_name == truth["bug_layer"]  # the bug is in layer2
+    data = part.to_dict()
+    assert data["only"] == ["layer2.*"] and data["n_skipped"] == part.n_skipped
+    assert f"{part.n_skipped} other paired layer(s) skipped" in part.to_text()
+
+
+def test_layers_before_the_bug_pass_when_picked_alone():
+    truth = CAPTURES["cnn"]
+    a, b = capture("cnn", "torch"), capture("cnn", "ort_bug")
+    part = bisect(a, b, mapping=truth["mapping"], only=["layer1.*", "conv1"])
+    assert part.pairs and part.first_failing is None
+
+
+def test_a_pattern_that_matches_no_layer_is_an_input_error():
+    with pytest.raises(InputError, match="no paired layer is named like nothing"):
+        bisect(capture("cnn", "torch"), capture("cnn", "ort"), mapping=CAPTURES["cnn"]["mapping"], only=["nothing*"])
+
+
+def test_cli_only_option(capsys):
+    bug = CAPTURES["cnn"]["bug_layer"]
+    paths = [_path("cnn", "torch"), _path("cnn", "ort_bug")]
+    code = bisect_main([*paths, "--json", "--only", "layer1.*", *_map_args("cnn")])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["first_failing"] is None and data["n_skipped"] > 0
+    code = bisect_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--only", bug, *_map_args("cnn")])
+    assert code == 1 and bug in capsys.readouterr().out

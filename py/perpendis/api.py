@@ -486,7 +486,8 @@ def _bisect_options(request: Mapping[str, Any]) -> dict[str, Any]:
         isinstance(mapping, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())
     ):
         raise InputError('mapping must map names of A to names of B, e.g. {"head.fc": "output"}', where="mapping")
-    return {**_options(request), "mapping": dict(mapping)}
+    only = (request.get("options") or {}).get("only") or []
+    return {**_options(request), "mapping": dict(mapping), "only": only}
 
 
 def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ and only each pair's report is kept.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -245,6 +246,8 @@ class BisectReport:
     pairs: list[Pair]
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)  # name patterns the compared layers were picked by
+    n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
 
     @property
     def first_failing(self) -> Pair | None:
@@ -260,6 +263,8 @@ class BisectReport:
             "pairs": [p.to_dict() for p in self.pairs],
             "only_a": list(self.only_a),
             "only_b": list(self.only_b),
+            "only": list(self.only),
+            "n_skipped": self.n_skipped,
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
@@ -297,6 +302,8 @@ class BisectReport:
         for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
             if unpaired:
                 lines.append(f"only in {side} ({len(unpaired)}): {_few(unpaired, 10)}")
+        if self.only:
+            lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
         if first is None:
             lines.append(f"no layer fails: all {len(self.pairs)} paired layers agree up to rounding")
         else:
@@ -325,12 +332,16 @@ def bisect(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
+    only: Sequence[str] = (),
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
     ``mapping`` (A name → B name) overrides the pairing for names no rule can match,
-    such as a graph output renamed to ``output``.  The tolerance options are resolved
-    per pair by :func:`~perpendis.compare.compare`, since layers may differ in format.
+    such as a graph output renamed to ``output``.  ``only`` keeps the pairs whose A name
+    matches one of these shell-style patterns (``layer3.*``, ``*.conv?``): a capture of
+    thousands of tensors is narrowed to the part under suspicion, the others neither
+    decoded nor compared.  The tolerance options are resolved per pair by
+    :func:`~perpendis.compare.compare`, since layers may differ in format.
     """
     ea, eb = as_entries(a), as_entries(b)
     pairs, only_a, only_b = pair_names([e.name for e in ea], [e.name for e in eb], mapping)
@@ -339,12 +350,32 @@ def bisect(
             f"no tensor of A pairs with one of B (A holds {_few(e.name for e in ea)}; B holds "
             f"{_few(e.name for e in eb)}); give a mapping of A names to B names"
         )
+    patterns = _patterns(only)
+    picked = [(i, j, how) for i, j, how in pairs if _picked(ea[i].name, patterns)]
+    if not picked:
+        raise InputError(
+            f"no paired layer is named like {' or '.join(patterns)} (A holds {_few(ea[i].name for i, _, _ in pairs)})",
+            where="only",
+        )
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
     return BisectReport(
-        pairs=[Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options)) for i, j, how in pairs],
-        only_a=[ea[i].name for i in only_a],
+        pairs=[Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options)) for i, j, how in picked],
+        only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
+        only=patterns,
+        n_skipped=len(pairs) - len(picked),
     )
+
+
+def _patterns(only: Sequence[str]) -> list[str]:
+    """The name patterns, stripped; empty ones dropped (an empty field picks every layer)."""
+    if isinstance(only, str) or not all(isinstance(p, str) for p in only):
+        raise InputError(f"only must be a list of name patterns such as ['layer3.*'], got {only!r}", where="only")
+    return [p.strip() for p in only if p.strip()]
+
+
+def _picked(name: str, patterns: list[str]) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def _few(names: Iterable[str], limit: int = 5) -> str:

@@ -131,6 +131,10 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "--map", action="append", default=[], metavar="A_NAME=B_NAME",
         help="pair these two names explicitly (repeatable)",
     )
+    p.add_argument(
+        "--only", action="append", default=[], metavar="PATTERN",
+        help="compare only the layers whose A name matches this shell-style pattern, e.g. 'layer3.*' (repeatable)",
+    )
     return p
 
 
@@ -152,7 +156,14 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
         a = path_entries(args.a)
         b = path_entries(args.b)
         result = bisect(
-            a, b, mapping=_mapping(args.map), preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth
+            a,
+            b,
+            mapping=_mapping(args.map),
+            preset=args.preset,
+            atol=args.atol,
+            rtol=args.rtol,
+            depth=args.depth,
+            only=args.only,
         )
     except InputError as exc:
         print(f"perpendis bisect: {exc}", file=sys.stderr)

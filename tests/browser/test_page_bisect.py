@@ -212,3 +212,23 @@ def test_new_tolerance_judges_every_layer_again_and_keeps_the_open_layer(ready_p
     page.wait_for_selector(f"#verdict-box[data-verdict='{want}']", timeout=TIMEOUT_MS)
     assert page.get_by_test_id("pair-title").text_content().startswith(f"Layer 1 of {len(native.pairs)}")
     assert page.locator("[data-testid=bisect-row][data-index='0']").get_attribute("aria-selected") == "true"
+
+
+def test_a_name_pattern_narrows_the_layers_and_says_how_many_were_skipped(ready_page):
+    page = ready_page
+    drop_files(page, "a", [capture_path("cnn", "torch")])
+    drop_files(page, "b", [capture_path("cnn", "ort_bug")])
+    run_and_wait(page)
+    everything = rows(page)
+    page.get_by_test_id("only-layers").fill("layer1.*, conv1")
+    page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]')?.remove()")
+    page.get_by_test_id("only-layers").press("Enter")
+    page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
+    native = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"), only=["layer1.*", "conv1"])
+    shown = rows(page)
+    assert [r["a"] for r in shown] == [p.a_name for p in native.pairs]
+    assert 0 < len(shown) < len(everything)
+    # The bug is in layer2: every layer picked passes.
+    assert page.get_by_test_id("first-failing").count() == 0
+    skipped = page.get_by_test_id("skipped")
+    assert skipped.is_visible() and f"{native.n_skipped} other paired layer(s)" in skipped.text_content()
