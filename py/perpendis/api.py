@@ -518,7 +518,7 @@ def _bisect_pair(request: Mapping[str, Any], payloads: Mapping[str, Any], progre
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pairs):
         raise InputError(f"index must be a pair number from 0 to {len(pairs) - 1}, got {index!r}")
     ea, eb = pairs[index]
-    options = {k: v for k, v in _bisected["options"].items() if k != "mapping"}
+    options = {k: v for k, v in _bisected["options"].items() if k not in ("mapping", "only")}
     _last.clear()
     _last.update(pair=(ea.load(), eb.load(), None), options=options, notes=[])
     return _run(progress)
