@@ -63,7 +63,8 @@ def in_page(site: Path, a: Path, b: Path) -> dict[str, object]:
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
             page.evaluate(READY_AT_JS)
-            (worker,) = page.workers
+            # The core's worker, not its helpers on the other cores (app/fold_worker.js).
+            worker = next(w for w in page.workers if w.url.endswith("/app/worker.js"))
             heap_before = worker.evaluate(HEAP_JS)
             for side, path in (("a", a), ("b", b)):
                 page.get_by_test_id(f"file-{side}").set_input_files(str(path))

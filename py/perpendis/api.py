@@ -339,7 +339,9 @@ def _metric(
             dist, defined = bits.ulp_distance(bits.raw_bits(a, fmt), bits.raw_bits(b, fmt), fmt)
             out = np.where(defined, dist.astype(np.float64), np.inf)
         elif name == "fail":
-            out = failing(va, vb, bits.raw_bits(a, fmt), bits.raw_bits(b, fmt), fmt, tol, lossy)[0].astype(np.float64)
+            ra, rb = bits.raw_bits(a, fmt), bits.raw_bits(b, fmt)
+            both_nan = np.isnan(va) & np.isnan(vb)
+            out = failing(absd, np.abs(vb), both_nan, ra, rb, fmt, tol, lossy)[0].astype(np.float64)
         else:
             raise InputError(f"metric must be one of abs, ulp, rel, fail; got {name!r}")
     same = bits.raw_bits(a, fmt) == bits.raw_bits(b, fmt)

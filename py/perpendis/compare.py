@@ -42,7 +42,7 @@ from .report import (
     shape_text,
 )
 from .tensor import Tensor
-from .tolerance import Tolerance, failing_abs, printed_digits, resolve
+from .tolerance import Tolerance, failing, printed_digits, resolve
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
@@ -480,7 +480,7 @@ def chunk_partial(
     else:
         p.errors = _sample_of(ERROR_SAMPLE_CAP, fflat, fd, fr)
 
-    failed, p.n_print_limited = failing_abs(absd, absb, both_nan, da, db, fmt, tol, lossy)
+    failed, p.n_print_limited = failing(absd, absb, both_nan, da, db, fmt, tol, lossy)
     p.n_fail = int(np.count_nonzero(failed))
     if p.n_fail:
         i = int(np.argmax(failed))

@@ -162,28 +162,13 @@ def _chunks(
         yield start, convert(a.values(start, count), a.fmt, fmt), convert(b.values(start, count), b.fmt, fmt)
 
 
-def compare_sources(
-    a: Source,
-    b: Source,
-    *,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
-    progress: Progress | None = None,
-    cancelled: Stop | None = None,
-    chunk: int = CHUNK,
-) -> Report:
+def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, **options: Any) -> Report:
     """The report of A against B, read chunk by chunk: equal to :func:`compare.compare`'s.
 
-    ``progress(fraction)`` is called after each chunk; ``cancelled()`` is asked before
-    each read and, once true, stops the comparison with :class:`Cancelled`.  ``chunk``
-    (values per chunk, even so that complex pairs stay whole) sets how much is read at
-    once; at the default the report equals the in-memory one exactly.
+    ``progress(fraction)`` is called after each chunk; ``options`` are those of
+    :func:`prepare_sources`.
     """
-    prepared = prepare_sources(
-        a, b, preset=preset, atol=atol, rtol=rtol, depth=depth, cancelled=cancelled, chunk=chunk
-    )
+    prepared = prepare_sources(a, b, **options)
     report = prepared.finish(prepared.fold(progress=progress))
     if progress is not None and a.size == 0:
         progress(1.0)
@@ -201,7 +186,13 @@ def prepare_sources(
     cancelled: Stop | None = None,
     chunk: int = CHUNK,
 ) -> Prepared:
-    """:func:`compare_sources` up to its fold, which can then run here or in shares."""
+    """:func:`compare_sources` up to its fold, which can then run here or in shares.
+
+    ``cancelled()`` is asked before each read and, once true, stops the comparison with
+    :class:`Cancelled`.  ``chunk`` (values per chunk, even so that complex pairs stay
+    whole) sets how much is read at once; at the default the report equals the in-memory
+    one exactly.
+    """
     if chunk < 2 or chunk % 2:
         raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
     if a.shape != b.shape:

@@ -125,29 +125,6 @@ def within(abs_diff: np.ndarray, abs_ref: np.ndarray, tol: Tolerance) -> np.ndar
 
 
 def failing(
-    va: np.ndarray,
-    vb: np.ndarray,
-    raw_a: np.ndarray,
-    raw_b: np.ndarray,
-    fmt: Format,
-    tol: Tolerance,
-    lossy: tuple[int | None, int | None] = (None, None),
-) -> tuple[np.ndarray, int]:
-    """Where pairs fail the tolerance, and how many failures a coarse print excused.
-
-    ``va``/``vb`` are the float64 values of the raw bits ``raw_a``/``raw_b``.  NaN against
-    NaN passes (equal as missing values); a NaN against a number or an infinity against
-    anything else fails at any tolerance.  ``lossy`` holds each side's
-    :func:`printed_digits`: a failure within :func:`print_slack` of passing is not one,
-    since the print cannot tell it from a pass.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):
-        abs_diff = np.abs(va - vb)
-    both_nan = bits.is_nan(raw_a, fmt) & bits.is_nan(raw_b, fmt)
-    return failing_abs(abs_diff, np.abs(vb), both_nan, raw_a, raw_b, fmt, tol, lossy)
-
-
-def failing_abs(
     abs_diff: np.ndarray,
     abs_ref: np.ndarray,
     both_nan: np.ndarray | None,
@@ -157,8 +134,16 @@ def failing_abs(
     tol: Tolerance,
     lossy: tuple[int | None, int | None] = (None, None),
 ) -> tuple[np.ndarray, int]:
-    """:func:`failing` from ``|a - b|``, ``|b|`` and where both sides are NaN (None: nowhere),
-    for a caller that already has them: a comparison computes them once per chunk."""
+    """Where pairs fail the tolerance, and how many failures a coarse print excused.
+
+    ``abs_diff`` and ``abs_ref`` are ``|a - b|`` and ``|b|`` in float64, ``both_nan`` where
+    both sides are NaN (None: nowhere), ``raw_a``/``raw_b`` the raw bits.  NaN against
+    NaN passes (equal as missing values); a NaN against a number or an infinity against
+    anything else fails at any tolerance.  ``lossy`` holds each side's
+    :func:`printed_digits`: a failure within :func:`print_slack` of passing is not one,
+    since the print cannot tell it from a pass.  The caller passes what it computed
+    already: a comparison has all of them once per chunk.
+    """
     failed = ~within(abs_diff, abs_ref, tol)
     if both_nan is not None:
         failed &= ~both_nan

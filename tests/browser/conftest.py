@@ -206,3 +206,16 @@ def wait_until_ready(page) -> None:
     core_status = page.evaluate("() => window.__coreStatus")
     if core_status["state"] == "failed":
         pytest.fail(f"the Python core did not start: {core_status['message']}")
+
+
+def wait_for_all_cores(page) -> int:
+    """Wait until the core's helpers on the other CPU cores are ready; the number of cores
+    comparisons then run on.  Skips the test on a one-core machine, where there are none."""
+    cores = page.evaluate("navigator.hardwareConcurrency")
+    if cores < 2:
+        pytest.skip("one CPU core: the page has no helper to share the work with")
+    workers = min(cores, 4)
+    page.wait_for_function(
+        "(n) => (window.__coreStatus?.message ?? '').includes(`on ${n} CPU cores`)", arg=workers, timeout=60_000
+    )
+    return workers

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import wait_for_all_cores
 from perpendis import api
 from perpendis.compare import CHUNK
 from test_page_stream import assert_close, open_files
@@ -49,13 +50,7 @@ def bug_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, bug_pair):
-    cores = ready_page.evaluate("navigator.hardwareConcurrency")
-    if cores < 2:
-        pytest.skip("one CPU core: the page has no helper to share the work with")
-    workers = min(cores, 4)
-    ready_page.wait_for_function(
-        "(n) => (window.__coreStatus?.message ?? '').includes(`on ${n} CPU cores`)", arg=workers, timeout=60_000
-    )
+    workers = wait_for_all_cores(ready_page)
     open_files(ready_page, bug_pair)
     got = ready_page.evaluate(COMPARE_JS)
     result = got["result"]

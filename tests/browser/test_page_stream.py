@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import wait_for_all_cores
 from perpendis import stream
 from perpendis.compare import compare
 from perpendis.load import load_path
@@ -135,13 +136,7 @@ UNREAD_JS = """async () => {
 
 
 def test_a_stream_is_shared_across_cores_each_reading_its_share(ready_page, big_pair):
-    cores = ready_page.evaluate("navigator.hardwareConcurrency")
-    if cores < 2:
-        pytest.skip("one CPU core: the page has no helper to share the work with")
-    workers = min(cores, 4)
-    ready_page.wait_for_function(
-        "(n) => (window.__coreStatus?.message ?? '').includes(`on ${n} CPU cores`)", arg=workers, timeout=60_000
-    )
+    workers = wait_for_all_cores(ready_page)
     path_a, path_b, expected = big_pair
     open_files(ready_page, (path_a, path_b))
     got = ready_page.evaluate(UNREAD_JS)
