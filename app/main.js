@@ -22,6 +22,9 @@ const $ = (id) => document.getElementById(id);
 const SIDES = ["a", "b"];
 const INPUTS = [...SIDES, "ref"]; // the reference is optional
 const IN_PLACE_BYTES = 32 * 2 ** 20; // files from this size are handed to the worker unread
+// Pasted or dropped text longer than this is kept beside its box, not in it: a text box
+// holding megabytes takes seconds to lay out, and tens of them freeze the tab.
+const KEEP_ASIDE_CHARS = 2 ** 20;
 const SCATTER_POINTS = 2000;
 const SLICE_CELLS = 4096;
 
@@ -85,7 +88,10 @@ function renderChip(side) {
   const file = state.files[side];
   chip.hidden = !file;
   $(`side-${side}`).classList.toggle("has-file", Boolean(file));
-  const what = file && file.file ? `${file.name} (${file.file.size} bytes, read in place)` : file && describeFiles(file);
+  const what = !file ? null
+    : file.file ? `${file.name} (${file.file.size} bytes, read in place)`
+    : typeof file.text === "string" ? `pasted text (${file.text.length} characters, kept beside the box)`
+    : describeFiles(file);
   if (file) chip.querySelector(".file-name").textContent = `${what} — used instead of the text`;
 }
 
@@ -95,6 +101,17 @@ async function setFiles(side, fileList) {
   const [first] = fileList;
   const inPlace = fileList.length === 1 && first.size >= IN_PLACE_BYTES;
   state.files[side] = inPlace ? { name: first.name, file: first } : await readFiles(fileList);
+  delete state.voidFormat[side];
+  renderChip(side);
+}
+
+/** A long text stays beside the box, as a dropped file would: compared, never shown. */
+function putText(side, text) {
+  if (text.length <= KEEP_ASIDE_CHARS) {
+    $(`paste-${side}`).value = text;
+    return;
+  }
+  state.files[side] = { name: "pasted text", text };
   delete state.voidFormat[side];
   renderChip(side);
 }
@@ -138,7 +155,13 @@ function wireSide(side) {
   dropTarget(box, (dropped) => {
     const text = dropped.getData("text/plain");
     if (dropped.files.length) setFiles(side, dropped.files);
-    else if (text) $(`paste-${side}`).value = text; // a drop without text (a bisect row) keeps the input
+    else if (text) putText(side, text); // a drop without text (a bisect row) keeps the input
+  });
+  $(`paste-${side}`).addEventListener("paste", (event) => {
+    const text = event.clipboardData ? event.clipboardData.getData("text/plain") : "";
+    if (text.length <= KEEP_ASIDE_CHARS) return; // the box takes it as usual
+    event.preventDefault();
+    putText(side, text);
   });
   $(`paste-${side}`).addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

@@ -21,12 +21,6 @@ SCRIPT = "<script>window.__pwned=1</script>"
 SVG = "<svg onload=window.__pwned=1>"
 
 
-
-
-
-
-
-
 def set_file(page, side: str, name: str, data: bytes) -> None:
     page.get_by_test_id(f"file-{side}").set_input_files(
         {"name": name, "mimeType": "application/octet-stream", "buffer": data}
