@@ -19,7 +19,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,10 +105,11 @@ TIME_COMPARE_JS = """() => new Promise((resolve, reject) => {
 })"""
 
 
-def page_seconds(site: Path, a: Path, b: Path, runs: int) -> list[float]:
+@contextmanager
+def served_page(site: Path) -> Iterator[tuple[Any, str]]:
+    """The built site served on a free port, and a page of a fresh headless Chromium profile."""
     httpd = serve.make_server(site, port=0)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    times = []
     try:
         with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
             ctx = pw.chromium.launch_persistent_context(
@@ -113,17 +117,28 @@ def page_seconds(site: Path, a: Path, b: Path, runs: int) -> list[float]:
             )
             page = ctx.pages[0] if ctx.pages else ctx.new_page()
             page.set_default_timeout(TIMEOUT_MS)
-            for _ in range(runs):
-                page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
-                page.evaluate(READY_AT_JS)
-                for side, path in (("a", a), ("b", b)):
-                    page.get_by_test_id(f"file-{side}").set_input_files(str(path))
-                    page.wait_for_selector(f"#chip-{side}:not([hidden])")
-                times.append(page.evaluate(TIME_COMPARE_JS) / 1000)
+            yield page, f"http://127.0.0.1:{httpd.server_address[1]}/"
             ctx.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def open_captures(page, a: Path, b: Path) -> None:
+    """Open the two captures in the page's inputs, and wait until it has taken them."""
+    for side, path in (("a", a), ("b", b)):
+        page.get_by_test_id(f"file-{side}").set_input_files(str(path))
+        page.wait_for_selector(f"#chip-{side}:not([hidden])")
+
+
+def page_seconds(site: Path, a: Path, b: Path, runs: int) -> list[float]:
+    times = []
+    with served_page(site) as (page, url):
+        for _ in range(runs):
+            page.goto(url)
+            page.evaluate(READY_AT_JS)
+            open_captures(page, a, b)
+            times.append(page.evaluate(TIME_COMPARE_JS) / 1000)
     return times
 
 

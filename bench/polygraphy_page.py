@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -28,11 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", ROOT / "bench"):
     sys.path.insert(0, str(path))
 
-import serve  # noqa: E402
-from bisect_page import TIME_COMPARE_JS  # noqa: E402
-from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from bisect_page import TIME_COMPARE_JS, open_captures, served_page  # noqa: E402
 from perpendis.bisect import bisect, path_entries  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
 from startup import READY_AT_JS  # noqa: E402
 from test_page_bisect_big import BUG, write_captures  # noqa: E402
 
@@ -52,31 +48,17 @@ def native(a: Path, b: Path) -> tuple[float, str | None]:
 
 
 def in_page(site: Path, a: Path, b: Path) -> dict[str, object]:
-    httpd = serve.make_server(site, port=0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
-            ctx = pw.chromium.launch_persistent_context(
-                profile, executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
-            )
-            page = ctx.pages[0] if ctx.pages else ctx.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
-            page.evaluate(READY_AT_JS)
-            # The core's worker, not its helpers on the other cores (app/fold_worker.js).
-            worker = next(w for w in page.workers if w.url.endswith("/app/worker.js"))
-            heap_before = worker.evaluate(HEAP_JS)
-            for side, path in (("a", a), ("b", b)):
-                page.get_by_test_id(f"file-{side}").set_input_files(str(path))
-                page.wait_for_selector(f"#chip-{side}:not([hidden])")
-            unread = all("read in place" in page.locator(f"#chip-{side}").text_content() for side in "ab")
-            seconds = page.evaluate(TIME_COMPARE_JS) / 1000
-            heap_after = worker.evaluate(HEAP_JS)
-            rows = page.eval_on_selector_all("[data-testid=bisect-row]", ROWS_JS)
-            ctx.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with served_page(site) as (page, url):
+        page.goto(url)
+        page.evaluate(READY_AT_JS)
+        # The core's worker, not its helpers on the other cores (app/fold_worker.js).
+        worker = next(w for w in page.workers if w.url.endswith("/app/worker.js"))
+        heap_before = worker.evaluate(HEAP_JS)
+        open_captures(page, a, b)
+        unread = all("read in place" in page.locator(f"#chip-{side}").text_content() for side in "ab")
+        seconds = page.evaluate(TIME_COMPARE_JS) / 1000
+        heap_after = worker.evaluate(HEAP_JS)
+        rows = page.eval_on_selector_all("[data-testid=bisect-row]", ROWS_JS)
     first = next((r["a"] for r in rows if r["standing"] == "first-failing"), None)
     return {"seconds": seconds, "heap_before": heap_before, "heap_after": heap_after, "rows": len(rows),
             "first": first, "unread": unread}  # fmt: skip
