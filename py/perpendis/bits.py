@@ -87,15 +87,6 @@ def format_of(name: str) -> Format:
         raise KeyError(f"unknown element format {name!r}; known: {', '.join(FORMATS)}") from None
 
 
-def native_format(dtype: np.dtype) -> Format:
-    """The format of a NumPy array held in a native dtype (float16/32/64, ints, bool)."""
-    name = np.dtype(dtype).name
-    fmt = FORMATS.get(name)
-    if fmt is None or not fmt.native:
-        raise KeyError(f"NumPy dtype {name} is not a format Perpendis compares directly")
-    return fmt
-
-
 def raw_bits(array: np.ndarray, fmt: Format) -> np.ndarray:
     """The array's elements as unsigned integers of the format's width (a view, no copy)."""
     return np.ascontiguousarray(array).view(fmt.uint)

@@ -533,7 +533,6 @@ def fold(
 # ---------------------------------------------------------------------------------------
 # Folding a share of the elements elsewhere (another worker): what it needs, and its partial.
 
-_ARRAY_FIELDS = ("hist",)
 _PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail")
 _SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "s_bb", "d_aa", "d_ab")
 _SAMPLE_FIELDS = ("errors", "diffs", "fails")
