@@ -496,10 +496,7 @@ def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress:
     result = bisect(_counting(ea, len(ea), progress), eb, **options)
     # Kept for ``bisect_pair``: the entries re-decode their tensor when a row is opened.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
-    # The result is kept for ``bisect_order``, without the tensors each report holds: those
-    # would keep every layer in memory, and ``bisect_pair`` decodes its pair again anyway.
-    for pair in result.pairs:
-        pair.report.aligned = None
+    # The result is kept for ``bisect_order``; its reports hold no tensors (``bisect`` drops them).
     _bisected.clear()
     _bisected.update(result=result, pairs=[(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options=options)
     return {"bisect": result.to_dict()}

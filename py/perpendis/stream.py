@@ -333,8 +333,14 @@ def serve(
             rtol=options.get("rtol"),
             depth=1.0 if options.get("depth") is None else options["depth"],
         )
-        answer = _streamed_answer(prepared)
-        shares = api.offer_split(prepared, workers, progress, answer, stage="streaming", head={"ok": True})
+        shares = api.offer_split(
+            prepared,
+            workers,
+            progress,
+            lambda partial: _streamed(prepared.finish(partial)),
+            stage="streaming",
+            head={"ok": True},
+        )
         if shares is not None:
             # Each other worker reads its share of both files itself.
             files_of = {"a": inputs["a"]["data"], "b": inputs["b"]["data"], "void": json.dumps(void)}
@@ -342,18 +348,12 @@ def serve(
         report = prepared.finish(prepared.fold(progress=streaming))
     except InputError as err:
         return {"ok": False, "error": err.to_dict()}
-    return {"ok": True, **answer(None, report)}
+    return {"ok": True, **_streamed(report)}
 
 
-def _streamed_answer(prepared: Prepared) -> Callable[..., dict[str, Any]]:
-    """The result of a streamed comparison, from the merged partial (or the finished report)."""
-
-    def answer(partial: Any, report: Report | None = None) -> dict[str, Any]:
-        report = report or prepared.finish(partial)
-        text = {"markdown": report.to_markdown(), "text": report.to_text()}
-        return {"report": report.to_dict(), **text, "streamed": True}
-
-    return answer
+def _streamed(report: Report) -> dict[str, Any]:
+    """The result of a streamed comparison: the pair is not kept, so it says so."""
+    return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text(), "streamed": True}
 
 
 def _polygraphy_captures(
