@@ -1,7 +1,7 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
 // a big comparison and sends the partial result back as bytes. It keeps nothing between
-// jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer} (the share's bytes,
-// perpendis.compare.fold_share) or {id, share, files: [Blob, Blob], void: JSON} (two big
+// jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]} (the
+// share's bytes lie at `at` in a and b: perpendis.compare.fold_share) or {id, share, files: [Blob, Blob], void: JSON} (two big
 // .npy files it reads itself, a slice at a time: perpendis.stream.fold_share). Out:
 // {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error}.
 
@@ -35,12 +35,12 @@ ready.then(
 );
 
 self.onmessage = async (event) => {
-  const { id, share, a, b, files } = event.data;
+  const { id, share, a, b, at, files } = event.data;
   try {
     const [run, runFiles] = await ready;
     const out = files
       ? runFiles(share, event.data.void, files[0], files[1])
-      : run(share, new Uint8Array(a), new Uint8Array(b));
+      : run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const view = out.getBuffer("u8");
     const bytes = view.data.slice().buffer;
     view.release();

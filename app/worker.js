@@ -41,10 +41,14 @@ def from_js(view):
     view.assign_to(array)
     return array
 
+held = {}  # the last request's payloads, for share_places
+
 def serve(request_json, buffers, blobs, progress, workers):
     request = json.loads(request_json)
     api.forget(request.get("op"))
+    held.clear()
     payloads = {key: from_js(view) for key, view in buffers}
+    held.update(payloads)
     request = with_texts(request, payloads)
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
@@ -54,7 +58,10 @@ def serve(request_json, buffers, blobs, progress, workers):
 def finish_split(parts):
     return json.dumps(api.finish_split([None if part is None else from_js(part) for part in parts]), allow_nan=False)
 
-serve, api.share_bytes, api.fold_own, finish_split
+def share_places(index):
+    return json.dumps(api.share_places(index, held))
+
+serve, api.share_bytes, share_places, api.fold_own, finish_split
 `;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
@@ -84,13 +91,14 @@ class Helper {
   }
 
   /** Resolves with the share's partial as bytes, or undefined when this helper could not fold it.
-   * `job` holds the share's bytes {a, b} (transferred), or the unread files {files, void}. */
+   * `job` holds buffers {a, b} (transferred) with the share's bytes at {at: [[offset, length] x2]},
+   * or the unread files {files, void}. */
   fold(share, job) {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       if (!this.ready) return resolve(undefined);
       this.#jobs.set(id, resolve);
-      this.#worker.postMessage({ id, share, ...job }, job.a ? [job.a, job.b] : []);
+      this.#worker.postMessage({ id, share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
     });
   }
 
@@ -111,6 +119,7 @@ let helpers = [];
 
 let serve = null;
 let shareBytes = null;
+let sharePlaces = null;
 let foldOwn = null;
 let finishSplit = null;
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
@@ -158,7 +167,7 @@ function internalError(err) {
   };
 }
 
-// A copy of share `index`'s bytes of A and B, to hand to a helper.
+// A copy of share `index`'s bytes of A and B, to hand to a helper, as {a, b, at}.
 function shareCopies(index) {
   const pair = shareBytes(index);
   const copies = [0, 1].map((k) => {
@@ -170,20 +179,36 @@ function shareCopies(index) {
     return copy;
   });
   pair.destroy();
-  return copies;
+  return { a: copies[0], b: copies[1], at: copies.map((copy) => [0, copy.byteLength]) };
+}
+
+// Share `index`'s bytes for a helper, taken from the request's buffers, which Python copied
+// in and which still hold them byte for byte: the last helper is given the buffers
+// themselves (transferred: nothing is copied here), any other a slice of them. Falls back
+// to copying out of Python's heap when a side's elements are in no buffer (converted on
+// loading, or parsed from text).
+function shareJob(index, last, buffers) {
+  const places = JSON.parse(sharePlaces(index));
+  const held = new Map(buffers);
+  if (!places.every((place) => place && held.get(place[0])?.byteLength)) return shareCopies(index);
+  const [a, b] = places.map(([key, offset, length]) => {
+    const bytes = held.get(key);
+    return last ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + offset + length);
+  });
+  const at = places.map(([key, offset, length]) => [last ? held.get(key).byteOffset + offset : 0, length]);
+  return { a, b, at };
 }
 
 // A comparison Python cut into shares: the helpers fold theirs while this worker folds the
 // first. A streamed one names the unread files, which each helper reads itself.
-async function foldShared({ split: shares, stream }, available, blobs) {
+async function foldShared({ split: shares, stream }, available, buffers, blobs) {
   const unread = stream && {
     files: [stream.a, stream.b].map((key) => blobs.find(([k]) => k === key)[1]),
     void: stream.void,
   };
   const jobs = shares.map((share, i) => {
     if (unread) return available[i].fold(share, unread);
-    const [a, b] = shareCopies(i + 1);
-    return available[i].fold(share, { a, b });
+    return available[i].fold(share, shareJob(i + 1, i === shares.length - 1, buffers));
   });
   foldOwn();
   const parts = await Promise.all(jobs);
@@ -201,7 +226,7 @@ async function handle(message) {
   let result;
   try {
     result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress, available.length + 1));
-    if (result.ok && result.split) result = await foldShared(result, available, blobs);
+    if (result.ok && result.split) result = await foldShared(result, available, buffers, blobs);
   } catch (err) {
     result = internalError(err);
     if (/fatal/i.test(result.error.detail)) {
@@ -230,7 +255,7 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  [serve, shareBytes, foldOwn, finishSplit] = pyodide.runPython(GLUE).toJs({ depth: 1 });
+  [serve, shareBytes, sharePlaces, foldOwn, finishSplit] = pyodide.runPython(GLUE).toJs({ depth: 1 });
   status("ready", "ready", 1);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));

@@ -49,7 +49,19 @@ def bug_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return paths
 
 
-def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, bug_pair):
+@pytest.fixture(scope="module")
+def swapped_pair(bug_pair: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same pair with A stored big-endian: its elements are byte-swapped on loading, so
+    they lie in no buffer the page sent, and the worker copies helpers' shares out of Python."""
+    folder = tmp_path_factory.mktemp("swapped")
+    path = folder / "a.npy"
+    np.save(path, np.load(bug_pair[0]).astype(">f4"))
+    return path, bug_pair[1]
+
+
+@pytest.mark.parametrize("pair", ["bug_pair", "swapped_pair"])
+def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, pair, request):
+    bug_pair = request.getfixturevalue(pair)
     workers = wait_for_all_cores(ready_page)
     open_files(ready_page, bug_pair)
     got = ready_page.evaluate(COMPARE_JS)
