@@ -28,7 +28,12 @@ def run_files(share, void, blob_a, blob_b):
 run, run_files
 `;
 
-const ready = bootPython().then((pyodide) => pyodide.runPython(GLUE).toJs({ depth: 1 }));
+// Ready (so given shares) only once warmed up.
+const ready = bootPython().then(async (pyodide) => {
+  const glue = pyodide.runPython(GLUE).toJs({ depth: 1 });
+  await warmUp(pyodide);
+  return glue;
+});
 ready.then(
   () => self.postMessage({ type: "ready" }),
   (err) => self.postMessage({ type: "failed", message: String((err && err.message) || err) }),

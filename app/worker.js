@@ -241,11 +241,16 @@ async function handle(message) {
 }
 
 let started = null; // resolves once the core is ready: jobs sent before then wait for it
+let waiting = 0; // jobs received and not started yet
 
 self.onmessage = (event) => {
+  waiting++;
   done = done
     .then(() => started)
-    .then(() => handle(event.data))
+    .then(() => {
+      waiting--;
+      return handle(event.data);
+    })
     .catch((err) => console.error("perpendis worker:", err));
 };
 
@@ -259,6 +264,8 @@ async function start() {
   status("ready", "ready", 1);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));
+  // Warming up queues as a job does, and gives way to the first real job.
+  done = done.then(() => warmUp(pyodide, () => waiting > 0)).catch((err) => console.warn("perpendis: warm-up failed:", err));
 }
 
 started = start();

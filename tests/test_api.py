@@ -310,3 +310,16 @@ def test_several_tensors_in_box_a_and_none_in_b_are_named(pair):
     assert not out["ok"] and out["error"]["side"] == "b"
     message = out["error"]["message"]
     assert message.startswith("box A holds 10 tensors ('layer0', 'layer1', ") and "'layer7' and 2 more" in message
+
+
+def test_warm_up_keeps_the_compared_pair():
+    """The page's workers warm up between jobs: the pair kept for follow-up questions stays."""
+    a = np.linspace(-1, 1, 100, dtype=np.float32)
+    b = a.copy()
+    b[7] = np.nextafter(b[7], np.float32(2))
+    payloads = {"a": npy_bytes(a), "b": npy_bytes(b)}
+    request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
+    assert api.handle(request, payloads)["ok"]
+    api.warm_up()
+    element = api.handle({"op": "element", "flat": 7}, {})
+    assert element["ok"] and element["element"]["ulp"] == 1
