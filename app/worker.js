@@ -41,21 +41,25 @@ def from_js(view):
     view.assign_to(array)
     return array
 
-held = {}  # the last request's payloads, for share_places
+held = {}  # a split request's payloads, until it is finished: share_places looks in them
 
 def serve(request_json, buffers, blobs, progress, workers):
     request = json.loads(request_json)
     api.forget(request.get("op"))
     held.clear()
     payloads = {key: from_js(view) for key, view in buffers}
-    held.update(payloads)
     request = with_texts(request, payloads)
     if blobs:
         files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
-        return json.dumps(stream.serve(request, payloads, files, progress, workers), allow_nan=False)
-    return json.dumps(api.handle(request, payloads, progress, workers=workers), allow_nan=False)
+        result = stream.serve(request, payloads, files, progress, workers)
+    else:
+        result = api.handle(request, payloads, progress, workers=workers)
+    if "split" in result:
+        held.update(payloads)
+    return json.dumps(result, allow_nan=False)
 
 def finish_split(parts):
+    held.clear()
     return json.dumps(api.finish_split([None if part is None else from_js(part) for part in parts]), allow_nan=False)
 
 def share_places(index):
