@@ -341,6 +341,7 @@ function showElement(element, detail) {
 
 async function selectElement(flat) {
   if (state.result && state.result.streamed) return;
+  const asked = state.view;
   const result = await ask("element", { flat });
   if (!result || !result.ok) {
     if (result) showError(result.error);
@@ -348,7 +349,9 @@ async function selectElement(flat) {
   }
   showElement(result.element, result.element);
   if (state.view) {
-    const outside = result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
+    // The heat map follows the element to its slice, unless the user moved it meanwhile.
+    const outside = state.view === asked
+      && result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
     if (outside) {
       state.view = { ...state.view, index: [...result.element.index] };
       renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView);

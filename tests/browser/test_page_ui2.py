@@ -207,6 +207,47 @@ def test_a_pooled_heatmap_cell_selects_its_worst_element(ready_page, tmp_path):
     expect_element(page, a, b, (1, 51, 97))
 
 
+# Before Compare is clicked: the moment the verdict shows, in the same turn of the event loop
+# (so before the core has answered the page's question about the first difference), moves
+# the heat map to index 1 along axis 0, as a quick user would.
+MOVE_SLICE_AT_ONCE_JS = """() => {
+  const verdict = document.querySelector('[data-testid="verdict"]');
+  const observer = new MutationObserver(() => {
+    const input = document.querySelector('[data-testid="slice-index-0"]');
+    if (!verdict.textContent.trim() || !input) return;
+    observer.disconnect();
+    input.value = "1";
+    input.dispatchEvent(new Event("change"));
+    window.__movedWhileAsking = !document.querySelector('[data-testid="neighbours-a"]');
+  });
+  observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def test_a_slice_chosen_while_the_first_difference_loads_stays(ready_page, tmp_path):
+    """The first difference's answer moves the heat map to its slice only if the user has not moved it since."""
+    page = ready_page
+    a = np.zeros((2, 40, 30), dtype=np.float32)
+    b = a.copy()
+    b[0, 0, 3] = 1e-3  # the first difference, in slice 0
+    b[1, 20, 10] = 5.0  # the worst, in slice 1
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    page.get_by_test_id("file-a").set_input_files(tmp_path / "a.npy")
+    page.get_by_test_id("file-b").set_input_files(tmp_path / "b.npy")
+    page.get_by_text("b.npy (").wait_for()
+    page.evaluate(MOVE_SLICE_AT_ONCE_JS)
+    page.get_by_test_id("compare").click()
+    wait_index(page, (0, 0, 3))  # the first difference is shown in the inspector, with its details...
+    page.wait_for_function("() => document.querySelector('[data-testid=\"neighbours-a\"]')", timeout=STEP_TIMEOUT_MS)
+    assert page.evaluate("() => window.__movedWhileAsking") is True  # (which came after the slice moved)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#heatmap rect.cell')].some((c) => +c.dataset.value === 5)",
+        timeout=STEP_TIMEOUT_MS,
+    )
+    assert page.get_by_test_id("slice-index-0").input_value() == "1"  # ...and the heat map stays where the user put it
+
+
 # ---------------------------------------------------------------------------------- statistics
 
 
