@@ -1,9 +1,10 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
 // a big comparison and sends the partial result back as bytes. It keeps nothing between
 // jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]} (the
-// share's bytes lie at `at` in a and b: perpendis.compare.fold_share) or {id, share, files: [Blob, Blob], void: JSON} (two big
-// .npy files it reads itself, a slice at a time: perpendis.stream.fold_share). Out:
-// {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error}.
+// share's bytes lie at `at` in a and b: perpendis.compare.fold_share) or {id, share,
+// files: [Blob, Blob], void: JSON} (two big .npy files it reads itself, a slice at a time:
+// perpendis.stream.fold_share). Out: {type: "ready"} once, then {id, bytes: ArrayBuffer}
+// or {id, error}.
 
 importScripts("boot.js");
 

@@ -195,12 +195,12 @@ function shareJob(index, last, buffers) {
   const places = JSON.parse(sharePlaces(index));
   const held = new Map(buffers);
   if (!places.every((place) => place && held.get(place[0])?.byteLength)) return shareCopies(index);
-  const [a, b] = places.map(([key, offset, length]) => {
+  const [[a, atA], [b, atB]] = places.map(([key, offset, length]) => {
     const bytes = held.get(key);
-    return last ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + offset + length);
+    const start = bytes.byteOffset + offset;
+    return last ? [bytes.buffer, [start, length]] : [bytes.buffer.slice(start, start + length), [0, length]];
   });
-  const at = places.map(([key, offset, length]) => [last ? held.get(key).byteOffset + offset : 0, length]);
-  return { a, b, at };
+  return { a, b, at: [atA, atB] };
 }
 
 // A comparison Python cut into shares: the helpers fold theirs while this worker folds the
