@@ -24,6 +24,14 @@ COMPARE_JS = """async () => {
   return { result, stages };
 }"""
 
+# The same, with the two files handed over unread (as the page hands files from 32 MiB on).
+COMPARE_UNREAD_JS = """async () => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  const files = ["a", "b"].map((side) => document.querySelector(`[data-testid="file-${side}"]`).files[0]);
+  const inputs = { a: { name: "a.npy", file: files[0] }, b: { name: "b.npy", file: files[1] } };
+  return core.request("compare", { inputs, options: {} });
+}"""
+
 ELEMENT_JS = """async (flat) => {
   const { core } = await import(new URL("app/client.js", location.href));
   return core.request("element", { flat });
@@ -81,3 +89,20 @@ def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, 
     assert element["ok"], element
     native_element = api.handle({"op": "element", "flat": 3 * CHUNK + 5}, {})
     assert element["element"] == native_element["element"]
+
+
+def test_files_handed_over_unread_are_shared_across_cores_and_match_native(ready_page, bug_pair, tmp_path):
+    """Files under the streaming threshold are read whole by the core, which hands the
+    helpers copies of their shares; the report is the native one."""
+    workers = wait_for_all_cores(ready_page)
+    open_files(ready_page, bug_pair)
+    result = ready_page.evaluate(COMPARE_UNREAD_JS)
+    assert result["ok"], result
+    assert result["workers"] == workers and "streamed" not in result
+    payloads = {"a": bug_pair[0].read_bytes(), "b": bug_pair[1].read_bytes()}
+    expected = json.loads(json.dumps(api.handle(REQUEST, payloads)))
+    assert_close(result["report"], expected["report"])
+    assert any(f["kind"] == "sign_flip" for f in result["report"]["findings"])
+    # The pair is kept: an element in a helper's share can be asked about.
+    element = ready_page.evaluate(ELEMENT_JS, 3 * CHUNK + 5)
+    assert element["element"] == api.handle({"op": "element", "flat": 3 * CHUNK + 5}, {})["element"]
