@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bits
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from .compare import CHUNK, Prepared, make_element, partial_from_bytes, prepare, relative
+from .compare import CHUNK, Prepared, compare, make_element, partial_from_bytes, prepare, relative
 from .errors import InputError, blame
 from .formats import npy
 from .formats.buffer import as_view
@@ -178,8 +178,7 @@ def warm_up() -> None:
     b = a.copy()
     b[:, ::10] = np.nextafter(b[:, ::10], np.float32(np.inf))
     b[::100, ::10] *= np.float32(1.001)
-    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"))
-    prepared.finish(prepared.fold()).to_dict()
+    compare(from_numpy(a, "a"), from_numpy(b, "b")).to_dict()
 
 
 def share_bytes(index: int) -> tuple[np.ndarray, np.ndarray]:
