@@ -43,6 +43,13 @@ def run_and_wait(page) -> None:
     page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
 
 
+def bisect_captures(page, model: str, run_b: str, container: str = "npz") -> None:
+    """Open the model's PyTorch capture as A and run ``run_b`` as B, press Compare, wait for the table."""
+    drop_files(page, "a", [capture_path(model, "torch")])
+    drop_files(page, "b", [capture_path(model, run_b, container)])
+    run_and_wait(page)
+
+
 def rows(page) -> list[dict[str, str]]:
     return page.eval_on_selector_all(
         "[data-testid=bisect-row]",
@@ -55,9 +62,7 @@ def rows(page) -> list[dict[str, str]]:
 
 def test_clean_pair_has_no_failing_layer_and_lists_one_side_tensors(ready_page):
     page = ready_page
-    drop_files(page, "a", [capture_path("cnn", "torch")])
-    drop_files(page, "b", [capture_path("cnn", "ort")])
-    run_and_wait(page)
+    bisect_captures(page, "cnn", "ort")
     native = bisect(capture("cnn", "torch"), capture("cnn", "ort"))
     assert native.first_failing is None
     # The page said why it switched views.
@@ -88,9 +93,7 @@ def test_clean_pair_has_no_failing_layer_and_lists_one_side_tensors(ready_page):
 )
 def test_bugged_pair_marks_the_known_layer_and_a_row_opens_its_report(ready_page, model, container):
     page = ready_page
-    drop_files(page, "a", [capture_path(model, "torch")])
-    drop_files(page, "b", [capture_path(model, "ort_bug", container)])
-    run_and_wait(page)
+    bisect_captures(page, model, "ort_bug", container)
     bug_layer = CAPTURES[model]["bug_layer"]
     marked = page.get_by_test_id("first-failing")
     assert marked.count() == 1
@@ -191,9 +194,7 @@ def test_three_runs_matrix(ready_page):
 
 def test_new_tolerance_judges_every_layer_again_and_keeps_the_open_layer(ready_page):
     page = ready_page
-    drop_files(page, "a", [capture_path("cnn", "torch")])
-    drop_files(page, "b", [capture_path("cnn", "ort")])
-    run_and_wait(page)
+    bisect_captures(page, "cnn", "ort")
     assert page.get_by_test_id("first-failing").count() == 0
     page.locator("[data-testid=bisect-row][data-index='0']").click()
     page.get_by_test_id("pair-title").wait_for(timeout=TIMEOUT_MS)
@@ -216,9 +217,7 @@ def test_new_tolerance_judges_every_layer_again_and_keeps_the_open_layer(ready_p
 
 def test_a_name_pattern_narrows_the_layers_and_says_how_many_were_skipped(ready_page):
     page = ready_page
-    drop_files(page, "a", [capture_path("cnn", "torch")])
-    drop_files(page, "b", [capture_path("cnn", "ort_bug")])
-    run_and_wait(page)
+    bisect_captures(page, "cnn", "ort_bug")
     everything = rows(page)
     page.get_by_test_id("only-layers").fill("layer1.*, conv1")
     page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]')?.remove()")

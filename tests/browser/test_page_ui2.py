@@ -13,7 +13,7 @@ import shutil
 import numpy as np
 from made import numpy_text
 from perpendis.bisect import bisect
-from test_page_bisect import CAPTURES, TIMEOUT_MS, capture, capture_path, drop_files, rows, run_and_wait
+from test_page_bisect import CAPTURES, TIMEOUT_MS, bisect_captures, capture, rows
 
 REPORT_TIMEOUT_MS = 60_000
 STEP_TIMEOUT_MS = 20_000
@@ -47,9 +47,7 @@ def expect_order(page, order: list[str], verdicts: dict[str, str]) -> None:
 
 def test_bisect_rows_reorder_by_drag_and_keyboard(ready_page):
     page = ready_page
-    drop_files(page, "a", [capture_path("cnn", "torch")])
-    drop_files(page, "b", [capture_path("cnn", "ort_bug")])
-    run_and_wait(page)
+    bisect_captures(page, "cnn", "ort_bug")
     native = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"))
     verdicts = {p.a_name: p.verdict for p in native.pairs}
     order = [p.a_name for p in native.pairs]
