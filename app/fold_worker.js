@@ -3,8 +3,9 @@
 // jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]} (the
 // share's bytes lie at `at` in a and b: perpendis.compare.fold_share) or {id, share,
 // files: [Blob, Blob], void: JSON} (two big .npy files it reads itself, a slice at a time:
-// perpendis.stream.fold_share). Out: {type: "ready"} once, then {id, bytes: ArrayBuffer}
-// or {id, error}.
+// perpendis.stream.fold_share), or {id, ranks: JSON, values: ArrayBuffer} (order statistics
+// of an error column: perpendis.compare.select_share). Out: {type: "ready"} once, then
+// {id, bytes: ArrayBuffer} or {id, error}.
 
 importScripts("boot.js");
 
@@ -19,14 +20,17 @@ def from_js(view):
     return array
 
 def run(share, a, b):
-    return np.frombuffer(compare.fold_share(share, from_js(a), from_js(b)), dtype=np.uint8)
+    return compare.fold_share(share, from_js(a), from_js(b))
 
 def run_files(share, void, blob_a, blob_b):
     files = [(lambda offset, length, blob=blob: from_js(readSlice(blob, offset, length)), int(blob.size))
              for blob in (blob_a, blob_b)]
-    return np.frombuffer(stream.fold_share(share, void, *files), dtype=np.uint8)
+    return stream.fold_share(share, void, *files)
 
-run, run_files
+def select(ranks, values):
+    return compare.select_share(from_js(values), ranks)
+
+run, run_files, select
 `;
 
 // Ready (so given shares) only once warmed up.
@@ -41,12 +45,13 @@ ready.then(
 );
 
 self.onmessage = async (event) => {
-  const { id, share, a, b, at, files } = event.data;
+  const { id, share, a, b, at, files, ranks, values } = event.data;
   try {
-    const [run, runFiles] = await ready;
-    const out = files
-      ? runFiles(share, event.data.void, files[0], files[1])
-      : run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
+    const [run, runFiles, select] = await ready;
+    let out;
+    if (values) out = select(ranks, new Uint8Array(values));
+    else if (files) out = runFiles(share, event.data.void, files[0], files[1]);
+    else out = run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const view = out.getBuffer("u8");
     const bytes = view.data.slice().buffer;
     view.release();

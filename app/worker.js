@@ -58,14 +58,17 @@ def serve(request_json, buffers, blobs, progress, workers):
         held.update(payloads)
     return json.dumps(result, allow_nan=False)
 
-def finish_split(parts):
+def merge_split(parts):
     held.clear()
-    return json.dumps(api.finish_split([None if part is None else from_js(part) for part in parts]), allow_nan=False)
+    return json.dumps(api.merge_split([None if part is None else from_js(part) for part in parts]))
+
+def finish_split(found):
+    return json.dumps(api.finish_split(None if found is None else from_js(found)), allow_nan=False)
 
 def share_places(index):
     return json.dumps(api.share_places(index, held))
 
-serve, api.share_bytes, share_places, api.fold_own, finish_split
+serve, api.share_bytes, share_places, api.fold_own, merge_split, api.offload_values, api.select_here, finish_split
 `;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
@@ -98,11 +101,21 @@ class Helper {
    * `job` holds buffers {a, b} (transferred) with the share's bytes at {at: [[offset, length] x2]},
    * or the unread files {files, void}. */
   fold(share, job) {
+    return this.#ask({ share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
+  }
+
+  /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred) as
+   * float64 bytes, or undefined when this helper could not select them. */
+  select(ranks, values) {
+    return this.#ask({ ranks, values }, [values]);
+  }
+
+  #ask(job, transfer) {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       if (!this.ready) return resolve(undefined);
       this.#jobs.set(id, resolve);
-      this.#worker.postMessage({ id, share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
+      this.#worker.postMessage({ id, ...job }, transfer);
     });
   }
 
@@ -125,6 +138,9 @@ let serve = null;
 let shareBytes = null;
 let sharePlaces = null;
 let foldOwn = null;
+let mergeSplit = null;
+let offloadValues = null;
+let selectHere = null;
 let finishSplit = null;
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
@@ -171,17 +187,19 @@ function internalError(err) {
   };
 }
 
+// A copy of a NumPy array's bytes out of Python's heap, as an ArrayBuffer; the proxy is destroyed.
+function copyOut(array) {
+  const view = array.getBuffer("u8");
+  const copy = view.data.slice().buffer;
+  view.release();
+  array.destroy();
+  return copy;
+}
+
 // A copy of share `index`'s bytes of A and B, to hand to a helper, as {a, b, at}.
 function shareCopies(index) {
   const pair = shareBytes(index);
-  const copies = [0, 1].map((k) => {
-    const array = pair.get(k);
-    const view = array.getBuffer("u8");
-    const copy = view.data.slice().buffer;
-    view.release();
-    array.destroy();
-    return copy;
-  });
+  const copies = [0, 1].map((k) => copyOut(pair.get(k)));
   pair.destroy();
   return { a: copies[0], b: copies[1], at: copies.map((copy) => [0, copy.byteLength]) };
 }
@@ -216,7 +234,15 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
   });
   foldOwn();
   const parts = await Promise.all(jobs);
-  return JSON.parse(finishSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
+  // With many errors, a helper selects one error column's quantiles while this worker does the other.
+  const ranks = mergeSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))); // JSON, or "null"
+  let found;
+  if (JSON.parse(ranks) && available.length) {
+    const selected = available[0].select(ranks, copyOut(offloadValues()));
+    selectHere();
+    found = await selected;
+  }
+  return JSON.parse(finishSplit(found && new Uint8Array(found)));
 }
 
 async function handle(message) {
@@ -265,7 +291,9 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  [serve, shareBytes, sharePlaces, foldOwn, finishSplit] = pyodide.runPython(GLUE).toJs({ depth: 1 });
+  [serve, shareBytes, sharePlaces, foldOwn, mergeSplit, offloadValues, selectHere, finishSplit] = pyodide
+    .runPython(GLUE)
+    .toJs({ depth: 1 });
   status("ready", "ready", 1);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -27,6 +29,7 @@ from perpendis.compare import (
     partial_from_bytes,
     partial_to_bytes,
     prepare,
+    select_share,
 )
 from perpendis.tensor import from_numpy
 from perpendis.tolerance import resolve
@@ -52,7 +55,23 @@ def request(name_a: str = "a.npy", name_b: str = "b.npy") -> dict:
     return {"op": "compare", "inputs": {"a": {"name": name_a, "data": "a"}, "b": {"name": name_b, "data": "b"}}}
 
 
-def run_split(payloads: dict, workers: int, fail: set[int] = frozenset()) -> dict:
+def finish(parts: list, select_fails: bool = False) -> dict:
+    """What app/worker.js does once the helpers' partials are in: merge them and, when
+    asked, have a helper select one error column's order statistics (or fail to)."""
+    ranks = api.merge_split(parts)
+    found = None
+    if ranks is not None:
+        values = api.offload_values().tobytes()
+        api.select_here()
+        found = None if select_fails else select_share(values, json.dumps(ranks))
+    if found is None:
+        return api.finish_split(found)
+    # Both columns' order statistics are known by now: none is selected again.
+    with mock.patch("perpendis.compare.select", side_effect=AssertionError("an order statistic was selected again")):
+        return api.finish_split(found)
+
+
+def run_split(payloads: dict, workers: int, fail: set[int] = frozenset(), select_fails: bool = False) -> dict:
     """What app/worker.js does with a split answer, with helpers in ``fail`` failing."""
     first = api.handle(request(), payloads, workers=workers)
     assert first["ok"] and "split" in first, first
@@ -66,7 +85,7 @@ def run_split(payloads: dict, workers: int, fail: set[int] = frozenset()) -> dic
             a, b = (part.tobytes() for part in api.share_bytes(i))
         parts.append(None if i in fail else fold_share(share, a, b))
     api.fold_own()
-    return api.finish_split(parts)
+    return finish(parts, select_fails)
 
 
 def test_share_places_name_the_request_bytes_of_each_share():
@@ -111,6 +130,47 @@ def test_split_report_is_the_report_folded_in_one_place(bug_pair, workers):
 def test_a_failed_helper_share_is_folded_by_the_main_worker(bug_pair):
     whole = api.handle(request(), bug_pair)
     assert run_split(bug_pair, 3, fail={2})["report"] == whole["report"]
+
+
+@pytest.mark.parametrize("select_fails", [False, True])
+def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(bug_pair, monkeypatch, select_fails):
+    whole = api.handle(request(), bug_pair)
+    offered = []
+    merge = api.merge_split
+    monkeypatch.setattr(api, "merge_split", lambda parts: offered.append(merge(parts)) or offered[-1])
+    monkeypatch.setattr(api, "OFFLOAD_MIN", 1000)
+    split = run_split(bug_pair, 2, select_fails=select_fails)
+    assert offered[0], "the merged errors' quantiles were not offered to a helper"
+    assert split["report"] == whole["report"]
+    assert split["report"]["stats"]["p99_abs"] > 0
+
+
+def test_quantiles_are_offered_only_for_many_errors(bug_pair, monkeypatch):
+    offered = []
+    merge = api.merge_split
+    monkeypatch.setattr(api, "merge_split", lambda parts: offered.append(merge(parts)) or offered[-1])
+    monkeypatch.setattr(api, "OFFLOAD_MIN", 10 * CHUNK)
+    run_split(bug_pair, 2)
+    assert offered == [None]
+
+
+def test_order_statistics_found_elsewhere_are_used_as_they_are(monkeypatch):
+    rows = np.column_stack([np.arange(5.0), [5.0, 1.0, 4.0, 2.0, 3.0], [0.5, 0.1, 0.4, 0.2, 0.3]])
+    sample = Sample(5, [rows], 8)
+    assert sample.order_statistics(1, [0, 3]) == {0: 1.0, 3: 4.0}
+    assert sample.order_statistics(2, [4]) == {4: 0.5}
+    # Now known: neither is selected again, and another worker's values are taken as given.
+    monkeypatch.setattr("perpendis.compare.select", lambda values, ranks: pytest.fail("selected again"))
+    assert sample.order_statistics(1, [3, 0]) == {3: 4.0, 0: 1.0}
+    sample.found[2] = {1: -7.0}
+    assert sample.order_statistics(2, [1]) == {1: -7.0}
+
+
+def test_select_share_answers_in_the_order_of_the_ranks():
+    values = np.random.default_rng(4).standard_normal(10_001)
+    ranks = [0, 17, 5000, 9000, 10_000]
+    found = np.frombuffer(select_share(values.tobytes(), json.dumps(ranks)), dtype=np.float64)
+    assert found.tolist() == np.sort(values)[ranks].tolist()
 
 
 def test_small_comparisons_are_not_split():
@@ -242,7 +302,7 @@ def test_a_streamed_comparison_split_across_workers_is_the_streamed_report(tmp_p
     unread = [opened[first["stream"][side]] for side in ("a", "b")]
     parts = [stream.fold_share(share, first["stream"]["void"], *unread) for share in first["split"]]
     api.fold_own()
-    split = api.finish_split(parts)
+    split = finish(parts)
     assert split["streamed"] is True and split["workers"] == 3
     assert split["report"] == whole["report"]
     assert split["report"]["n_inf_mismatch"] == 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -103,7 +103,9 @@ class Sample:
     number of times however long the fold.  After a cut, ``bound`` is the largest
     priority kept: ``cap`` rows lie at or below it, so rows above it are dropped as they
     arrive, and a long fold with many errors holds little more than ``cap`` rows.
-    ``keys`` caches each group's priorities once computed (None until then).
+    ``keys`` caches each group's priorities once computed (None until then); ``found``
+    holds order statistics of a column already known (by column, then rank), such as those
+    another worker selected while this one did the other column.
     """
 
     count: int = 0
@@ -111,6 +113,7 @@ class Sample:
     cap: int = 0
     bound: int | None = None
     keys: list[np.ndarray | None] = field(default_factory=list)
+    found: dict[int, dict[int, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.keys) != len(self.groups):
@@ -128,6 +131,14 @@ class Sample:
         """Column ``k`` of :meth:`rows`, gathered straight from the groups (contiguous, one copy)."""
         groups = self._cut().groups
         return np.concatenate([rows[:, k] for rows in groups]) if groups else np.empty(0)
+
+    def order_statistics(self, k: int, ranks: list[int]) -> dict[int, float]:
+        """The ``r``-th smallest value of column ``k`` for each ``r`` in ``ranks`` (sorted),
+        kept in :attr:`found`: taken from there when already known."""
+        known = self.found.get(k, {})
+        if not all(r in known for r in ranks):
+            known = self.found[k] = known | select(self.column(k), ranks)
+        return {r: known[r] for r in ranks}
 
     def _keyed(self) -> list[np.ndarray]:
         self.keys = [
@@ -550,14 +561,17 @@ _SCALAR_FIELDS = (
 PARTIAL_MAGIC = b"PERPENDIS-PARTIAL-1\n"
 
 
-def partial_to_bytes(p: Partial) -> bytes:
-    """A partial as bytes: a magic line, the JSON length (8 bytes, little-endian), JSON of
-    the numbers and of each array's dtype, shape and place, then the arrays' bytes.
+def partial_to_bytes(p: Partial) -> np.ndarray:
+    """A partial as bytes (a uint8 array): a magic line, the JSON length (8 bytes,
+    little-endian), JSON of the numbers and of each array's dtype, shape and place, then
+    the arrays' bytes.
 
     Numbers keep every bit (JSON floats round-trip, sums are exact integers), so merging
     partials folded by other workers gives the report folded in one place.  The arrays
     are read back as views of the bytes, not copies: no zip, no checksums, since the
-    bytes only ever pass between this page's own workers.
+    bytes only ever pass between this page's own workers.  Each array is written once,
+    straight into place: a helper's error sample is some 16 MB, and each further copy
+    of it cost the browser 3-5 ms while the core's worker waited.
     """
     meta: dict[str, Any] = {k: getattr(p, k) for k in _SCALAR_FIELDS}
     meta |= {k: getattr(p, k) for k in _PICK_FIELDS}
@@ -573,14 +587,14 @@ def partial_to_bytes(p: Partial) -> bytes:
         places[name] = [array.dtype.str, list(array.shape), offset]
         offset += -(-array.nbytes // 8) * 8
     header = json.dumps({"meta": meta, "arrays": places}).encode()
-    out = bytearray(PARTIAL_MAGIC + len(header).to_bytes(8, "little") + header)
-    out += bytes(-len(out) % 8)
-    start = len(out)
-    out += bytes(offset)
+    head = PARTIAL_MAGIC + len(header).to_bytes(8, "little") + header
+    start = len(head) + -len(head) % 8
+    out = np.zeros(start + offset, dtype=np.uint8)
+    out[: len(head)] = np.frombuffer(head, dtype=np.uint8)
     for name, array in arrays.items():
         at = start + places[name][2]
-        out[at : at + array.nbytes] = np.ascontiguousarray(array).tobytes()
-    return bytes(out)
+        out[at : at + array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+    return out
 
 
 def partial_from_bytes(data: BytesLike) -> Partial:
@@ -640,7 +654,7 @@ class Share:
         return fold(chunks, format_of(self.fmt), tuple(self.shape), tol, lossy=tuple(self.lossy))
 
 
-def fold_share(share_json: str, a: BytesLike, b: BytesLike) -> bytes:
+def fold_share(share_json: str, a: BytesLike, b: BytesLike) -> np.ndarray:
     """A helper worker's whole job: the partial of one share, as bytes to send back."""
     return partial_to_bytes(Share(**json.loads(share_json)).fold(a, b))
 
@@ -673,46 +687,83 @@ def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[in
     )
 
 
-def _quantiles(values: np.ndarray, n_nonzero: int, n_total: int, qs: Sequence[float]) -> list[float | None]:
-    """Quantiles (linear interpolation, as NumPy's default) of ``n_total`` values of which
-    all but ``n_nonzero`` are zero.
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+"""The error quantiles the report gives, by name."""
 
-    ``values`` are the non-zero values in any order (all of them, or a uniform sample);
-    the zeros come first in sorted order and are never stored.  Only the ranks the
-    quantiles need are put in place (``np.partition``): a full sort of a few million
-    errors cost a third of a whole comparison in the browser.
-    """
-    if n_total == 0:
-        return [None] * len(qs)
-    n_zero = n_total - n_nonzero
-
-    def rank(i: int) -> int:
-        """Where the ``i``-th smallest of all values sits among ``values``, zeros left out."""
-        j = i - n_zero
-        return j if len(values) == n_nonzero else round(j * (len(values) - 1) / max(n_nonzero - 1, 1))
-
-    positions = [q * (n_total - 1) for q in qs]
-    wanted = {i for pos in positions for i in (math.floor(pos), math.floor(pos) + 1) if n_zero <= i < n_total}
-    at = _order_statistics(values, sorted({rank(i) for i in wanted}))
-
-    def value(i: int) -> float:
-        return 0.0 if i < n_zero else at[rank(i)]
-
-    out: list[float | None] = []
-    for pos in positions:
-        lo = math.floor(pos)
-        frac = pos - lo
-        low = value(lo)
-        if frac == 0 or lo + 1 >= n_total:
-            out.append(low)
-            continue
-        high = value(lo + 1)
-        out.append(high if math.isinf(high) else low + frac * (high - low))
-    return out
+ERROR_COLUMNS = {"abs": 1, "rel": 2}
+"""The columns of the error sample's rows ``(flat, abs, rel)`` the quantiles are taken of."""
 
 
-def _order_statistics(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
+@dataclass(frozen=True)
+class _Ranks:
+    """Where the values of the quantiles of ``n_total`` errors lie among a sample's
+    ``n_kept`` stored ones: the ``n_nonzero`` non-zero errors (all of them, or a uniform
+    sample), the zeros coming first in sorted order and never stored."""
+
+    n_kept: int
+    n_nonzero: int
+    n_total: int
+
+    @classmethod
+    def of(cls, sample: Sample, n_total: int) -> _Ranks:
+        return cls(min(sample.kept, sample.cap) if sample.cap else sample.kept, sample.count, n_total)
+
+    def rank(self, i: int) -> int | None:
+        """Where the ``i``-th smallest of all errors sits among the stored ones; None for a zero."""
+        j = i - (self.n_total - self.n_nonzero)
+        if j < 0:
+            return None
+        return j if self.n_kept == self.n_nonzero else round(j * (self.n_kept - 1) / max(self.n_nonzero - 1, 1))
+
+    def positions(self) -> list[float]:
+        return [q * (self.n_total - 1) for q in QUANTILES.values()]
+
+    def wanted(self) -> list[int]:
+        """The ranks among the stored values that the quantiles need, sorted."""
+        near = {i for pos in self.positions() for i in (math.floor(pos), math.floor(pos) + 1) if i < self.n_total}
+        return sorted({r for i in near if (r := self.rank(i)) is not None})
+
+    def quantiles(self, at: Mapping[int, float]) -> list[float | None]:
+        """The quantiles (linear interpolation, as NumPy's default), from the values ``at`` the wanted ranks."""
+        if self.n_total == 0:
+            return [None] * len(QUANTILES)
+
+        def value(i: int) -> float:
+            r = self.rank(i)
+            return 0.0 if r is None else at[r]
+
+        out: list[float | None] = []
+        for pos in self.positions():
+            lo = math.floor(pos)
+            frac = pos - lo
+            low = value(lo)
+            if frac == 0 or lo + 1 >= self.n_total:
+                out.append(low)
+                continue
+            high = value(lo + 1)
+            out.append(high if math.isinf(high) else low + frac * (high - low))
+        return out
+
+
+def error_ranks(p: Partial) -> list[int]:
+    """The ranks of the order statistics the error quantiles need, in each column of ``p.errors``."""
+    return _Ranks.of(p.errors, p.n - p.n_excluded).wanted()
+
+
+def select_share(values: BytesLike, ranks_json: str) -> np.ndarray:
+    """A helper worker's job at the end of a split comparison: the order statistics at
+    ``ranks`` (JSON) of one error column (float64 bytes), as the bytes of float64 in the
+    ranks' order (:func:`perpendis.api.finish_split` reads them)."""
+    ranks = json.loads(ranks_json)
+    at = select(np.frombuffer(as_view(values), dtype=np.float64), ranks)
+    return np.array([at[r] for r in ranks], dtype=np.float64).view(np.uint8)
+
+
+def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
     """The ``r``-th smallest of ``values`` for each ``r`` in ``ranks`` (sorted).
+
+    Only the ranks wanted are put in place (``np.partition``): a full sort of a few
+    million errors cost a third of a whole comparison in the browser.
 
     Errors are mostly zero, so the wanted ranks of the non-zero ones often all lie in
     their upper part.  A small strided subsample then gives a value below the lowest
@@ -770,11 +821,11 @@ def _stats(p: Partial) -> Stats:
     n = p.n - p.n_excluded
     if n <= 0:
         return Stats()
-    qs = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+    ranks = _Ranks.of(p.errors, n)
     pct: dict[str, float | None] = {}
-    for column, kind in enumerate(("abs", "rel"), start=1):
-        found = _quantiles(p.errors.column(column), p.errors.count, n, list(qs.values()))
-        pct |= {f"{k}_{kind}": v for k, v in zip(qs, found, strict=True)}
+    for kind, column in ERROR_COLUMNS.items():
+        found = ranks.quantiles(p.errors.order_statistics(column, ranks.wanted()))
+        pct |= {f"{k}_{kind}": v for k, v in zip(QUANTILES, found, strict=True)}
     s_bb, sum_sq = p.s_bb.value(), p.sum_sq.value()
     s_aa, s_ab = (p.s_bb + p.d_aa).value(), (p.s_bb + p.d_ab).value()
     cosine = _cosine(s_ab, s_aa, s_bb)

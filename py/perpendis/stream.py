@@ -215,7 +215,7 @@ def prepare_sources(
     return prepared
 
 
-def fold_share(share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> bytes:
+def fold_share(share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> np.ndarray:
     """A helper worker's job for a streamed comparison: open both files itself (``(read,
     size)`` each, ``void_json`` the sides' void formats) and fold its share of them."""
     share = Share(**json.loads(share_json))
