@@ -1,18 +1,23 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
-// a big comparison and sends the partial result back as bytes. It keeps nothing between
-// jobs. Messages in: {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]} (the
-// share's bytes lie at `at` in a and b: perpendis.compare.fold_share) or {id, share,
-// files: [Blob, Blob], void: JSON} (two big .npy files it reads itself, a slice at a time:
-// perpendis.stream.fold_share), or {id, ranks: JSON, values: ArrayBuffer} (order statistics
-// of an error column: perpendis.compare.select_share). Out: {type: "ready"} once, then
-// {id, bytes: ArrayBuffer} or {id, error}.
+// a big comparison and sends the partial result back as bytes, then may select order
+// statistics of the errors (perpendis.helper.Helper, which keeps the last partial for that).
+// Messages in:
+//   {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]}: fold the share, whose
+//     bytes lie at `at` in a and b (Helper.fold);
+//   {id, share, files: [Blob, Blob], void: JSON}: fold the share of two big .npy files it
+//     reads itself, a slice at a time (Helper.fold_files);
+//   {add: ArrayBuffer}: errors of the core's own share, kept for the selection (Helper.add);
+//   {id, ranks: JSON, values?: ArrayBuffer}: the order statistics (Helper.select).
+// Out: {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error} per message with an id.
 
 importScripts("boot.js");
 
 const GLUE = `
 import numpy as np
 from js import readSlice
-from perpendis import compare, stream
+from perpendis.helper import Helper
+
+helper = Helper()
 
 def from_js(view):
     array = np.empty(view.byteLength, dtype=np.uint8)
@@ -20,17 +25,20 @@ def from_js(view):
     return array
 
 def run(share, a, b):
-    return compare.fold_share(share, from_js(a), from_js(b))
+    return helper.fold(share, from_js(a), from_js(b))
 
 def run_files(share, void, blob_a, blob_b):
     files = [(lambda offset, length, blob=blob: from_js(readSlice(blob, offset, length)), int(blob.size))
              for blob in (blob_a, blob_b)]
-    return stream.fold_share(share, void, *files)
+    return helper.fold_files(share, void, *files)
+
+def add(values):
+    helper.add(from_js(values))
 
 def select(ranks, values):
-    return compare.select_share(from_js(values), ranks)
+    return helper.select(ranks, None if values is None else from_js(values))
 
-run, run_files, select
+run, run_files, add, select
 `;
 
 // Ready (so given shares) only once warmed up.
@@ -47,9 +55,10 @@ ready.then(
 self.onmessage = async (event) => {
   const { id, share, a, b, at, files, ranks, values } = event.data;
   try {
-    const [run, runFiles, select] = await ready;
+    const [run, runFiles, add, select] = await ready;
+    if (event.data.add) return add(new Uint8Array(event.data.add));
     let out;
-    if (values) out = select(ranks, new Uint8Array(values));
+    if (ranks) out = select(ranks, values && new Uint8Array(values));
     else if (files) out = runFiles(share, event.data.void, files[0], files[1]);
     else out = run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const view = out.getBuffer("u8");

@@ -68,7 +68,7 @@ def finish_split(found):
 def share_places(index):
     return json.dumps(api.share_places(index, held))
 
-serve, api.share_bytes, share_places, api.fold_own, merge_split, api.offload_values, api.select_here, finish_split
+serve, api.share_bytes, share_places, api.fold_own, api.pool_own, merge_split, api.offload_values, api.select_here, finish_split
 `;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
@@ -104,10 +104,16 @@ class Helper {
     return this.#ask({ share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
   }
 
-  /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred) as
-   * float64 bytes, or undefined when this helper could not select them. */
+  /** Gives this helper errors of another share (float64, transferred) for its next `select`. */
+  add(values) {
+    if (this.ready) this.#worker.postMessage({ add: values }, [values]);
+  }
+
+  /** Resolves with the order statistics at `ranks` (JSON) as float64 bytes, or undefined when
+   * this helper could not select them: of `values` (float64, transferred) when given, else of
+   * the errors of its own share and those `add` gave it. */
   select(ranks, values) {
-    return this.#ask({ ranks, values }, [values]);
+    return this.#ask({ ranks, values }, values ? [values] : []);
   }
 
   #ask(job, transfer) {
@@ -138,6 +144,7 @@ let serve = null;
 let shareBytes = null;
 let sharePlaces = null;
 let foldOwn = null;
+let poolOwn = null;
 let mergeSplit = null;
 let offloadValues = null;
 let selectHere = null;
@@ -233,12 +240,16 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
     return available[i].fold(share, shareJob(i + 1, i === shares.length - 1, buffers));
   });
   foldOwn();
+  // With many errors, the first helper selects one error column's quantiles while this worker
+  // does the other's. It holds its own share's errors; this worker's go to it while it folds.
+  const own = available.length ? poolOwn() : undefined;
+  if (own) available[0].add(copyOut(own));
   const parts = await Promise.all(jobs);
-  // With many errors, a helper selects one error column's quantiles while this worker does the other.
-  const ranks = mergeSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))); // JSON, or "null"
+  const offer = JSON.parse(mergeSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
   let found;
-  if (JSON.parse(ranks) && available.length) {
-    const selected = available[0].select(ranks, copyOut(offloadValues()));
+  if (offer && available.length) {
+    const values = offer.pooled ? undefined : copyOut(offloadValues());
+    const selected = available[0].select(JSON.stringify(offer.ranks), values);
     selectHere();
     found = await selected;
   }
@@ -291,7 +302,7 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  [serve, shareBytes, sharePlaces, foldOwn, mergeSplit, offloadValues, selectHere, finishSplit] = pyodide
+  [serve, shareBytes, sharePlaces, foldOwn, poolOwn, mergeSplit, offloadValues, selectHere, finishSplit] = pyodide
     .runPython(GLUE)
     .toJs({ depth: 1 });
   status("ready", "ready", 1);

@@ -1,7 +1,7 @@
 """A comparison folded in shares by several workers gives the report folded in one place.
 
 The page cuts big comparisons into shares folded by helper workers (``app/fold_worker.js``
-calling :func:`perpendis.compare.fold_share`); these tests run the same protocol natively:
+calling :class:`perpendis.helper.Helper`); these tests run the same protocol natively:
 the shares' bytes, their partials as bytes, and the merge.
 """
 
@@ -25,12 +25,11 @@ from perpendis.compare import (
     _sample_of,
     aligned_chunks,
     compare_chunks,
-    fold_share,
     partial_from_bytes,
     partial_to_bytes,
     prepare,
-    select_share,
 )
+from perpendis.helper import Helper
 from perpendis.tensor import from_numpy
 from perpendis.tolerance import resolve
 
@@ -55,15 +54,20 @@ def request(name_a: str = "a.npy", name_b: str = "b.npy") -> dict:
     return {"op": "compare", "inputs": {"a": {"name": name_a, "data": "a"}, "b": {"name": name_b, "data": "b"}}}
 
 
-def finish(parts: list, select_fails: bool = False) -> dict:
-    """What app/worker.js does once the helpers' partials are in: merge them and, when
-    asked, have a helper select one error column's order statistics (or fail to)."""
-    ranks = api.merge_split(parts)
+def finish(helpers: list[Helper], parts: list, select_fails: bool = False) -> dict:
+    """What app/worker.js does once it has folded its own share: give the first helper its
+    errors, merge the partials and, when asked, have that helper select one error column's
+    order statistics (or fail to) while it selects the other's."""
+    api.fold_own()
+    own = api.pool_own()
+    if own is not None:
+        helpers[0].add(own.tobytes())
+    offer = api.merge_split(parts)
     found = None
-    if ranks is not None:
-        values = api.offload_values().tobytes()
+    if offer is not None:
+        values = None if offer["pooled"] else api.offload_values().tobytes()
         api.select_here()
-        found = None if select_fails else select_share(values, json.dumps(ranks))
+        found = None if select_fails else helpers[0].select(json.dumps(offer["ranks"]), values)
     if found is None:
         return api.finish_split(found)
     # Both columns' order statistics are known by now: none is selected again.
@@ -75,7 +79,7 @@ def run_split(payloads: dict, workers: int, fail: set[int] = frozenset(), select
     """What app/worker.js does with a split answer, with helpers in ``fail`` failing."""
     first = api.handle(request(), payloads, workers=workers)
     assert first["ok"] and "split" in first, first
-    parts = []
+    helpers, parts = [], []
     for i, share in enumerate(first["split"], start=1):
         places = api.share_places(i, payloads)
         if all(places):
@@ -83,9 +87,9 @@ def run_split(payloads: dict, workers: int, fail: set[int] = frozenset(), select
             a, b = (payloads[key][offset : offset + length] for key, offset, length in places)
         else:
             a, b = (part.tobytes() for part in api.share_bytes(i))
-        parts.append(None if i in fail else fold_share(share, a, b))
-    api.fold_own()
-    return finish(parts, select_fails)
+        helpers.append(Helper())
+        parts.append(None if i in fail else helpers[-1].fold(share, a, b))
+    return finish(helpers, parts, select_fails)
 
 
 def test_share_places_name_the_request_bytes_of_each_share():
@@ -132,23 +136,44 @@ def test_a_failed_helper_share_is_folded_by_the_main_worker(bug_pair):
     assert run_split(bug_pair, 3, fail={2})["report"] == whole["report"]
 
 
-@pytest.mark.parametrize("select_fails", [False, True])
-def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(bug_pair, monkeypatch, select_fails):
-    whole = api.handle(request(), bug_pair)
-    offered = []
+def offers(monkeypatch: pytest.MonkeyPatch) -> list:
+    """What ``api.merge_split`` offers the first helper, call by call."""
+    offered: list = []
     merge = api.merge_split
     monkeypatch.setattr(api, "merge_split", lambda parts: offered.append(merge(parts)) or offered[-1])
+    return offered
+
+
+@pytest.mark.parametrize("select_fails", [False, True])
+@pytest.mark.parametrize("workers", [2, 3])
+def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(
+    bug_pair, monkeypatch, workers, select_fails
+):
     monkeypatch.setattr(api, "OFFLOAD_MIN", 1000)
-    split = run_split(bug_pair, 2, select_fails=select_fails)
-    assert offered[0], "the merged errors' quantiles were not offered to a helper"
+    whole = api.handle(request(), bug_pair)
+    offered = offers(monkeypatch)
+    split = run_split(bug_pair, workers, select_fails=select_fails)
+    assert offered[0] is not None, "the merged errors' quantiles were not offered to a helper"
+    # With one helper, it holds its own errors and was given the core's; with more, it is sent them all.
+    assert offered[0]["pooled"] is (workers == 2)
     assert split["report"] == whole["report"]
-    assert split["report"]["stats"]["p99_abs"] > 0
+    assert split["report"]["stats"]["p99_rel"] > 0
+
+
+def test_a_helper_is_sent_all_errors_when_a_sample_was_cut(bug_pair, monkeypatch):
+    """Past the sample's cap, the merged errors are not the helper's and the core's put
+    together: the helper is sent the merged ones."""
+    monkeypatch.setattr("perpendis.compare.ERROR_SAMPLE_CAP", 300_000)
+    monkeypatch.setattr(api, "OFFLOAD_MIN", 100_000)
+    whole = api.handle(request(), bug_pair)
+    offered = offers(monkeypatch)
+    split = run_split(bug_pair, 2)
+    assert offered[0] == {"ranks": offered[0]["ranks"], "pooled": False}
+    assert split["report"] == whole["report"]
 
 
 def test_quantiles_are_offered_only_for_many_errors(bug_pair, monkeypatch):
-    offered = []
-    merge = api.merge_split
-    monkeypatch.setattr(api, "merge_split", lambda parts: offered.append(merge(parts)) or offered[-1])
+    offered = offers(monkeypatch)
     monkeypatch.setattr(api, "OFFLOAD_MIN", 10 * CHUNK)
     run_split(bug_pair, 2)
     assert offered == [None]
@@ -166,11 +191,26 @@ def test_order_statistics_found_elsewhere_are_used_as_they_are(monkeypatch):
     assert sample.order_statistics(2, [1]) == {1: -7.0}
 
 
-def test_select_share_answers_in_the_order_of_the_ranks():
-    values = np.random.default_rng(4).standard_normal(10_001)
-    ranks = [0, 17, 5000, 9000, 10_000]
-    found = np.frombuffer(select_share(values.tobytes(), json.dumps(ranks)), dtype=np.float64)
-    assert found.tolist() == np.sort(values)[ranks].tolist()
+def test_a_helper_selects_in_its_own_errors_and_those_added():
+    rng = np.random.default_rng(4)
+    a, b = rounding_pair(2 * CHUNK, seed=5)
+    helper = Helper()
+    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"))
+    [share] = prepared.shares(1)
+    helper.fold(share.to_json(), *(part.tobytes() for part in prepared.share_bytes(share)))
+    own = helper.partial.errors.column(2)
+    added = [rng.standard_normal(1000), rng.standard_normal(777)]
+    for values in added:
+        helper.add(values.tobytes())
+    ranks = [0, 17, 5000, len(own) + 1000]
+    found = np.frombuffer(helper.select(json.dumps(ranks)), dtype=np.float64)
+    assert found.tolist() == np.sort(np.concatenate([own, *added]))[ranks].tolist()
+    # Given values, it selects in those alone; and it keeps nothing once it has selected.
+    given = rng.standard_normal(10_001)
+    found = np.frombuffer(helper.select(json.dumps([3, 10_000]), given.tobytes()), dtype=np.float64)
+    assert found.tolist() == np.sort(given)[[3, 10_000]].tolist()
+    with pytest.raises(ValueError, match="folded no share"):
+        helper.select(json.dumps([0]))
 
 
 def test_small_comparisons_are_not_split():
@@ -300,9 +340,11 @@ def test_a_streamed_comparison_split_across_workers_is_the_streamed_report(tmp_p
     assert first["ok"] and len(first["split"]) == 2, first
     opened = files()
     unread = [opened[first["stream"][side]] for side in ("a", "b")]
-    parts = [stream.fold_share(share, first["stream"]["void"], *unread) for share in first["split"]]
-    api.fold_own()
-    split = finish(parts)
+    helpers = [Helper() for _ in first["split"]]
+    parts = [
+        h.fold_files(share, first["stream"]["void"], *unread) for h, share in zip(helpers, first["split"], strict=True)
+    ]
+    split = finish(helpers, parts)
     assert split["streamed"] is True and split["workers"] == 3
     assert split["report"] == whole["report"]
     assert split["report"]["n_inf_mismatch"] == 1

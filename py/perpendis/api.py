@@ -29,6 +29,7 @@ from .compare import (
 from .errors import InputError, blame
 from .formats import npy
 from .formats.buffer import BytesLike, as_view
+from .helper import OFFLOADED
 from .load import load_bytes, load_text
 from .report import Report, plain
 from .tensor import Tensor, from_numpy
@@ -234,18 +235,29 @@ OFFLOAD_MIN = 1 << 19
 """Fewest stored errors whose quantiles are worth selecting on two workers at once: at
 16 M float32 (1.7 M errors) each column takes 23-32 ms, and moving one 2-4 ms."""
 
-OFFLOADED = ERROR_COLUMNS["abs"]
-"""The error column (absolute errors) whose order statistics another worker may select."""
+
+def pool_own() -> np.ndarray | None:
+    """This worker's own :data:`~perpendis.helper.OFFLOADED` errors, for the first helper
+    to add to its own (``Helper.add``) while this worker waits for the helpers' partials;
+    None when that cannot pay or cannot be exact: too few errors, or more than one helper
+    (the first would lack the others' errors), or a sample already cut to its cap."""
+    errors = _split["own"].errors
+    if len(_split["shares"]) != 2 or errors.kept < OFFLOAD_MIN // 2 or errors.bound is not None:
+        return None
+    _split["pooled"] = True
+    return errors.column(OFFLOADED)
 
 
-def merge_split(parts: list[Any]) -> list[int] | None:
+def merge_split(parts: list[Any]) -> dict[str, Any] | None:
     """Merge the other workers' partials (as bytes, in share order after the first) into
     this one's; a share whose worker failed (None) is folded here.
 
-    Returns the ranks of the order statistics another worker could select in the merged
-    :data:`OFFLOADED` error column (:func:`offload_values`, :func:`compare.select_share`)
-    while :func:`select_here` does the other column; None when there are too few errors
-    for that to pay.  :func:`finish_split` makes the answer either way.
+    With at least :data:`OFFLOAD_MIN` errors, returns what the first helper needs to select
+    the order statistics of the merged :data:`~perpendis.helper.OFFLOADED` errors while
+    :func:`select_here` does the other column: their ``ranks``, and whether the helper holds
+    those errors already (``pooled``: its own and those :func:`pool_own` gave it, exactly the
+    merged ones when no sample was cut) or needs :func:`offload_values`.  None otherwise.
+    :func:`finish_split` makes the answer either way.
     """
     prepared, shares = _split["prepared"], _split["shares"]
     merged = _split.pop("own", None) or prepared.fold(shares[0].start, shares[0].stop)
@@ -253,16 +265,19 @@ def merge_split(parts: list[Any]) -> list[int] | None:
         merged = merged.merge(prepared.fold(share.start, share.stop) if data is None else partial_from_bytes(data))
     ranks = error_ranks(merged)
     _split.update(merged=merged, ranks=ranks)
-    return ranks if ranks and merged.errors.kept >= OFFLOAD_MIN else None
+    if not ranks or merged.errors.kept < OFFLOAD_MIN:
+        return None
+    whole = merged.errors.bound is None and merged.errors.kept <= merged.errors.cap
+    return {"ranks": ranks, "pooled": bool(_split.get("pooled") and parts[0] is not None and whole)}
 
 
 def offload_values() -> np.ndarray:
-    """The merged :data:`OFFLOADED` error column, for another worker to select in."""
+    """The merged :data:`~perpendis.helper.OFFLOADED` errors, for a helper that does not hold them."""
     return _split["merged"].errors.column(OFFLOADED)
 
 
 def select_here() -> None:
-    """Select the order statistics of the error columns other than :data:`OFFLOADED`."""
+    """Select the order statistics of the error columns other than :data:`~perpendis.helper.OFFLOADED`."""
     errors, ranks = _split["merged"].errors, _split["ranks"]
     for column in ERROR_COLUMNS.values():
         if column != OFFLOADED:
@@ -271,8 +286,9 @@ def select_here() -> None:
 
 def finish_split(found: BytesLike | None = None) -> dict[str, Any]:
     """The answer to the split request, once merged (:func:`merge_split`).  ``found`` holds
-    the :data:`OFFLOADED` column's order statistics another worker selected (float64, in
-    the ranks' order); without it (not asked, or that worker failed) they are selected here."""
+    the :data:`~perpendis.helper.OFFLOADED` errors' order statistics a helper selected
+    (float64 bytes, in the ranks' order); without it (not asked, or the helper failed) they
+    are selected here."""
     merged, ranks = _split["merged"], _split["ranks"]
     if found is not None:
         values = np.frombuffer(as_view(found), dtype=np.float64)
@@ -683,7 +699,7 @@ def handle(
     ``payloads`` maps the keys in ``inputs`` to the files' bytes.  ``progress(stage,
     fraction)`` is called while comparing.  ``workers`` > 1 lets a big comparison answer
     ``{"ok": True, "split": [...]}``: the caller has the shares folded by other workers
-    (:func:`perpendis.compare.fold_share`) and calls :func:`finish_split` for the answer.
+    (:class:`perpendis.helper.Helper`) and calls :func:`finish_split` for the answer.
     Any exception other than :class:`InputError` is a bug in Perpendis and propagates to
     the worker.
     """

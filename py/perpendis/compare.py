@@ -127,10 +127,11 @@ class Sample:
         groups = self._cut().groups
         return np.concatenate(groups) if groups else np.empty((0, 0))
 
-    def column(self, k: int) -> np.ndarray:
-        """Column ``k`` of :meth:`rows`, gathered straight from the groups (contiguous, one copy)."""
-        groups = self._cut().groups
-        return np.concatenate([rows[:, k] for rows in groups]) if groups else np.empty(0)
+    def column(self, k: int, *more: np.ndarray) -> np.ndarray:
+        """Column ``k`` of :meth:`rows`, gathered straight from the groups, then the values
+        ``more`` (contiguous, one copy of everything)."""
+        parts = [rows[:, k] for rows in self._cut().groups] + list(more)
+        return np.concatenate(parts) if parts else np.empty(0)
 
     def order_statistics(self, k: int, ranks: list[int]) -> dict[int, float]:
         """The ``r``-th smallest value of column ``k`` for each ``r`` in ``ranks`` (sorted),
@@ -654,11 +655,6 @@ class Share:
         return fold(chunks, format_of(self.fmt), tuple(self.shape), tol, lossy=tuple(self.lossy))
 
 
-def fold_share(share_json: str, a: BytesLike, b: BytesLike) -> np.ndarray:
-    """A helper worker's whole job: the partial of one share, as bytes to send back."""
-    return partial_to_bytes(Share(**json.loads(share_json)).fold(a, b))
-
-
 # ---------------------------------------------------------------------------------------
 # From the merged partial to the report's numbers.
 
@@ -748,15 +744,6 @@ class _Ranks:
 def error_ranks(p: Partial) -> list[int]:
     """The ranks of the order statistics the error quantiles need, in each column of ``p.errors``."""
     return _Ranks.of(p.errors, p.n - p.n_excluded).wanted()
-
-
-def select_share(values: BytesLike, ranks_json: str) -> np.ndarray:
-    """A helper worker's job at the end of a split comparison: the order statistics at
-    ``ranks`` (JSON) of one error column (float64 bytes), as the bytes of float64 in the
-    ranks' order (:func:`perpendis.api.finish_split` reads them)."""
-    ranks = json.loads(ranks_json)
-    at = select(np.frombuffer(as_view(values), dtype=np.float64), ranks)
-    return np.array([at[r] for r in ranks], dtype=np.float64).view(np.uint8)
 
 
 def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
@@ -1024,7 +1011,7 @@ class Prepared:
     """A comparison up to its numbers: the report so far and the aligned elements to fold.
 
     The fold can run here (:meth:`fold`) or be split into :meth:`shares` folded by other
-    workers (:func:`fold_share`); :meth:`finish` takes the merged partial either way, and
+    workers (:class:`perpendis.helper.Helper`); :meth:`finish` takes the merged partial either way, and
     the report is the same.
     """
 

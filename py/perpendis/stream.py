@@ -31,7 +31,7 @@ import numpy as np
 
 from .align import align, compared_format, convert
 from .bits import Format, format_of
-from .compare import CHUNK, Chunk, Prepared, Share, partial_to_bytes, prepare_chunks
+from .compare import CHUNK, Chunk, Partial, Prepared, Share, prepare_chunks
 from .errors import InputError, blame
 from .formats.buffer import Reader, view_reader
 from .formats.limits import NPY_HEADER_PREFIX
@@ -215,14 +215,14 @@ def prepare_sources(
     return prepared
 
 
-def fold_share(share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> np.ndarray:
+def fold_share(share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> Partial:
     """A helper worker's job for a streamed comparison: open both files itself (``(read,
     size)`` each, ``void_json`` the sides' void formats) and fold its share of them."""
     share = Share(**json.loads(share_json))
     void = json.loads(void_json)
     sa, sb = (open_source(*f, side=side, void_format=void.get(side)) for f, side in ((a, "a"), (b, "b")))
     chunks = _chunks(sa, sb, format_of(share.fmt), CHUNK, None, share.start, share.stop)
-    return partial_to_bytes(share.fold_chunks(chunks))
+    return share.fold_chunks(chunks)
 
 
 def map_file(path: str | Path, side: str = "a") -> Source:
