@@ -22,7 +22,7 @@ from .formats.limits import TEXT_MAX_CHARS
 from .tensor import Tensor, from_numpy
 from .text.clean import clean
 from .text.grid import blank, shape_of, token_bounds
-from .text.numbers import decimals, digits_needed, exactness, join_complex, split_complex, whole_values
+from .text.numbers import Tokens, decimals, digits_needed, exactness, join_complex, split_complex, whole_values
 from .text.split import Piece, split
 
 _ALIASES = {
@@ -117,11 +117,12 @@ def _tensor(piece: Piece) -> Tensor:
     count = 2 * starts.size if is_complex else starts.size
     lossless, digits = True, None
     if fmt.is_float:
-        printed = decimals(flat, form == "hex", where)
+        tokens = Tokens(flat, bounds, dots)
+        printed = decimals(tokens, form == "hex", where)
         if printed.size != count or bounds[0].size != count:
             raise InputError(_UNREADABLE, where=where)
         stored = from_float64(printed, fmt)
-        found = exactness(flat, bounds, printed, stored, "shortest" if form == "hex" else printer, fmt, dots)
+        found = exactness(tokens, printed, stored, "shortest" if form == "hex" else printer, fmt)
         lossless, digits = found.exact, found.digits
         if not found.exact:
             notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
