@@ -14,7 +14,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis import stream
@@ -99,6 +99,22 @@ def pairs(draw):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=pairs(), chunk=st.sampled_from([2, 4, 10, CHUNK]))
+# A infinite where B holds a b² that dwarfs the others: Σb² over the finite pairs cancelled
+# to nothing when that b² was subtracted from the whole chunk's sum, and not in chunks of 2.
+@example(
+    pair=(
+        np.array([[np.inf, 0, 0, 0], [0, 0, 0, 9.0122e29]], dtype=ml_dtypes.bfloat16),
+        np.array([[8.50706e37, 9.18355e-41, 0, 0], [0, 0, 0, 9.0122e29]], dtype=ml_dtypes.bfloat16),
+    ),
+    chunk=2,
+)
+@example(
+    pair=(
+        np.array([[np.inf, 0, 0, 0], [0, 0, 0, 2.35099e-38]], dtype=ml_dtypes.bfloat16),
+        np.array([[8.50706e37, 0, 0, 0], [0, 0, 0, 2.35099e-38]], dtype=ml_dtypes.bfloat16),
+    ),
+    chunk=2,
+)
 def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
     a, b = pair
     with tempfile.TemporaryDirectory() as tmp:

@@ -381,6 +381,14 @@ def _sum_squares(array: np.ndarray, fmt: Format) -> float:
         return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
+def _finite_sum_squares(a: np.ndarray, b: np.ndarray, fmt: Format) -> tuple[float, int]:
+    """``Σb²`` over the pairs finite on both sides, and how many pairs are not."""
+    fa, fb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    with np.errstate(over="ignore"):  # float64 values past 1e154 square to inf: cosine and SNR say so
+        return float(np.dot(fb[finite], fb[finite])), int(a.size - finite.sum())
+
+
 def _pick(metric: np.ndarray, mask: np.ndarray | None, flat: np.ndarray, da: np.ndarray, db: np.ndarray) -> Pick | None:
     """The element with the largest ``metric`` where ``mask`` holds (None: everywhere), first on ties."""
     if mask is None:
@@ -428,12 +436,8 @@ def chunk_partial(
     p.hist[0] = a.size - diff.size
     s_bb = _sum_squares(b, fmt)
     if not math.isfinite(s_bb):
-        # Rare: non-finite or huge values.  Redo the sum in float64 over finite pairs only.
-        fa, fb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
-        finite_all = np.isfinite(fa) & np.isfinite(fb)
-        with np.errstate(over="ignore"):  # float64 values past 1e154 square to inf: cosine and SNR say so
-            s_bb = float(np.dot(fb[finite_all], fb[finite_all]))
-        p.n_excluded = int(a.size - finite_all.sum())
+        # Rare: non-finite or huge values.  Redo the sum over finite pairs only.
+        s_bb, p.n_excluded = _finite_sum_squares(a, b, fmt)
     p.s_bb = ExactSum.of(s_bb)
     if diff.size == 0:
         return p
@@ -480,8 +484,10 @@ def chunk_partial(
         fr, fsigned, fbabs = rel[finite], signed[finite], absb[finite]
         if exact_sum:
             p.n_excluded = int((~finite).sum())
-            kept = ~finite & np.isfinite(vb)
-            p.s_bb = ExactSum.of(s_bb - float(np.dot(vb[kept], vb[kept])))
+            if (~finite & np.isfinite(vb)).any():
+                # B is finite where A is not: its b² leaves the sum.  Summed again rather than
+                # subtracted, which cancels to nothing when that b² dwarfs the rest.
+                p.s_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
     # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
     with np.errstate(over="ignore", invalid="ignore"):
         sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), float(np.dot(fd, fd))
