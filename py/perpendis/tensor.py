@@ -73,6 +73,13 @@ def from_numpy(array: np.ndarray, source: str, *, name: str | None = None, notes
     array = np.asarray(array)
     notes = list(notes or [])
     if array.dtype.kind == "c":
+        from .formats.limits import MAX_DIMS  # here: the formats package imports this module
+
+        if array.ndim >= MAX_DIMS:
+            raise InputError(
+                f"a complex array of {array.ndim} dimensions cannot be compared: its components would need "
+                f"one more axis, past the limit MAX_DIMS = {MAX_DIMS}"
+            )
         real = np.dtype(f"float{array.dtype.itemsize * 4}")
         array = np.ascontiguousarray(array).view(real.newbyteorder(array.dtype.byteorder)).reshape(*array.shape, 2)
         notes.append(
