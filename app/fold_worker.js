@@ -6,9 +6,10 @@
 //     bytes lie at `at` in a and b (Helper.fold);
 //   {id, share, files: [Blob, Blob], void: JSON}: fold the share of two big .npy files it
 //     reads itself, a slice at a time (Helper.fold_files);
-//   {add: ArrayBuffer}: errors of the core's own share, kept for the selection (Helper.add);
-//   {id, ranks: JSON, values?: ArrayBuffer}: the order statistics (Helper.select).
-// Out: {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error} per message with an id.
+//   {id, ranks: JSON, values: ArrayBuffer, pooled}: order statistics of the errors `values`
+//     (Helper.select), or of those and the errors of the share it folded last, `ranks` then
+//     being those of `values` (Helper.select_pooled).
+// Out: {type: "ready"} once, then {id, bytes: ArrayBuffer} or {id, error} per message.
 
 importScripts("boot.js");
 
@@ -32,13 +33,10 @@ def run_files(share, void, blob_a, blob_b):
              for blob in (blob_a, blob_b)]
     return helper.fold_files(share, void, *files)
 
-def add(values):
-    helper.add(from_js(values))
+def select(ranks, values, pooled):
+    return (helper.select_pooled if pooled else helper.select)(ranks, from_js(values))
 
-def select(ranks, values):
-    return helper.select(ranks, None if values is None else from_js(values))
-
-run, run_files, add, select
+run, run_files, select
 `;
 
 // Ready (so given shares) only once warmed up.
@@ -53,12 +51,11 @@ ready.then(
 );
 
 self.onmessage = async (event) => {
-  const { id, share, a, b, at, files, ranks, values } = event.data;
+  const { id, share, a, b, at, files, ranks, values, pooled } = event.data;
   try {
-    const [run, runFiles, add, select] = await ready;
-    if (event.data.add) return add(new Uint8Array(event.data.add));
+    const [run, runFiles, select] = await ready;
     let out;
-    if (ranks) out = select(ranks, values && new Uint8Array(values));
+    if (ranks) out = select(ranks, new Uint8Array(values), pooled);
     else if (files) out = runFiles(share, event.data.void, files[0], files[1]);
     else out = run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const view = out.getBuffer("u8");

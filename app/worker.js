@@ -104,16 +104,12 @@ class Helper {
     return this.#ask({ share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
   }
 
-  /** Gives this helper errors of another share (float64, transferred) for its next `select`. */
-  add(values) {
-    if (this.ready) this.#worker.postMessage({ add: values }, [values]);
-  }
-
-  /** Resolves with the order statistics at `ranks` (JSON) as float64 bytes, or undefined when
-   * this helper could not select them: of `values` (float64, transferred) when given, else of
-   * the errors of its own share and those `add` gave it. */
-  select(ranks, values) {
-    return this.#ask({ ranks, values }, values ? [values] : []);
+  /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred)
+   * as float64 bytes, or undefined when this helper could not select them. With `pooled`,
+   * `ranks` are those of the errors `values` (another share's), and the statistics are of
+   * these and the errors of the share this helper folded last. */
+  select(ranks, values, pooled = false) {
+    return this.#ask({ ranks, values, pooled }, [values]);
   }
 
   #ask(job, transfer) {
@@ -241,15 +237,20 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
   });
   foldOwn();
   // With many errors, the first helper selects one error column's quantiles while this worker
-  // does the other's. It holds its own share's errors; this worker's go to it while it folds.
+  // does the other's. It holds its own share's errors; this worker's go to it while it folds,
+  // and it selects once it has sent its partial, unless the merge finds it cannot (see api).
   const own = available.length ? poolOwn() : undefined;
-  if (own) available[0].add(copyOut(own));
+  let pooled;
+  if (own) {
+    const [ranks, values] = own.toJs({ depth: 1 });
+    own.destroy();
+    pooled = available[0].select(ranks, copyOut(values), true);
+  }
   const parts = await Promise.all(jobs);
   const offer = JSON.parse(mergeSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
   let found;
   if (offer && available.length) {
-    const values = offer.pooled ? undefined : copyOut(offloadValues());
-    const selected = available[0].select(JSON.stringify(offer.ranks), values);
+    const selected = offer.pooled ? pooled : available[0].select(JSON.stringify(offer.ranks), copyOut(offloadValues()));
     selectHere();
     found = await selected;
   }

@@ -11,6 +11,7 @@ import io
 import itertools
 import json
 import math
+from dataclasses import astuple
 from unittest import mock
 
 import numpy as np
@@ -21,6 +22,7 @@ from perpendis import api
 from perpendis.compare import (
     CHUNK,
     ExactSum,
+    Ranks,
     Sample,
     _sample_of,
     aligned_chunks,
@@ -56,18 +58,22 @@ def request(name_a: str = "a.npy", name_b: str = "b.npy") -> dict:
 
 def finish(helpers: list[Helper], parts: list, select_fails: bool = False) -> dict:
     """What app/worker.js does once it has folded its own share: give the first helper its
-    errors, merge the partials and, when asked, have that helper select one error column's
-    order statistics (or fail to) while it selects the other's."""
+    errors to select in with the helper's own, merge the partials and, as the merge says,
+    take that helper's answer or have it select in the merged errors (or fail to) while it
+    selects the other column itself."""
     api.fold_own()
     own = api.pool_own()
-    if own is not None:
-        helpers[0].add(own.tobytes())
+    pooled = None if own is None or parts[0] is None else helpers[0].select_pooled(own[0], own[1].tobytes())
     offer = api.merge_split(parts)
     found = None
     if offer is not None:
-        values = None if offer["pooled"] else api.offload_values().tobytes()
         api.select_here()
-        found = None if select_fails else helpers[0].select(json.dumps(offer["ranks"]), values)
+        if offer["pooled"]:
+            found = pooled
+        else:
+            found = helpers[0].select(json.dumps(offer["ranks"]), api.offload_values().tobytes())
+        if select_fails:
+            found = None
     if found is None:
         return api.finish_split(found)
     # Both columns' order statistics are known by now: none is selected again.
@@ -191,26 +197,26 @@ def test_order_statistics_found_elsewhere_are_used_as_they_are(monkeypatch):
     assert sample.order_statistics(2, [1]) == {1: -7.0}
 
 
-def test_a_helper_selects_in_its_own_errors_and_those_added():
-    rng = np.random.default_rng(4)
-    a, b = rounding_pair(2 * CHUNK, seed=5)
-    helper = Helper()
+def test_a_helper_selects_in_its_own_errors_and_those_of_the_core_by_their_merged_ranks():
+    a, b = rounding_pair(3 * CHUNK, seed=5)
     prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"))
-    [share] = prepared.shares(1)
-    helper.fold(share.to_json(), *(part.tobytes() for part in prepared.share_bytes(share)))
-    own = helper.partial.errors.column(2)
-    added = [rng.standard_normal(1000), rng.standard_normal(777)]
-    for values in added:
-        helper.add(values.tobytes())
-    ranks = [0, 17, 5000, len(own) + 1000]
-    found = np.frombuffer(helper.select(json.dumps(ranks)), dtype=np.float64)
-    assert found.tolist() == np.sort(np.concatenate([own, *added]))[ranks].tolist()
-    # Given values, it selects in those alone; and it keeps nothing once it has selected.
-    given = rng.standard_normal(10_001)
-    found = np.frombuffer(helper.select(json.dumps([3, 10_000]), given.tobytes()), dtype=np.float64)
-    assert found.tolist() == np.sort(given)[[3, 10_000]].tolist()
+    core_share, helper_share = prepared.shares(2)
+    core = prepared.fold(core_share.start, core_share.stop)
+    helper = Helper()
+    helper.fold(helper_share.to_json(), *(part.tobytes() for part in prepared.share_bytes(helper_share)))
+    mine = helper.partial
+    theirs = core.errors.column(2)
+    found = helper.select_pooled(json.dumps(astuple(Ranks.of(core))), theirs.tobytes())
+    merged = core.merge(mine)
+    ranks = Ranks.of(merged).wanted()
+    assert len(ranks) >= 3
+    everything = np.sort(np.concatenate([theirs, mine.errors.column(2)]))
+    assert np.frombuffer(found, dtype=np.float64).tolist() == everything[ranks].tolist()
+    # It keeps nothing once it has selected; given the values, it selects in those alone.
     with pytest.raises(ValueError, match="folded no share"):
-        helper.select(json.dumps([0]))
+        helper.select_pooled(json.dumps(astuple(Ranks.of(core))), theirs.tobytes())
+    found = helper.select(json.dumps([3, 10_000]), theirs.tobytes())
+    assert np.frombuffer(found, dtype=np.float64).tolist() == np.sort(theirs)[[3, 10_000]].tolist()
 
 
 def test_small_comparisons_are_not_split():

@@ -7,8 +7,10 @@ element, a 2-D slice or a scatter sample without sending the inputs again.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import astuple
 from typing import Any
 
 import numpy as np
@@ -19,8 +21,8 @@ from .compare import (
     CHUNK,
     ERROR_COLUMNS,
     Prepared,
+    Ranks,
     compare,
-    error_ranks,
     make_element,
     partial_from_bytes,
     prepare,
@@ -236,39 +238,43 @@ OFFLOAD_MIN = 1 << 19
 16 M float32 (1.7 M errors) each column takes 23-32 ms, and moving one 2-4 ms."""
 
 
-def pool_own() -> np.ndarray | None:
-    """This worker's own :data:`~perpendis.helper.OFFLOADED` errors, for the first helper
-    to add to its own (``Helper.add``) while this worker waits for the helpers' partials;
-    None when that cannot pay or cannot be exact: too few errors, or more than one helper
-    (the first would lack the others' errors), or a sample already cut to its cap."""
-    errors = _split["own"].errors
+def pool_own() -> tuple[str, np.ndarray] | None:
+    """This worker's own :data:`~perpendis.helper.OFFLOADED` errors and their
+    :class:`~perpendis.compare.Ranks` (JSON), for the first helper to select in together
+    with its own (``Helper.select_pooled``) while this worker waits for its partial; None
+    when that cannot pay or cannot be exact: too few errors, or more than one helper (the
+    first would lack the others' errors), or a sample already cut to its cap."""
+    own = _split["own"]
+    errors = own.errors
     if len(_split["shares"]) != 2 or errors.kept < OFFLOAD_MIN // 2 or errors.bound is not None:
         return None
     _split["pooled"] = True
-    return errors.column(OFFLOADED)
+    return json.dumps(astuple(Ranks.of(own))), errors.column(OFFLOADED)
 
 
 def merge_split(parts: list[Any]) -> dict[str, Any] | None:
     """Merge the other workers' partials (as bytes, in share order after the first) into
     this one's; a share whose worker failed (None) is folded here.
 
-    With at least :data:`OFFLOAD_MIN` errors, returns what the first helper needs to select
-    the order statistics of the merged :data:`~perpendis.helper.OFFLOADED` errors while
-    :func:`select_here` does the other column: their ``ranks``, and whether the helper holds
-    those errors already (``pooled``: its own and those :func:`pool_own` gave it, exactly the
-    merged ones when no sample was cut) or needs :func:`offload_values`.  None otherwise.
-    :func:`finish_split` makes the answer either way.
+    With at least :data:`OFFLOAD_MIN` errors, says how the first helper selects the order
+    statistics of the merged :data:`~perpendis.helper.OFFLOADED` errors while
+    :func:`select_here` does the other column: ``pooled`` when its answer to
+    :func:`pool_own`'s errors is theirs (no sample was cut, so the merged errors are the
+    helper's and this worker's put together), else ``ranks`` to select in
+    :func:`offload_values`.  None otherwise.  :func:`finish_split` makes the answer either way.
     """
     prepared, shares = _split["prepared"], _split["shares"]
     merged = _split.pop("own", None) or prepared.fold(shares[0].start, shares[0].stop)
     for share, data in zip(shares[1:], parts, strict=True):
         merged = merged.merge(prepared.fold(share.start, share.stop) if data is None else partial_from_bytes(data))
-    ranks = error_ranks(merged)
+    ranks = Ranks.of(merged).wanted()
     _split.update(merged=merged, ranks=ranks)
     if not ranks or merged.errors.kept < OFFLOAD_MIN:
         return None
     whole = merged.errors.bound is None and merged.errors.kept <= merged.errors.cap
-    return {"ranks": ranks, "pooled": bool(_split.get("pooled") and parts[0] is not None and whole)}
+    if _split.get("pooled") and parts[0] is not None and whole:
+        return {"pooled": True}
+    return {"pooled": False, "ranks": ranks}
 
 
 def offload_values() -> np.ndarray:

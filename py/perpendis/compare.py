@@ -697,7 +697,7 @@ ERROR_COLUMNS = {"abs": 1, "rel": 2}
 
 
 @dataclass(frozen=True)
-class _Ranks:
+class Ranks:
     """Where the values of the quantiles of ``n_total`` errors lie among a sample's
     ``n_kept`` stored ones: the ``n_nonzero`` non-zero errors (all of them, or a uniform
     sample), the zeros coming first in sorted order and never stored."""
@@ -707,8 +707,14 @@ class _Ranks:
     n_total: int
 
     @classmethod
-    def of(cls, sample: Sample, n_total: int) -> _Ranks:
-        return cls(min(sample.kept, sample.cap) if sample.cap else sample.kept, sample.count, n_total)
+    def of(cls, p: Partial) -> Ranks:
+        """Those of a partial's errors (pairs finite on both sides count)."""
+        kept = min(p.errors.kept, p.errors.cap) if p.errors.cap else p.errors.kept
+        return cls(kept, p.errors.count, p.n - p.n_excluded)
+
+    def __add__(self, other: Ranks) -> Ranks:
+        """Those of two partials' errors merged, when neither sample was cut (their rows put together)."""
+        return Ranks(self.n_kept + other.n_kept, self.n_nonzero + other.n_nonzero, self.n_total + other.n_total)
 
     def rank(self, i: int) -> int | None:
         """Where the ``i``-th smallest of all errors sits among the stored ones; None for a zero."""
@@ -745,11 +751,6 @@ class _Ranks:
             high = value(lo + 1)
             out.append(high if math.isinf(high) else low + frac * (high - low))
         return out
-
-
-def error_ranks(p: Partial) -> list[int]:
-    """The ranks of the order statistics the error quantiles need, in each column of ``p.errors``."""
-    return _Ranks.of(p.errors, p.n - p.n_excluded).wanted()
 
 
 def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
@@ -814,7 +815,7 @@ def _stats(p: Partial) -> Stats:
     n = p.n - p.n_excluded
     if n <= 0:
         return Stats()
-    ranks = _Ranks.of(p.errors, n)
+    ranks = Ranks.of(p)
     pct: dict[str, float | None] = {}
     for kind, column in ERROR_COLUMNS.items():
         found = ranks.quantiles(p.errors.order_statistics(column, ranks.wanted()))

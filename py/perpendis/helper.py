@@ -4,7 +4,8 @@ an error column while the core's worker finishes the report.
 
 A helper keeps the partial it last folded, so that the selection can start from its own
 errors: the core's worker then sends only the errors of its own share, and sends them
-while it still waits for this helper's partial (protocol: ``docs/contracts.md``).
+while it still waits for this helper's partial; the helper selects as soon as it has
+sent that partial (protocol: ``docs/contracts.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import numpy as np
 
 from . import stream
-from .compare import ERROR_COLUMNS, Partial, Share, partial_to_bytes, select
+from .compare import ERROR_COLUMNS, Partial, Ranks, Share, partial_to_bytes, select
 from .formats.buffer import BytesLike, Reader, as_view
 
 OFFLOADED = ERROR_COLUMNS["rel"]
@@ -28,14 +29,13 @@ def _values(data: BytesLike) -> np.ndarray:
 
 
 class Helper:
-    """One helper's state: its last folded partial and the error values added since."""
+    """One helper's state: the partial it last folded, until it is asked to select."""
 
     def __init__(self) -> None:
         self.partial: Partial | None = None
-        self.added: list[np.ndarray] = []
 
     def _kept(self, partial: Partial) -> np.ndarray:
-        self.partial, self.added = partial, []
+        self.partial = partial
         return partial_to_bytes(partial)
 
     def fold(self, share_json: str, a: BytesLike, b: BytesLike) -> np.ndarray:
@@ -46,25 +46,29 @@ class Helper:
         """The partial of one share of two files this helper reads itself (:func:`stream.fold_share`)."""
         return self._kept(stream.fold_share(share_json, void_json, a, b))
 
-    def add(self, values: BytesLike) -> None:
-        """Keep another worker's :data:`OFFLOADED` errors (float64 bytes, not copied: the
-        caller hands them over) for :meth:`select`."""
-        self.added.append(_values(values))
+    def select_pooled(self, ranks_json: str, values: BytesLike) -> np.ndarray:
+        """The order statistics of the :data:`OFFLOADED` errors of this helper's share and
+        of the other worker's ``values`` (float64 bytes) together, as float64 bytes in the
+        order of their ranks.
 
-    def select(self, ranks_json: str, values: BytesLike | None = None) -> np.ndarray:
-        """The order statistics at ``ranks`` (JSON, sorted) of the merged :data:`OFFLOADED`
-        errors, as the bytes of float64 in the ranks' order.
-
-        The merged errors are ``values`` when given (float64 bytes), else this helper's own
-        with those :meth:`add` kept: the core's worker says which (``api.merge_split``).
+        ``ranks_json`` is the other worker's :class:`~perpendis.compare.Ranks` (a list):
+        added to this share's, they give the merged ranks, so this helper starts at once,
+        without waiting for the merge.  They are the ones the merge asks for when neither
+        sample was cut (``api.merge_split`` says ``pooled``); otherwise the answer is not used.
         """
-        if values is not None:
-            pool = _values(values)
-        elif self.partial is not None:
-            pool = self.partial.errors.column(OFFLOADED, *self.added)
-        else:
+        if self.partial is None:
             raise ValueError("this helper has folded no share whose errors it could select in")
-        self.partial, self.added = None, []
-        ranks = json.loads(ranks_json)
-        at = select(pool, ranks)
-        return np.array([at[r] for r in ranks], dtype=np.float64).view(np.uint8)
+        partial, self.partial = self.partial, None
+        ranks = (Ranks.of(partial) + Ranks(*json.loads(ranks_json))).wanted()
+        return _selected(partial.errors.column(OFFLOADED, _values(values)), ranks)
+
+    def select(self, ranks_json: str, values: BytesLike) -> np.ndarray:
+        """The order statistics at ``ranks`` (JSON, sorted) of ``values`` (float64 bytes: the
+        merged :data:`OFFLOADED` errors), as float64 bytes in the ranks' order."""
+        self.partial = None
+        return _selected(_values(values), json.loads(ranks_json))
+
+
+def _selected(values: np.ndarray, ranks: list[int]) -> np.ndarray:
+    at = select(values, ranks)
+    return np.array([at[r] for r in ranks], dtype=np.float64).view(np.uint8)
