@@ -89,7 +89,7 @@ class Helper {
         onReady();
       }
       else if (data.type === "failed") this.#fail();
-      else this.#settle(data.id, data.bytes);
+      else this.#settle(data.id, data.bytes && new Uint8Array(data.bytes, 0, data.length));
     };
     this.#worker.onerror = (event) => {
       event.preventDefault();
@@ -97,7 +97,12 @@ class Helper {
     };
   }
 
-  /** Resolves with the share's partial as bytes, or undefined when this helper could not fold it.
+  /** Gives back the buffer of an answer, once read, for the helper to write a later one into. */
+  giveBack(bytes) {
+    if (this.ready && bytes) this.#worker.postMessage({ spare: bytes.buffer }, [bytes.buffer]);
+  }
+
+  /** Resolves with the share's partial as bytes (a Uint8Array), or undefined when this helper could not fold it.
    * `job` holds buffers {a, b} (transferred) with the share's bytes at {at: [[offset, length] x2]},
    * or the unread files {files, void}. */
   fold(share, job) {
@@ -105,7 +110,7 @@ class Helper {
   }
 
   /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred)
-   * as float64 bytes, or undefined when this helper could not select them. With `pooled`,
+   * as float64 bytes (a Uint8Array), or undefined when this helper could not select them. With `pooled`,
    * `ranks` are those of the errors `values` (another share's), and the statistics are of
    * these and the errors of the share this helper folded last. */
   select(ranks, values, pooled = false) {
@@ -247,14 +252,16 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
     pooled = available[0].select(ranks, copyOut(values), true);
   }
   const parts = await Promise.all(jobs);
-  const offer = JSON.parse(mergeSplit(parts.map((bytes) => bytes && new Uint8Array(bytes))));
+  const offer = JSON.parse(mergeSplit(parts));
+  // Python has copied the partials in: their buffers go back to hold the helpers' next ones.
+  parts.forEach((bytes, i) => available[i].giveBack(bytes));
   let found;
   if (offer && available.length) {
     const selected = offer.pooled ? pooled : available[0].select(JSON.stringify(offer.ranks), copyOut(offloadValues()));
     selectHere();
     found = await selected;
   }
-  return JSON.parse(finishSplit(found && new Uint8Array(found)));
+  return JSON.parse(finishSplit(found));
 }
 
 async function handle(message) {

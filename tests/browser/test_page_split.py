@@ -94,6 +94,13 @@ def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, 
     native_element = api.handle({"op": "element", "flat": 3 * CHUNK + 5}, {})
     assert element["element"] == native_element["element"]
 
+    # A and B swapped: the helper now writes its partial into the buffer of its first one, given back.
+    open_files(ready_page, bug_pair[::-1])
+    again = ready_page.evaluate(COMPARE_JS)["result"]
+    assert again["ok"] and again["workers"] == workers, again
+    swapped = {"a": payloads["b"], "b": payloads["a"]}
+    assert_close(again["report"], json.loads(json.dumps(api.handle(REQUEST, swapped)))["report"])
+
 
 def test_files_handed_over_unread_are_shared_across_cores_and_match_native(ready_page, bug_pair, tmp_path):
     """Files under the streaming threshold are read whole by the core, which hands the
