@@ -9,15 +9,17 @@
 //   {id, ranks: JSON, values: ArrayBuffer, pooled}: order statistics of the errors `values`
 //     (Helper.select), or of those and the errors of the share it folded last, `ranks` then
 //     being those of `values` (Helper.select_pooled).
-//   {spare: ArrayBuffer}: a buffer of an earlier answer, given back to hold a later one.
+//   {spare: ArrayBuffer}: a buffer of an earlier answer, given back to hold a later one;
+//   {reserve: bytes}: grow the heap for a share of a comparison of inputs of that size (heap.reserve).
 // Out: {type: "ready"} once, then {id, bytes: ArrayBuffer, length} (the answer is the first
-// `length` bytes) or {id, error} per message but `spare`.
+// `length` bytes) or {id, error} per message with an id.
 
 importScripts("boot.js");
 
 const GLUE = `
 import numpy as np
 from js import readSlice
+from perpendis import heap
 from perpendis.helper import Helper
 
 helper = Helper()
@@ -38,7 +40,7 @@ def run_files(share, void, blob_a, blob_b):
 def select(ranks, values, pooled):
     return (helper.select_pooled if pooled else helper.select)(ranks, from_js(values))
 
-run, run_files, select
+run, run_files, select, heap.reserve
 `;
 
 // Ready (so given shares) only once warmed up.
@@ -72,7 +74,8 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const [run, runFiles, select] = await ready;
+    const [run, runFiles, select, reserve] = await ready;
+    if (event.data.reserve !== undefined) return reserve(event.data.reserve);
     let out;
     if (ranks) out = select(ranks, new Uint8Array(values), pooled);
     else if (files) out = runFiles(share, event.data.void, files[0], files[1]);

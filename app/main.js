@@ -103,6 +103,26 @@ async function setFiles(side, fileList) {
   state.files[side] = inPlace ? { name: first.name, file: first } : await readFiles(fileList);
   delete state.voidFormat[side];
   renderChip(side);
+  reserveFor(state.files);
+}
+
+/** Bytes of the files chosen for the inputs. */
+function chosenBytes(files) {
+  const size = (input) =>
+    Array.isArray(input) ? input.reduce((sum, item) => sum + size(item), 0)
+    : input?.file ? input.file.size
+    : input?.bytes ? input.bytes.length
+    : 0;
+  return INPUTS.reduce((sum, side) => sum + size(files[side]), 0);
+}
+
+// Big files chosen: the core grows its heap for them now, while the user has yet to press
+// Compare, rather than during the comparison (perpendis.heap).
+const RESERVE_MIN_BYTES = 16 * 2 ** 20;
+
+function reserveFor(files) {
+  const bytes = chosenBytes(files);
+  if (bytes >= RESERVE_MIN_BYTES) core.request("reserve", { bytes }).catch(() => {});
 }
 
 /** A long text stays beside the box, as a dropped file would: compared, never shown. */

@@ -97,6 +97,11 @@ class Helper {
     };
   }
 
+  /** Has the helper grow its heap for its share of a comparison of inputs of `bytes`. */
+  reserve(bytes) {
+    if (this.ready) this.#worker.postMessage({ reserve: bytes });
+  }
+
   /** Gives back the buffer of an answer, once read, for the helper to write a later one into. */
   giveBack(bytes) {
     if (this.ready && bytes) this.#worker.postMessage({ spare: bytes.buffer }, [bytes.buffer]);
@@ -267,6 +272,10 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
 async function handle(message) {
   const { id, op } = message;
   if (op === "cancel") return; // cancelling is the page terminating this worker
+  if (op === "reserve" && Number.isSafeInteger(message.bytes) && message.bytes > 0) {
+    const ready = helpers.filter((helper) => helper.ready);
+    for (const helper of ready) helper.reserve(Math.ceil(message.bytes / (ready.length + 1)));
+  }
   const buffers = [];
   const blobs = [];
   const request = splitPayloads(message, buffers, blobs);
@@ -294,11 +303,14 @@ let started = null; // resolves once the core is ready: jobs sent before then wa
 let waiting = 0; // jobs received and not started yet
 
 self.onmessage = (event) => {
-  waiting++;
+  // Growing the heap ahead of a comparison is a hint, not a job anyone waits for: it does
+  // not stop the warm-up.
+  const counted = event.data.op !== "reserve";
+  if (counted) waiting++;
   done = done
     .then(() => started)
     .then(() => {
-      waiting--;
+      if (counted) waiting--;
       return handle(event.data);
     })
     .catch((err) => console.error("perpendis worker:", err));

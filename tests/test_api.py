@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import api, formats
+from perpendis import api, formats, heap
 from perpendis.bisect import bisect
 
 
@@ -323,3 +323,13 @@ def test_warm_up_keeps_the_compared_pair():
     api.warm_up()
     element = api.handle({"op": "element", "flat": 7}, {})
     assert element["ok"] and element["element"]["ulp"] == 1
+
+
+def test_reserve_grows_the_heap_for_the_inputs_and_refuses_a_bad_size(monkeypatch):
+    assert api.handle({"op": "reserve", "bytes": 1000}, {}) == {"ok": True, "reserved": 1000 * heap.RESERVE_FACTOR}
+    assert api.handle({"op": "reserve", "bytes": 0}, {}) == {"ok": True, "reserved": 0}
+    monkeypatch.setattr(heap, "RESERVE_MAX", 4096)
+    assert api.handle({"op": "reserve", "bytes": 10**12}, {})["reserved"] == 4096
+    for bad in (-1, 1.5, "10", None, True):
+        result = api.handle({"op": "reserve", "bytes": bad}, {})
+        assert result["ok"] is False and "whole number of bytes" in result["error"]["message"], bad

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bits
+from . import bits, heap
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
 from .compare import (
     CHUNK,
@@ -683,7 +683,15 @@ def _runs(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pro
     return {"runs": bisect_runs(entries, reference, **_bisect_options(request)).to_dict()}
 
 
+def _reserve(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
+    size = request.get("bytes")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise InputError(f"bytes must be a whole number of bytes >= 0, got {size!r}", where="bytes")
+    return {"reserved": heap.reserve(size)}
+
+
 _OPS = {
+    "reserve": _reserve,
     "compare": _compare,
     "rejudge": _rejudge,
     "element": _element,
