@@ -78,6 +78,23 @@ def test_a_view_past_its_storage_is_refused():
         torchsave.read(out.getvalue())
 
 
+def test_a_byte_array_longer_than_the_pickle_is_refused_before_allocating():
+    """BYTEARRAY8 allocates the length it declares before reading it (found by the fuzzer:
+    one byte put before a real pickle declared 9.7e16 bytes)."""
+    data = (FILES / "torch_tensor.pt").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        members = {info.filename: src.read(info) for info in src.infolist()}
+    name = next(n for n in members if n.endswith("/data.pkl"))
+    members[name] = pickle.BYTEARRAY8 + members[name]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    with pytest.raises(InputError, match=r"a byte array declares \d+ bytes, more than the \d+ bytes") as caught:
+        torchsave.read(out.getvalue())
+    assert caught.value.__cause__ is None
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_truncation_and_corruption_raise_input_error(data):

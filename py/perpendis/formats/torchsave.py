@@ -18,8 +18,9 @@ import collections
 import io
 import itertools
 import pickle
+import struct
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -145,6 +146,7 @@ class _Unpickler(pickle._Unpickler):
 
     def __init__(self, pkl: memoryview, storage_bytes: Callable[[str], memoryview], byte_order: str):
         super().__init__(io.BytesIO(pkl))
+        self._pickle_size = len(pkl)
         self._storage_bytes = storage_bytes
         self._byte_order = byte_order
         self._storages: dict[str, _Storage] = {}
@@ -155,6 +157,19 @@ class _Unpickler(pickle._Unpickler):
             "_rebuild_parameter": _rebuild_parameter,
             "_rebuild_parameter_with_state": _rebuild_parameter,
         }
+
+    def _load_bytearray8(self) -> None:
+        """``BYTEARRAY8``, which allocates the length it declares before reading: a length
+        past the pickle's own size is refused, not allocated (a mutated file asked for 10**17)."""
+        (length,) = struct.unpack("<Q", self.read(8))
+        if length > self._pickle_size:
+            raise InputError(
+                f"the torch.save pickle is corrupted: a byte array declares {length} bytes, more than the "
+                f"{self._pickle_size} bytes of the whole pickle"
+            )
+        self.append(bytearray(self.read(length)))
+
+    dispatch: ClassVar[dict] = {**pickle._Unpickler.dispatch, pickle.BYTEARRAY8[0]: _load_bytearray8}
 
     def find_class(self, module: str, name: str) -> object:
         if (module, name) == ("collections", "OrderedDict"):
