@@ -95,6 +95,24 @@ def test_a_byte_array_longer_than_the_pickle_is_refused_before_allocating():
     assert caught.value.__cause__ is None
 
 
+def test_two_rebuild_calls_run_together_are_refused_as_torch_refuses_them():
+    """Found by the fuzzer: bytes cut between the rebuild calls of two tensors made one call
+    of 12 arguments; built from its first few, one tensor was silently dropped."""
+    data = (FILES / "torch_checkpoint.pt").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(data)) as src:
+        members = {info.filename: src.read(info) for info in src.infolist()}
+    name = next(n for n in members if n.endswith("/data.pkl"))
+    cut = b"\rtq\x0eRq\x0fX\x06\x00\x00\x000.biasq\x10h\x05"  # "0.weight"'s call ends, "0.bias" begins
+    assert cut in members[name]
+    members[name] = members[name].replace(cut, b"", 1)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    with pytest.raises(InputError, match=r"pickle is corrupted \(TypeError: .*_rebuild_tensor_v2"):
+        torchsave.read(out.getvalue())
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_truncation_and_corruption_raise_input_error(data):

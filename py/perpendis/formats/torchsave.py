@@ -155,7 +155,7 @@ class _Unpickler(pickle._Unpickler):
             "_rebuild_tensor_v2": self._rebuild_tensor_v2,
             "_rebuild_tensor_v3": self._rebuild_tensor_v3,
             "_rebuild_parameter": _rebuild_parameter,
-            "_rebuild_parameter_with_state": _rebuild_parameter,
+            "_rebuild_parameter_with_state": _rebuild_parameter_with_state,
         }
 
     def _load_bytearray8(self) -> None:
@@ -204,11 +204,18 @@ class _Unpickler(pickle._Unpickler):
             self._storages[key] = _Storage(raw, kind.name)
         return self._storages[key]
 
-    def _rebuild_tensor_v2(self, storage, storage_offset, size, stride, *_ignored) -> _Loaded:
+    # The rebuild functions take exactly the arguments torch's do: a pickle whose calls were
+    # run together by corruption then fails here as it fails in torch.load, rather than
+    # building one tensor from the front of the arguments and dropping the rest.
+    def _rebuild_tensor_v2(
+        self, storage, storage_offset, size, stride, _requires_grad, _backward_hooks, _metadata=None
+    ) -> _Loaded:
         dtype = storage.dtype if isinstance(storage, _Storage) else None
         return self._rebuild(storage, storage_offset, size, stride, dtype)
 
-    def _rebuild_tensor_v3(self, storage, storage_offset, size, stride, _requires_grad, _hooks, dtype, *_ignored):
+    def _rebuild_tensor_v3(
+        self, storage, storage_offset, size, stride, _requires_grad, _backward_hooks, dtype, _metadata=None
+    ) -> _Loaded:
         return self._rebuild(storage, storage_offset, size, stride, dtype.name if isinstance(dtype, _DType) else None)
 
     def _rebuild(self, storage: object, offset: object, size: object, stride: object, dtype: str | None) -> _Loaded:
@@ -257,8 +264,13 @@ class _Unpickler(pickle._Unpickler):
         return self._swapped[key]
 
 
-def _rebuild_parameter(data: object, *_ignored: object) -> object:
+def _rebuild_parameter(data: object, _requires_grad: object, _backward_hooks: object) -> object:
     """A ``Parameter`` is its tensor; gradients and hooks do not matter for comparing."""
+    return data
+
+
+def _rebuild_parameter_with_state(data: object, _requires_grad: object, _backward_hooks: object, _state: object):
+    """As :func:`_rebuild_parameter`, for a ``Parameter`` saved with extra state."""
     return data
 
 
