@@ -215,6 +215,12 @@ def test_a_helper_selects_in_its_own_errors_and_those_of_the_core_by_their_merge
     # It keeps nothing once it has selected; given the values, it selects in those alone.
     with pytest.raises(ValueError, match="folded no share"):
         helper.select_pooled(json.dumps(astuple(Ranks.of(core))), theirs.tobytes())
+    # Nor does a fold that failed leave an earlier partial to select in.
+    helper.fold(helper_share.to_json(), *(part.tobytes() for part in prepared.share_bytes(helper_share)))
+    with pytest.raises(ValueError, match="a share of"):
+        helper.fold(helper_share.to_json(), b"\0" * 8, b"\0" * 8)
+    with pytest.raises(ValueError, match="folded no share"):
+        helper.select_pooled(json.dumps(astuple(Ranks.of(core))), theirs.tobytes())
     found = helper.select(json.dumps([3, 10_000]), theirs.tobytes())
     assert np.frombuffer(found, dtype=np.float64).tolist() == np.sort(theirs)[[3, 10_000]].tolist()
 

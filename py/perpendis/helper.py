@@ -40,10 +40,12 @@ class Helper:
 
     def fold(self, share_json: str, a: BytesLike, b: BytesLike) -> np.ndarray:
         """The partial of one share, from its elements' raw bytes, as bytes to send back."""
+        self.partial = None  # should this fold fail, no earlier partial stands in for it
         return self._kept(Share(**json.loads(share_json)).fold(a, b))
 
     def fold_files(self, share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> np.ndarray:
         """The partial of one share of two files this helper reads itself (:func:`stream.fold_share`)."""
+        self.partial = None
         return self._kept(stream.fold_share(share_json, void_json, a, b))
 
     def select_pooled(self, ranks_json: str, values: BytesLike) -> np.ndarray:
