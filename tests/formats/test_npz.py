@@ -117,3 +117,18 @@ def test_truncation_and_corruption_raise_input_error(data, compressed):
     except InputError:
         return
     assert all(t.array.dtype == np.dtype(t.fmt.storage) for t in tensors)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_directory_placing_a_member_before_the_file_is_refused(compressed):
+    """Found by the fuzzer: the end record's directory offset one byte too far makes zipfile
+    place the first member at -1.  ``numpy.load`` fails on it; so does Perpendis, with a
+    clear error, rather than reading the member from offset 0 (compressed) or crashing."""
+    data = bytearray(npz_bytes(compressed, x=np.arange(40, dtype=np.float16)))
+    end = data.rindex(b"PK\x05\x06")
+    directory_at = int.from_bytes(data[end + 16 : end + 20], "little")
+    data[end + 16 : end + 20] = (directory_at + 1).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="negative seek"):
+        np.load(io.BytesIO(bytes(data)))["x"]
+    with pytest.raises(InputError, match=r"'x\.npy' of the \.npz archive"):
+        npz.read(bytes(data))

@@ -39,6 +39,12 @@ class _ViewFile(io.RawIOBase):
         return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """As ``io.BytesIO`` seeks: a negative absolute offset is an error, a relative one
+        stops at the start.  A member a corrupted directory places before the file's start
+        (zipfile seeks to it absolutely) is then refused, as ``numpy.load`` refuses it,
+        rather than read from offset 0."""
+        if whence == io.SEEK_SET and offset < 0:
+            raise ValueError(f"negative seek value {offset}")
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
         self._pos = max(0, base + offset)
         return self._pos
