@@ -32,6 +32,21 @@ self.warmUp = async (pyodide, stop = () => false) => {
   }
 };
 
+// A NumPy array's bytes copied out of Python's heap, as a Uint8Array over `bufferFor(size)`
+// (a fresh buffer unless the caller has one to reuse); the array's proxy is destroyed.
+self.copyOut = (array, bufferFor = (size) => new ArrayBuffer(size)) => {
+  const view = array.getBuffer("u8");
+  try {
+    const length = view.data.byteLength;
+    const bytes = new Uint8Array(bufferFor(length), 0, length);
+    bytes.set(view.data);
+    return bytes;
+  } finally {
+    view.release();
+    array.destroy();
+  }
+};
+
 // Files handed over unread (too big to copy around whole) are read a slice at a time, when
 // Python asks for the bytes: synchronously, since Python waits for them.
 self.readSlice = (blob, start, length) =>

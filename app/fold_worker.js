@@ -80,13 +80,8 @@ self.onmessage = async (event) => {
     if (ranks) out = select(ranks, new Uint8Array(values), pooled);
     else if (files) out = runFiles(share, event.data.void, files[0], files[1]);
     else out = run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
-    const view = out.getBuffer("u8");
-    const length = view.data.byteLength;
-    const bytes = answerBuffer(length);
-    new Uint8Array(bytes, 0, length).set(view.data);
-    view.release();
-    out.destroy();
-    self.postMessage({ id, bytes, length }, [bytes]);
+    const { buffer, length } = copyOut(out, answerBuffer);
+    self.postMessage({ id, bytes: buffer, length }, [buffer]);
   } catch (err) {
     self.postMessage({ id, error: String((err && err.message) || err) });
   }

@@ -200,19 +200,10 @@ function internalError(err) {
   };
 }
 
-// A copy of a NumPy array's bytes out of Python's heap, as an ArrayBuffer; the proxy is destroyed.
-function copyOut(array) {
-  const view = array.getBuffer("u8");
-  const copy = view.data.slice().buffer;
-  view.release();
-  array.destroy();
-  return copy;
-}
-
 // A copy of share `index`'s bytes of A and B, to hand to a helper, as {a, b, at}.
 function shareCopies(index) {
   const pair = shareBytes(index);
-  const copies = [0, 1].map((k) => copyOut(pair.get(k)));
+  const copies = [0, 1].map((k) => copyOut(pair.get(k)).buffer);
   pair.destroy();
   return { a: copies[0], b: copies[1], at: copies.map((copy) => [0, copy.byteLength]) };
 }
@@ -254,7 +245,7 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
   if (own) {
     const [ranks, values] = own.toJs({ depth: 1 });
     own.destroy();
-    pooled = available[0].select(ranks, copyOut(values), true);
+    pooled = available[0].select(ranks, copyOut(values).buffer, true);
   }
   const parts = await Promise.all(jobs);
   const offer = JSON.parse(mergeSplit(parts));
@@ -262,7 +253,7 @@ async function foldShared({ split: shares, stream }, available, buffers, blobs) 
   parts.forEach((bytes, i) => available[i].giveBack(bytes));
   let found;
   if (offer && available.length) {
-    const selected = offer.pooled ? pooled : available[0].select(JSON.stringify(offer.ranks), copyOut(offloadValues()));
+    const selected = offer.pooled ? pooled : available[0].select(JSON.stringify(offer.ranks), copyOut(offloadValues()).buffer);
     selectHere();
     found = await selected;
   }
