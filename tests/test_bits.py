@@ -123,3 +123,18 @@ def test_decimal_string_reads_back_to_the_same_bits(name, data):
 def significant_digits(decimal: str) -> int:
     mantissa = decimal.lstrip("-").split("e")[0].replace(".", "")
     return max(len(mantissa.strip("0")), 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(codes=st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=64))
+def test_magnitude_is_np_abs_bit_for_bit(codes):
+    """Every float64 bit pattern, NaN payloads, -0, infinities and subnormals included."""
+    values = np.array(codes, dtype=np.uint64).view(np.float64)
+    np.testing.assert_array_equal(bits.magnitude(values).view(np.uint64), np.abs(values).view(np.uint64))
+
+
+def test_magnitude_of_a_strided_view_leaves_it_unchanged():
+    values = np.array([-1.5, 2.0, -0.0, -np.inf, 3.0, -np.nan])
+    kept = values.copy()
+    np.testing.assert_array_equal(bits.magnitude(values[::2]), [1.5, 0.0, 3.0])
+    np.testing.assert_array_equal(values.view(np.uint64), kept.view(np.uint64))

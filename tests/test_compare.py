@@ -115,6 +115,15 @@ def test_min_tolerance_is_the_boundary():
     assert not compare(t(big), t(b), atol=1e-5, rtol=need_rtol * 0.99).tolerance.passed
 
 
+def test_min_rtol_passes_over_a_difference_of_exactly_atol_against_zero():
+    """That pair's ratio (|a-b| - atol) / |b| is 0/0: it needs no rtol, and must not make the answer NaN."""
+    a = np.array([0.25, 1.5, 2.0, 4.0], dtype=np.float32)
+    b = np.array([0.0, 1.0, 2.0, 4.0], dtype=np.float32)
+    r = compare(t(a), t(b), atol=0.25, rtol=0.0)
+    assert r.min_tolerance.rtol_at_atol == pytest.approx((0.5 - 0.25) / 1.0)
+    assert compare(t(a), t(b), atol=0.25, rtol=r.min_tolerance.rtol_at_atol).tolerance.passed
+
+
 def test_integers_compare_exactly():
     a = np.array([1, 5, -3, 100], dtype=np.int32)
     b = np.array([1, 2, -3, 90], dtype=np.int32)

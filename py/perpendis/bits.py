@@ -187,6 +187,14 @@ def _small_float_distance(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format) -> 
     return np.asarray(dist).astype(np.uint64), defined
 
 
+def magnitude(values: np.ndarray) -> np.ndarray:
+    """``|values|`` of a float64 array, bit for bit what ``np.abs`` gives (the sign bit
+    cleared, NaN payloads kept), by masking the bits: Pyodide's NumPy takes ``np.abs``
+    through a scalar loop ten times slower than this, natively the two are as fast."""
+    raw = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    return (raw & np.uint64(0x7FFF_FFFF_FFFF_FFFF)).view(np.float64)
+
+
 @cache
 def _value_table(fmt: Format) -> np.ndarray:
     """float64 value of every bit pattern of a format of at most 16 bits."""
