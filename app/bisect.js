@@ -18,7 +18,8 @@ const RUN_LABELS = ["C", "D", "E", "F"];
  */
 export function packInput(input, transfer) {
   if (Array.isArray(input)) return input.map((item) => packInput(item, transfer));
-  if (input.file) return { name: input.name, file: input.file }; // big files go unread: the worker slices them
+  // Big files go unread: the worker slices them, or has read them already (`ahead`, app/main.js).
+  if (input.file) return { name: input.name, file: input.file, ahead: input.ahead };
   if (!input.bytes) return { text: input.text };
   const buffer = input.bytes.slice().buffer;
   transfer.push(buffer);

@@ -100,10 +100,11 @@ async function setFiles(side, fileList) {
   // the page ever holding a copy.
   const [first] = fileList;
   const inPlace = fileList.length === 1 && first.size >= IN_PLACE_BYTES;
-  state.files[side] = inPlace ? { name: first.name, file: first } : await readFiles(fileList);
+  state.files[side] = inPlace ? { name: first.name, file: first, ahead: nextAhead++ } : await readFiles(fileList);
   delete state.voidFormat[side];
   renderChip(side);
   reserveFor(state.files);
+  prefetchFor(state.files);
 }
 
 /** Bytes of the files chosen for the inputs. */
@@ -125,6 +126,21 @@ function reserveFor(files) {
   if (bytes >= RESERVE_MIN_BYTES) core.request("reserve", { bytes }).catch(() => {});
 }
 
+// Files handed over unread are read by the core now, while the user has yet to press
+// Compare, when the comparison would read them whole anyway (the core decides); choosing
+// again, or removing a file, lets go of what is no longer chosen. Each chosen file has its
+// own number (`ahead`), by which the comparison's request names the copy read ahead: a File
+// posted twice arrives as two objects.
+let nextAhead = 1;
+let readingAhead = false; // the core was last sent files to read ahead: it holds them
+
+function prefetchFor(files) {
+  const chosen = INPUTS.map((side) => files[side]).filter((input) => input?.file);
+  if (!chosen.length && !readingAhead) return;
+  readingAhead = chosen.length > 0;
+  core.request("prefetch", { files: chosen.map((input) => [input.ahead, input.file]) }).catch(() => {});
+}
+
 /** A long text stays beside the box, as a dropped file would: compared, never shown. */
 function putText(side, text) {
   if (text.length <= KEEP_ASIDE_CHARS) {
@@ -134,6 +150,7 @@ function putText(side, text) {
   state.files[side] = { name: "pasted text", text };
   delete state.voidFormat[side];
   renderChip(side);
+  prefetchFor(state.files);
 }
 
 function removeFile(side) {
@@ -141,6 +158,7 @@ function removeFile(side) {
   delete state.voidFormat[side];
   $(`file-${side}`).value = "";
   renderChip(side);
+  prefetchFor(state.files);
 }
 
 /** The inputs as the share link and the core want them; files win over text. An empty
@@ -553,6 +571,7 @@ async function openShared() {
     state.files[side] = input.bytes ? { name: input.name, bytes: input.bytes } : null;
     renderChip(side);
   }
+  prefetchFor(state.files);
   if (shared.ref) $("ref-box").open = true;
   state.tolerance = shared.options;
   compare();

@@ -17,12 +17,20 @@ const GLUE = `
 import json
 import numpy as np
 from js import readSlice
+from pyodide.ffi import JsException
 from perpendis import api, stream
+from perpendis.errors import InputError
+from perpendis.formats.buffer import view_reader
 
 def blob_reader(blob):
     def read(offset, length):
         array = np.empty(length, dtype=np.uint8)
-        readSlice(blob, offset, length).assign_to(array)
+        try:
+            readSlice(blob, offset, length).assign_to(array)
+        except JsException as err:
+            name = getattr(blob, "name", None) or "a chosen file"
+            raise InputError(f"{name} could not be read ({err.name}): it was changed, moved or deleted after it "
+                             "was chosen; choose it again") from None
         return array
     return read
 
@@ -42,16 +50,29 @@ def from_js(view):
     return array
 
 held = {}  # a split request's payloads, until it is finished: share_places looks in them
+ahead = {}  # files read before Compare was pressed (op "prefetch"), by id, until a request takes them
 
-def serve(request_json, buffers, blobs, progress, workers):
+def keep_ahead(ident, view):
+    ahead[ident] = from_js(view)
+
+def drop_ahead(ident):
+    ahead.pop(ident, None)
+
+def serve(request_json, buffers, blobs, early, progress, workers):
     request = json.loads(request_json)
     api.forget(request.get("op"))
     held.clear()
     payloads = {key: from_js(view) for key, view in buffers}
     request = with_texts(request, payloads)
     if blobs:
-        files = {key: (blob_reader(blob), int(blob.size)) for key, blob in blobs}
-        result = stream.serve(request, payloads, files, progress, workers)
+        read = {key: ahead[ident] for key, ident in early if ident in ahead}
+        for _, ident in early:
+            ahead.pop(ident, None)
+        files = {key: view_reader(read[key]) if key in read else (blob_reader(blob), int(blob.size))
+                 for key, blob in blobs}
+        result = stream.serve(request, payloads, files, progress, workers, read)
+        if "stream" not in result:
+            payloads = {**payloads, **read}
     else:
         result = api.handle(request, payloads, progress, workers=workers)
     if "split" in result:
@@ -68,7 +89,7 @@ def finish_split(found):
 def share_places(index):
     return json.dumps(api.share_places(index, held))
 
-serve, api.share_bytes, share_places, api.fold_own, api.pool_own, merge_split, api.offload_values, api.select_here, finish_split
+serve, api.share_bytes, share_places, api.fold_own, api.pool_own, merge_split, api.offload_values, api.select_here, finish_split, stream.read_ahead, keep_ahead, drop_ahead
 `;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
@@ -155,6 +176,9 @@ let mergeSplit = null;
 let offloadValues = null;
 let selectHere = null;
 let finishSplit = null;
+let worthReadingAhead = null;
+let keepAhead = null;
+let dropAhead = null;
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
 function status(state, message, fraction) {
@@ -163,11 +187,12 @@ function status(state, message, fraction) {
 
 // Replaces every {name, buffer} and {name, file} in the inputs by {name, data: key}, the
 // shape api.handle expects, collecting buffers and unread files (Blobs); a long {text}
-// becomes {utf8: key} with its bytes among the buffers. Walks nested lists too (bisect
+// becomes {utf8: key} with its bytes among the buffers. A file the page numbered for reading
+// ahead ({file, ahead}) is listed in `tags` as [key, ahead]. Walks nested lists too (bisect
 // takes lists of files).
-function splitPayloads(value, buffers, blobs) {
+function splitPayloads(value, buffers, blobs, tags = []) {
   const key = () => `p${buffers.length + blobs.length}`;
-  if (Array.isArray(value)) return value.map((item) => splitPayloads(item, buffers, blobs));
+  if (Array.isArray(value)) return value.map((item) => splitPayloads(item, buffers, blobs, tags));
   if (value && typeof value === "object") {
     if (value.buffer instanceof ArrayBuffer) {
       const k = key();
@@ -177,6 +202,7 @@ function splitPayloads(value, buffers, blobs) {
     if (value.file instanceof Blob) {
       const k = key();
       blobs.push([k, value.file]);
+      if (Number.isSafeInteger(value.ahead)) tags.push([k, value.ahead]);
       return { name: value.name, data: k };
     }
     if (typeof value.text === "string" && value.text.length >= TEXT_AS_BYTES) {
@@ -185,9 +211,65 @@ function splitPayloads(value, buffers, blobs) {
       const { text, ...rest } = value;
       return { ...rest, utf8: k };
     }
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, splitPayloads(v, buffers, blobs)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, splitPayloads(v, buffers, blobs, tags)]));
   }
   return value;
+}
+
+// Files the page chose, read before Compare is pressed (op "prefetch"), by the number the
+// page gave each choice: {file, buffer}. Python holds a copy of each (the glue's `ahead`, by
+// that number) for the request whose input names it; the buffer stays here to hand a helper
+// its share, as a request's own buffers are.
+const readAhead = new Map();
+
+const sameFile = (x, y) =>
+  x.size === y.size && x.name === y.name && x.lastModified === y.lastModified && x.type === y.type;
+
+function forgetAhead(ahead) {
+  dropAhead(ahead);
+  readAhead.delete(ahead);
+}
+
+// Reads the chosen files ([ahead, File] pairs) whole now when the comparison would read them
+// whole anyway (Python says: stream.read_ahead), and forgets those read for files no longer
+// chosen. A file that cannot be read is left for the comparison to read, and to report.
+function prefetch(files) {
+  const chosen = (Array.isArray(files) ? files : []).filter(
+    (pair) => Array.isArray(pair) && Number.isSafeInteger(pair[0]) && pair[1] instanceof Blob,
+  );
+  const numbers = new Set(chosen.map(([ahead]) => ahead));
+  for (const ahead of [...readAhead.keys()]) if (!numbers.has(ahead)) forgetAhead(ahead);
+  let read = 0;
+  if (!worthReadingAhead(chosen.map(([, file]) => file.size))) return { ok: true, read };
+  for (const [ahead, file] of chosen) {
+    if (readAhead.has(ahead)) continue;
+    try {
+      const buffer = new FileReaderSync().readAsArrayBuffer(file);
+      keepAhead(ahead, new Uint8Array(buffer));
+      readAhead.set(ahead, { file, buffer });
+      read += buffer.byteLength;
+    } catch (err) {
+      console.warn("perpendis worker: could not read a file ahead:", err);
+    }
+  }
+  return { ok: true, read };
+}
+
+// The files of a request that were read ahead (`tags`: [key, ahead] of its file inputs):
+// [key, ahead] for Python, which takes its copies, and [key, bytes] for the helpers' shares.
+// They are this request's now, so forgotten here.
+function takeAhead(tags, blobs) {
+  const early = [];
+  const buffers = [];
+  const files = new Map(blobs);
+  for (const [key, ahead] of tags) {
+    const known = readAhead.get(ahead);
+    if (!known || !sameFile(known.file, files.get(key))) continue;
+    early.push([key, ahead]);
+    buffers.push([key, new Uint8Array(known.buffer)]);
+  }
+  for (const [, ahead] of tags) readAhead.delete(ahead);
+  return { early, buffers };
 }
 
 function internalError(err) {
@@ -269,13 +351,18 @@ async function handle(message) {
   }
   const buffers = [];
   const blobs = [];
-  const request = splitPayloads(message, buffers, blobs);
+  const tags = [];
+  const request = op === "prefetch" ? null : splitPayloads(message, buffers, blobs, tags);
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
   const available = helpers.filter((helper) => helper.ready);
   let result;
   try {
-    result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, progress, available.length + 1));
-    if (result.ok && result.split) result = await foldShared(result, available, buffers, blobs);
+    if (op === "prefetch") result = prefetch(message.files);
+    else {
+      const ahead = takeAhead(tags, blobs);
+      result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
+      if (result.ok && result.split) result = await foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
+    }
   } catch (err) {
     result = internalError(err);
     if (/fatal/i.test(result.error.detail)) {
@@ -294,9 +381,9 @@ let started = null; // resolves once the core is ready: jobs sent before then wa
 let waiting = 0; // jobs received and not started yet
 
 self.onmessage = (event) => {
-  // Growing the heap ahead of a comparison is a hint, not a job anyone waits for: it does
-  // not stop the warm-up.
-  const counted = event.data.op !== "reserve";
+  // Growing the heap and reading files ahead of a comparison are hints, not jobs anyone
+  // waits for: they do not stop the warm-up.
+  const counted = event.data.op !== "reserve" && event.data.op !== "prefetch";
   if (counted) waiting++;
   done = done
     .then(() => started)
@@ -313,7 +400,7 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  [serve, shareBytes, sharePlaces, foldOwn, poolOwn, mergeSplit, offloadValues, selectHere, finishSplit] = pyodide
+  [serve, shareBytes, sharePlaces, foldOwn, poolOwn, mergeSplit, offloadValues, selectHere, finishSplit, worthReadingAhead, keepAhead, dropAhead] = pyodide
     .runPython(GLUE)
     .toJs({ depth: 1 });
   status("ready", "ready", 1);

@@ -308,6 +308,40 @@ def test_worker_reads_small_or_other_files_whole_through_the_api(tmp_path, monke
         assert result["report"] == expected["report"]
 
 
+def test_files_read_ahead_are_not_read_again(tmp_path):
+    """The page's files read before Compare (``ahead``) stand in for reading them whole;
+    one of another size than the file is not trusted, and the file is read."""
+    from perpendis import api
+
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((300, 400), dtype=np.float32)  # 480 kB: more than any header read
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", perturbed(a, rng, 0.2))
+    expected = api.handle(worker_request(), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
+    ahead = {key: np.frombuffer(path.read_bytes(), np.uint8) for key, path in (("p0", pa), ("p1", pb))}
+
+    def unread(path: Path) -> tuple[stream.Reader, int]:
+        def read(offset: int, length: int) -> np.ndarray:
+            if length > 100_000:  # its first bytes may be read, to tell its format; its data not
+                raise AssertionError(f"{path.name} was read again")
+            return np.frombuffer(path.read_bytes(), np.uint8, length, offset).copy()
+
+        return read, path.stat().st_size
+
+    result = stream.serve(worker_request(), {}, {"p0": unread(pa), "p1": unread(pb)}, ahead=ahead)
+    assert result["ok"] and result["report"] == expected["report"]
+    reads = []
+    read_a, size_a = file_reader(pa)
+    files = {"p0": (lambda offset, length: reads.append(length) or read_a(offset, length), size_a), "p1": unread(pb)}
+    result = stream.serve(worker_request(), {}, files, ahead={"p0": ahead["p0"][:-4], "p1": ahead["p1"]})
+    assert result["ok"] and result["report"] == expected["report"] and size_a in reads
+
+
+def test_only_files_read_whole_anyway_are_read_ahead():
+    assert stream.read_ahead([stream.STREAM_MIN_BYTES // 2 - 1, stream.STREAM_MIN_BYTES // 2])
+    assert not stream.read_ahead([stream.STREAM_MIN_BYTES // 2, stream.STREAM_MIN_BYTES // 2])
+    assert not stream.read_ahead([])
+
+
 def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
     pa = save(tmp_path, "a.npy", np.ones((30, 30), np.float32))

@@ -56,6 +56,14 @@ WHOLE_MAX_BYTES = 1 << 30
 """Largest file the worker reads whole: beyond it a 32-bit heap cannot also compare it."""
 
 
+def read_ahead(sizes: list[int]) -> bool:
+    """Whether files of ``sizes``, chosen together for a comparison, may be read before it
+    is asked for: :func:`serve` reads them whole then anyway, since it streams only pairs
+    of :data:`STREAM_MIN_BYTES` or more.  Reading them while the user has yet to press
+    Compare takes that time off the comparison (``app/worker.js``, op ``prefetch``)."""
+    return 0 < sum(sizes) < STREAM_MIN_BYTES
+
+
 class Cancelled(Exception):
     """The caller asked to stop: the comparison was abandoned between two chunks."""
 
@@ -286,6 +294,7 @@ def serve(
     files: Mapping[str, tuple[Reader, int]],
     progress: Callable[[str, float], object] | None = None,
     workers: int = 1,
+    ahead: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The worker's entry for requests whose inputs include files it reads itself.
 
@@ -298,8 +307,23 @@ def serve(
     Two Polygraphy captures are bisected tensor by tensor, read through their readers
     (:func:`_polygraphy_captures`).
     Anything else is read whole and answered by :func:`api.handle`, exactly as if the
-    page had sent the bytes.
+    page had sent the bytes; ``ahead`` holds files already read whole (:func:`read_ahead`),
+    by payload key, which are not read again.
     """
+    try:
+        return _serve(request, payloads, files, progress, workers, ahead)
+    except InputError as err:  # a file that cannot be read any more, as well as a bad one
+        return {"ok": False, "error": err.to_dict()}
+
+
+def _serve(
+    request: Mapping[str, Any],
+    payloads: Mapping[str, Any],
+    files: Mapping[str, tuple[Reader, int]],
+    progress: Callable[[str, float], object] | None = None,
+    workers: int = 1,
+    ahead: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
     from . import api
 
     captures = _polygraphy_captures(request, payloads, files, progress)
@@ -314,40 +338,41 @@ def serve(
                 "or use the command line"
             )
             return {"ok": False, "error": InputError(message).to_dict()}
-        whole = {key: read(0, size) for key, (read, size) in files.items()}
+        early = ahead or {}
+        whole = {
+            key: early[key] if key in early and early[key].size == size else read(0, size)
+            for key, (read, size) in files.items()
+        }
         return api.handle(request, {**payloads, **whole}, progress, workers=workers)
     inputs = request["inputs"]
     options = request.get("options") or {}
     void = options.get("void_format") or {}
     streaming = None if progress is None else (lambda fraction: progress("streaming", fraction))
-    try:
-        a, b = (
-            open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
-            for side in ("a", "b")
-        )
-        prepared = prepare_sources(
-            a,
-            b,
-            preset=options.get("preset"),
-            atol=options.get("atol"),
-            rtol=options.get("rtol"),
-            depth=1.0 if options.get("depth") is None else options["depth"],
-        )
-        shares = api.offer_split(
-            prepared,
-            workers,
-            progress,
-            lambda partial: _streamed(prepared.finish(partial)),
-            stage="streaming",
-            head={"ok": True},
-        )
-        if shares is not None:
-            # Each other worker reads its share of both files itself.
-            files_of = {"a": inputs["a"]["data"], "b": inputs["b"]["data"], "void": json.dumps(void)}
-            return {"ok": True, "split": shares, "stream": files_of}
-        report = prepared.finish(prepared.fold(progress=streaming))
-    except InputError as err:
-        return {"ok": False, "error": err.to_dict()}
+    a, b = (
+        open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
+        for side in ("a", "b")
+    )
+    prepared = prepare_sources(
+        a,
+        b,
+        preset=options.get("preset"),
+        atol=options.get("atol"),
+        rtol=options.get("rtol"),
+        depth=1.0 if options.get("depth") is None else options["depth"],
+    )
+    shares = api.offer_split(
+        prepared,
+        workers,
+        progress,
+        lambda partial: _streamed(prepared.finish(partial)),
+        stage="streaming",
+        head={"ok": True},
+    )
+    if shares is not None:
+        # Each other worker reads its share of both files itself.
+        files_of = {"a": inputs["a"]["data"], "b": inputs["b"]["data"], "void": json.dumps(void)}
+        return {"ok": True, "split": shares, "stream": files_of}
+    report = prepared.finish(prepared.fold(progress=streaming))
     return {"ok": True, **_streamed(report)}
 
 

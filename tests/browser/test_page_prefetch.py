@@ -1,0 +1,94 @@
+"""Files the page hands the core unread (32 MiB and more) are read by the core as soon as
+they are chosen (op ``prefetch``), while the user has yet to press Compare: the comparison
+then takes the bytes read then, and equals the native one."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from perpendis import api
+from test_page_stream import assert_close
+
+# Records the page's requests to the core, with their answers.
+SPY_JS = """async () => {
+  const { core } = await import(new URL("app/client.js", location.href));
+  window.__requests = [];
+  const request = core.request.bind(core);
+  core.request = (op, payload, ...rest) => {
+    const entry = { op, files: payload && payload.files ? payload.files.length : null };
+    window.__requests.push(entry);
+    const answer = request(op, payload, ...rest);
+    answer.then((result) => { entry.answer = result; }, () => {});
+    return answer;
+  };
+}"""
+
+ELEMENTS = (32 << 20) // 4 + 4096  # just over the size from which the page leaves a file unread
+
+
+def answered(page, op: str, count: int) -> list[dict]:
+    page.wait_for_function(
+        "([op, count]) => window.__requests.filter((r) => r.op === op && r.answer).length >= count", arg=[op, count]
+    )
+    return [r for r in page.evaluate("() => window.__requests") if r["op"] == op]
+
+
+def native(a: bytes, b: bytes, names: tuple[str, str] = ("a.npy", "b.npy")) -> dict:
+    inputs = {side: {"name": name, "data": side} for side, name in zip("ab", names, strict=True)}
+    request = {"op": "compare", "inputs": inputs}
+    return json.loads(json.dumps(api.handle(request, {"a": a, "b": b})["report"]))
+
+
+def test_files_chosen_are_read_ahead_and_compared_as_chosen(ready_page, tmp_path):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(ELEMENTS).astype(np.float32)
+    b = a.copy()
+    b[::9] = np.nextafter(b[::9], np.float32(np.inf))
+    paths = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(paths[0], a)
+    np.save(paths[1], b)
+    chosen = [path.read_bytes() for path in paths]
+    ready_page.evaluate(SPY_JS)
+    ready_page.get_by_test_id("file-a").set_input_files(paths[0])
+    ready_page.get_by_test_id("file-b").set_input_files(paths[1])
+    prefetches = answered(ready_page, "prefetch", 2)
+    # Each choice sends the files chosen so far; each is read once.
+    assert [r["files"] for r in prefetches] == [1, 2]
+    assert [r["answer"]["read"] for r in prefetches] == [len(chosen[0]), len(chosen[1])]
+
+    # A changed on disk since it was chosen: the browser no longer reads it, so a comparison
+    # that read it now would fail; the one read ahead compares the file as it was chosen.
+    np.save(paths[0], np.zeros_like(a))
+    os.utime(paths[0], (1e9, 1e9))
+    ready_page.get_by_test_id("compare").click()
+    [compare] = answered(ready_page, "compare", 1)
+    assert compare["answer"]["ok"], compare["answer"]
+    assert_close(compare["answer"]["report"], native(*chosen))
+
+    # Compared once, the copy is spent: comparing again reads the file, and says it changed.
+    ready_page.get_by_test_id("compare").click()
+    again = answered(ready_page, "compare", 2)[1]["answer"]
+    assert not again["ok"]
+    assert "internal error" not in again["error"]["message"], again["error"]
+
+
+def test_a_file_chosen_again_is_read_again(ready_page, tmp_path):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(ELEMENTS).astype(np.float32)
+    first, second, b = tmp_path / "first.npy", tmp_path / "second.npy", tmp_path / "b.npy"
+    np.save(first, a)
+    np.save(second, -a)
+    np.save(b, a)
+    ready_page.evaluate(SPY_JS)
+    ready_page.get_by_test_id("file-a").set_input_files(first)
+    ready_page.get_by_test_id("file-b").set_input_files(b)
+    ready_page.get_by_test_id("file-a").set_input_files(second)
+    prefetches = answered(ready_page, "prefetch", 3)
+    assert [r["answer"]["read"] for r in prefetches] == [first.stat().st_size, b.stat().st_size, second.stat().st_size]
+    ready_page.get_by_test_id("compare").click()
+    [compare] = answered(ready_page, "compare", 1)
+    assert compare["answer"]["ok"], compare["answer"]
+    assert_close(compare["answer"]["report"], native(second.read_bytes(), b.read_bytes(), ("second.npy", "b.npy")))
+    assert compare["answer"]["report"]["verdict"] == "investigate"  # -A against A: a sign flip
