@@ -305,6 +305,22 @@ def test_a_sample_keeps_the_rows_of_smallest_priority_uniformly():
     assert per_tenth.min() > 300 and per_tenth.max() < 520
 
 
+def test_a_sample_over_its_cap_is_cut_once_for_its_rows_and_columns():
+    flat = np.arange(14_000, dtype=np.int64)
+    halves = [_sample_of(10_000, flat[i::2], flat[i::2] * 2.0, flat[i::2] * 3.0) for i in (0, 1)]
+    sample = halves[0].merge(halves[1], 10_000)  # all 14 000 rows kept: within half as many again as the cap
+    assert sample.kept == 14_000
+    with mock.patch.object(Sample, "_cut", autospec=True, side_effect=Sample._cut) as cut:
+        first, second, rows = sample.column(1), sample.column(2), sample.rows()
+    assert cut.call_count == 3 and sample.kept == 10_000  # each call asks, the first cuts
+    np.testing.assert_array_equal(first, rows[:, 1])
+    np.testing.assert_array_equal(second, rows[:, 2])
+    np.testing.assert_array_equal(rows[:, 1] * 1.5, rows[:, 2])
+    # The same rows as one sample of all of them keeps (in another order: group by group).
+    expected = _sample_of(10_000, flat, flat * 2.0, flat * 3.0).rows()
+    np.testing.assert_array_equal(rows[np.argsort(rows[:, 0])], expected)
+
+
 finite_floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
 
