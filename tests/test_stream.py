@@ -336,6 +336,31 @@ def test_files_read_ahead_are_not_read_again(tmp_path):
     assert result["ok"] and result["report"] == expected["report"] and size_a in reads
 
 
+def test_a_file_that_cannot_be_read_any_more_mid_split_is_an_answer(tmp_path, monkeypatch):
+    """A file changed on disk while a split comparison streams it: the share this worker
+    folds in a failed helper's place meets it, and the answer says so (no exception)."""
+    from perpendis import api
+
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    a = np.random.default_rng(13).standard_normal(5 * CHUNK, dtype=np.float32)
+    pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", a)
+    read_b, size_b = file_reader(pb)
+    message = "b.npy could not be read (NotReadableError): it was changed, moved or deleted after it was chosen"
+
+    def changed(offset: int, length: int) -> np.ndarray:
+        if offset > size_b // 2:
+            raise InputError(message)
+        return read_b(offset, length)
+
+    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (changed, size_b)}, workers=2)
+    assert result["ok"] and len(result["split"]) == 1
+    api.fold_own()  # the first share reads the first half of both files: no error yet
+    assert api.pool_own() is None  # too few errors to offer a helper anything
+    assert api.merge_split([None]) is None  # the helper failed; its share, folded here, cannot be read
+    assert api.finish_split() == {"ok": False, "error": {"message": message, "where": None, "side": "b"}}
+    assert api._split == {}  # nothing is left over for the next request
+
+
 def test_only_files_read_whole_anyway_are_read_ahead():
     assert stream.read_ahead([stream.STREAM_MIN_BYTES // 2 - 1, stream.STREAM_MIN_BYTES // 2])
     assert not stream.read_ahead([stream.STREAM_MIN_BYTES // 2, stream.STREAM_MIN_BYTES // 2])

@@ -224,6 +224,25 @@ def _place(part: np.ndarray, payloads: Mapping[str, Any]) -> list[Any] | None:
     return None
 
 
+def _stopping(step: Callable[..., Any]) -> Callable[..., Any]:
+    """A step of a split comparison that may meet bad input (a file changed on disk while it
+    was read, a chunk that does not decode): the error is kept, the later steps do nothing,
+    and :func:`finish_split` answers it, as :func:`handle` would have."""
+
+    def run(*args: Any) -> Any:
+        if "error" in _split:
+            return None
+        try:
+            return step(*args)
+        except InputError as err:
+            _split["error"] = err
+            return None
+
+    run.__doc__ = step.__doc__
+    return run
+
+
+@_stopping
 def fold_own() -> None:
     """Fold the first share here, while other workers fold theirs."""
     progress, stage = _split["progress"], _split["stage"]
@@ -238,6 +257,7 @@ OFFLOAD_MIN = 1 << 19
 16 M float32 (1.7 M errors) each column takes 23-32 ms, and moving one 2-4 ms."""
 
 
+@_stopping
 def pool_own() -> tuple[str, np.ndarray] | None:
     """This worker's own :data:`~perpendis.helper.OFFLOADED` errors and their
     :class:`~perpendis.compare.Ranks` (JSON), for the first helper to select in together
@@ -252,6 +272,7 @@ def pool_own() -> tuple[str, np.ndarray] | None:
     return json.dumps(astuple(Ranks.of(own))), errors.column(OFFLOADED)
 
 
+@_stopping
 def merge_split(parts: list[Any]) -> dict[str, Any] | None:
     """Merge the other workers' partials (as bytes, in share order after the first) into
     this one's; a share whose worker failed (None) is folded here.
@@ -290,11 +311,7 @@ def select_here() -> None:
             errors.order_statistics(column, ranks)
 
 
-def finish_split(found: BytesLike | None = None) -> dict[str, Any]:
-    """The answer to the split request, once merged (:func:`merge_split`).  ``found`` holds
-    the :data:`~perpendis.helper.OFFLOADED` errors' order statistics a helper selected
-    (float64 bytes, in the ranks' order); without it (not asked, or the helper failed) they
-    are selected here."""
+def _finished(found: BytesLike | None) -> dict[str, Any]:
     merged, ranks = _split["merged"], _split["ranks"]
     if found is not None:
         values = np.frombuffer(as_view(found), dtype=np.float64)
@@ -303,6 +320,21 @@ def finish_split(found: BytesLike | None = None) -> dict[str, Any]:
     head, answer, workers = _split.pop("head"), _split["answer"], len(_split["shares"])
     _split.clear()
     return {**head, **answer(merged), "workers": workers}
+
+
+def finish_split(found: BytesLike | None = None) -> dict[str, Any]:
+    """The answer to the split request, once merged (:func:`merge_split`).  ``found`` holds
+    the :data:`~perpendis.helper.OFFLOADED` errors' order statistics a helper selected
+    (float64 bytes, in the ranks' order); without it (not asked, or the helper failed) they
+    are selected here.  A step that met bad input makes the answer that error."""
+    error = _split.get("error")
+    if error is None:
+        try:
+            return _finished(found)
+        except InputError as err:
+            error = err
+    _split.clear()
+    return {"ok": False, "error": error.to_dict()}
 
 
 def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
