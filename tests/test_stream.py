@@ -336,6 +336,18 @@ def test_files_read_ahead_are_not_read_again(tmp_path):
     assert result["ok"] and result["report"] == expected["report"] and size_a in reads
 
 
+def test_a_file_that_cannot_be_read_any_more_is_an_answer(tmp_path):
+    """Whatever reads it first (a look at its first bytes, or reading it whole)."""
+    pa = save(tmp_path, "a.npy", np.ones(100, np.float32))
+    message = "b.npy could not be read (NotReadableError): it was changed, moved or deleted after it was chosen"
+
+    def gone(offset: int, length: int) -> np.ndarray:
+        raise InputError(message)
+
+    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (gone, 428)})
+    assert result == {"ok": False, "error": {"message": message, "where": None, "side": None}}
+
+
 def test_a_file_that_cannot_be_read_any_more_mid_split_is_an_answer(tmp_path, monkeypatch):
     """A file changed on disk while a split comparison streams it: the share this worker
     folds in a failed helper's place meets it, and the answer says so (no exception)."""

@@ -19,6 +19,7 @@ are stored in Fortran order, with messages saying what to do instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import os
@@ -288,6 +289,21 @@ def _streamable(request: Mapping[str, Any], files: Mapping[str, tuple[Reader, in
     )
 
 
+def _answering(serve_request: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``serve_request`` with any :class:`InputError` as its answer, as :func:`api.handle`
+    answers them: a file that cannot be read any more, as well as a bad one."""
+
+    @functools.wraps(serve_request)
+    def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return serve_request(*args, **kwargs)
+        except InputError as err:
+            return {"ok": False, "error": err.to_dict()}
+
+    return run
+
+
+@_answering
 def serve(
     request: Mapping[str, Any],
     payloads: Mapping[str, Any],
@@ -310,20 +326,6 @@ def serve(
     page had sent the bytes; ``ahead`` holds files already read whole (:func:`read_ahead`),
     by payload key, which are not read again.
     """
-    try:
-        return _serve(request, payloads, files, progress, workers, ahead)
-    except InputError as err:  # a file that cannot be read any more, as well as a bad one
-        return {"ok": False, "error": err.to_dict()}
-
-
-def _serve(
-    request: Mapping[str, Any],
-    payloads: Mapping[str, Any],
-    files: Mapping[str, tuple[Reader, int]],
-    progress: Callable[[str, float], object] | None = None,
-    workers: int = 1,
-    ahead: Mapping[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
     from . import api
 
     captures = _polygraphy_captures(request, payloads, files, progress)
