@@ -50,10 +50,12 @@ def from_js(view):
     return array
 
 held = {}  # a split request's payloads, until it is finished: share_places looks in them
-ahead = {}  # files read before Compare was pressed (op "prefetch"), by id, until a request takes them
+ahead = {}  # files read before Compare was pressed (op "prefetch"), by id, while the page lists them
 
 def keep_ahead(ident, view):
-    ahead[ident] = from_js(view)
+    copy = from_js(view)
+    copy.flags.writeable = False  # shared by every comparison of this file: none may change it
+    ahead[ident] = copy
 
 def drop_ahead(ident):
     ahead.pop(ident, None)
@@ -66,8 +68,6 @@ def serve(request_json, buffers, blobs, early, progress, workers):
     request = with_texts(request, payloads)
     if blobs:
         read = {key: ahead[ident] for key, ident in early if ident in ahead}
-        for _, ident in early:
-            ahead.pop(ident, None)
         files = {key: view_reader(read[key]) if key in read else (blob_reader(blob), int(blob.size))
                  for key, blob in blobs}
         result = stream.serve(request, payloads, files, progress, workers, read)
@@ -217,9 +217,10 @@ function splitPayloads(value, buffers, blobs, tags = []) {
 }
 
 // Files the page chose, read before Compare is pressed (op "prefetch"), by the number the
-// page gave each choice: {file, buffer}. Python holds a copy of each (the glue's `ahead`, by
-// that number) for the request whose input names it; the buffer stays here to hand a helper
-// its share, as a request's own buffers are.
+// page gave each choice: {file, buffer}. Python holds a read-only copy of each (the glue's
+// `ahead`, by that number) for every request whose input names it, until the page no longer
+// lists the file; the buffer stays here to hand a helper its share, as a request's own
+// buffers are, until a helper is given it whole (then shares are copied out of Python).
 const readAhead = new Map();
 
 const sameFile = (x, y) =>
@@ -256,8 +257,8 @@ function prefetch(files) {
 }
 
 // The files of a request that were read ahead (`tags`: [key, ahead] of its file inputs):
-// [key, ahead] for Python, which takes its copies, and [key, bytes] for the helpers' shares.
-// They are this request's now, so forgotten here.
+// [key, ahead] for Python, which uses its copies, and [key, bytes] for the helpers' shares
+// while the buffer is still here.
 function takeAhead(tags, blobs) {
   const early = [];
   const buffers = [];
@@ -266,9 +267,8 @@ function takeAhead(tags, blobs) {
     const known = readAhead.get(ahead);
     if (!known || !sameFile(known.file, files.get(key))) continue;
     early.push([key, ahead]);
-    buffers.push([key, new Uint8Array(known.buffer)]);
+    if (known.buffer.byteLength) buffers.push([key, new Uint8Array(known.buffer)]);
   }
-  for (const [, ahead] of tags) readAhead.delete(ahead);
   return { early, buffers };
 }
 

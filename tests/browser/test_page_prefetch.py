@@ -67,11 +67,38 @@ def test_files_chosen_are_read_ahead_and_compared_as_chosen(ready_page, tmp_path
     assert compare["answer"]["ok"], compare["answer"]
     assert_close(compare["answer"]["report"], native(*chosen))
 
-    # Compared once, the copy is spent: comparing again reads the file, and says it changed.
+    # The copies last while the files stay chosen: comparing again, or the other way round,
+    # reads nothing.
     ready_page.get_by_test_id("compare").click()
     again = answered(ready_page, "compare", 2)[1]["answer"]
-    assert not again["ok"]
-    assert "internal error" not in again["error"]["message"], again["error"]
+    assert again["ok"], again
+    assert_close(again["report"], native(*chosen))
+    ready_page.get_by_test_id("swap").click()
+    ready_page.get_by_test_id("compare").click()
+    swapped = answered(ready_page, "compare", 3)[2]["answer"]
+    assert swapped["ok"], swapped
+    assert_close(swapped["report"], native(chosen[1], chosen[0], ("b.npy", "a.npy")))
+
+
+def test_a_file_changed_since_it_was_chosen_is_a_clear_error(ready_page, tmp_path):
+    """A file the core has not read ahead (here: sent without the page's number), changed on
+    disk since it was chosen, cannot be read: the answer says so, with no traceback."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(1000, dtype=np.float32))
+    ready_page.get_by_test_id("file-a").set_input_files(path)
+    np.save(path, np.zeros(1000, dtype=np.float32))
+    os.utime(path, (1e9, 1e9))
+    answer = ready_page.evaluate(
+        """async () => {
+             const { core } = await import(new URL("app/client.js", location.href));
+             const file = document.querySelector('[data-testid="file-a"]').files[0];
+             const input = { name: file.name, file };
+             return core.request("compare", { inputs: { a: input, b: input }, options: {} });
+           }"""
+    )
+    assert answer["ok"] is False, answer
+    assert answer["error"]["message"].startswith("a.npy could not be read (NotReadableError): it was changed"), answer
+    assert "detail" not in answer["error"]
 
 
 def test_a_file_chosen_again_is_read_again(ready_page, tmp_path):
