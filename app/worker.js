@@ -233,15 +233,17 @@ function forgetAhead(ahead) {
 
 // Reads the chosen files ([ahead, File] pairs) whole now when the comparison would read them
 // whole anyway (Python says: stream.read_ahead), and forgets those read for files no longer
-// chosen. A file that cannot be read is left for the comparison to read, and to report.
+// chosen, or for all when the chosen ones will be streamed. A file that cannot be read is
+// left for the comparison to read, and to report.
 function prefetch(files) {
   const chosen = (Array.isArray(files) ? files : []).filter(
     (pair) => Array.isArray(pair) && Number.isSafeInteger(pair[0]) && pair[1] instanceof Blob,
   );
-  const numbers = new Set(chosen.map(([ahead]) => ahead));
+  const worth = worthReadingAhead(chosen.map(([, file]) => file.size));
+  const numbers = new Set(worth ? chosen.map(([ahead]) => ahead) : []);
   for (const ahead of [...readAhead.keys()]) if (!numbers.has(ahead)) forgetAhead(ahead);
   let read = 0;
-  if (!worthReadingAhead(chosen.map(([, file]) => file.size))) return { ok: true, read };
+  if (!worth) return { ok: true, read };
   for (const [ahead, file] of chosen) {
     if (readAhead.has(ahead)) continue;
     try {

@@ -7,6 +7,7 @@ element, a 2-D slice or a scatter sample without sending the inputs again.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -229,6 +230,7 @@ def _stopping(step: Callable[..., Any]) -> Callable[..., Any]:
     was read, a chunk that does not decode): the error is kept, the later steps do nothing,
     and :func:`finish_split` answers it, as :func:`handle` would have."""
 
+    @functools.wraps(step)
     def run(*args: Any) -> Any:
         if "error" in _split:
             return None
@@ -238,7 +240,6 @@ def _stopping(step: Callable[..., Any]) -> Callable[..., Any]:
             _split["error"] = err
             return None
 
-    run.__doc__ = step.__doc__
     return run
 
 

@@ -8,7 +8,7 @@ import json
 import os
 
 import numpy as np
-from perpendis import api
+from perpendis import api, stream
 from test_page_stream import assert_close
 
 # Records the page's requests to the core, with their answers.
@@ -119,3 +119,20 @@ def test_a_file_chosen_again_is_read_again(ready_page, tmp_path):
     assert compare["answer"]["ok"], compare["answer"]
     assert_close(compare["answer"]["report"], native(second.read_bytes(), b.read_bytes(), ("second.npy", "b.npy")))
     assert compare["answer"]["report"]["verdict"] == "investigate"  # -A against A: a sign flip
+
+
+def test_copies_are_let_go_when_the_chosen_files_will_be_streamed(ready_page, tmp_path):
+    """Two files together over the streaming threshold are never read whole: one read ahead
+    while it was alone is let go rather than held beside the streamed comparison."""
+    a, b_small, b_big = tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "big.npy"
+    np.save(a, np.ones(ELEMENTS, dtype=np.float32))
+    np.save(b_small, np.ones(ELEMENTS, dtype=np.float32))
+    with b_big.open("wb") as sparse:  # never read: its size alone decides
+        sparse.truncate(stream.STREAM_MIN_BYTES)
+    ready_page.evaluate(SPY_JS)
+    ready_page.get_by_test_id("file-a").set_input_files(a)
+    ready_page.get_by_test_id("file-b").set_input_files(b_big)
+    ready_page.get_by_test_id("file-b").set_input_files(b_small)
+    prefetches = answered(ready_page, "prefetch", 3)
+    # A is read alone, let go when the big B joins it, and read again when B is small.
+    assert [r["answer"]["read"] for r in prefetches] == [a.stat().st_size, 0, a.stat().st_size + b_small.stat().st_size]
