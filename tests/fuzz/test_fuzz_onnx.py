@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 from perpendis import formats
 
 onnx = pytest.importorskip("onnx")
+from google.protobuf.message import DecodeError  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 NUMPY_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "int64", "uint32",
@@ -114,3 +115,31 @@ def test_declared_trillion_elements_are_refused_before_allocating():
     proto = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[10**6, 10**6], raw_data=b"")
     result = outcome(formats.read, proto.SerializeToString(), "big.pb")
     assert result.error is not None and "MAX_ELEMENTS" in result.error.message
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # A FLOAT tensor of one 0.0, then a double_data field of 1 byte (found by the fuzzer:
+        # its name field's tag mutated into double_data's): not a whole double.
+        b'\x10\x01"\x04\x00\x00\x00\x00R\x010',
+        # The same, then an int64_data field ending inside a number.
+        b'\x10\x01"\x04\x00\x00\x00\x00:\x01\x80',
+        # The same, then a metadata_props message whose only field runs past its end.
+        b'\x10\x01"\x04\x00\x00\x00\x00\x82\x01\x02\n\x05',
+    ],
+)
+def test_a_malformed_field_the_tensor_does_not_use_is_refused_as_onnx_refuses_it(data):
+    with pytest.raises(DecodeError):
+        TensorProto.FromString(data)
+    assert outcome(formats.read, data, "x.pb").error is not None
+
+
+def test_fields_the_tensor_does_not_use_are_read_past_when_well_formed():
+    proto = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[2], float_data=[1.0, 2.0], int64_data=[7])
+    proto.double_data.extend([3.0])
+    proto.metadata_props.add(key="k", value="v")
+    data = proto.SerializeToString()
+    result = outcome(formats.read, data, "x.pb")
+    assert result.error is None, result.error
+    assert_same(result.tensors[0], onnx_reads(data))

@@ -71,6 +71,8 @@ _WIRE_TYPES = {  # field number → wire types ONNX writes for it (2 = packed re
     16: (2,),  # metadata_props
 }
 _FIXED = {4: "<f4", 10: "<f8"}  # typed fields of fixed-width values; the others are varints
+_REPEATED = (1, 4, 5, 7, 10, 11)  # dims and the typed value fields
+_NESTED = (16,)  # metadata_props: messages, whose contents Perpendis does not use
 
 
 def read(data: BytesLike, name: str | None = None) -> Tensor:
@@ -96,9 +98,17 @@ def read(data: BytesLike, name: str | None = None) -> Tensor:
     if data_type not in _DATA_TYPES:
         raise InputError(f"not an ONNX TensorProto: data_type {data_type} is not an ONNX element type")
     dtype_name, typed_field = _DATA_TYPES[data_type]
-    shape = tuple(int(d) for d in _repeated(fields.get(1, []), 1).view(np.int64))
+    # Every repeated field is decoded, and every nested message walked, used or not: protobuf
+    # refuses a message in which any of them is malformed, so reading one as a tensor would
+    # read what ONNX itself cannot.
+    repeated = {number: _repeated(fields.get(number, []), number) for number in _REPEATED}
+    for number in _NESTED:
+        for message in fields.get(number, []):
+            for _ in _fields(message):  # type: ignore[arg-type]
+                pass
+    shape = tuple(int(d) for d in repeated[1].view(np.int64))
     count = element_count(list(shape), "the ONNX tensor")
-    flat = _values(fields, dtype_name, typed_field, count)
+    flat = _values(fields, repeated[typed_field], dtype_name, typed_field, count)
     tensor_name = bytes(fields[8][-1]).decode("utf-8", "replace") if 8 in fields else ""
     array = flat.reshape(shape)
     if dtype_name in FORMATS and not FORMATS[dtype_name].native:
@@ -106,8 +116,8 @@ def read(data: BytesLike, name: str | None = None) -> Tensor:
     return from_numpy(array, SOURCE, name=tensor_name or name)
 
 
-def _values(fields: dict, dtype_name: str, typed_field: int, count: int) -> np.ndarray:
-    """The flat values, from ``raw_data`` or the typed field, checked against the element count."""
+def _values(fields: dict, values: np.ndarray, dtype_name: str, typed_field: int, count: int) -> np.ndarray:
+    """The flat values, from ``raw_data`` or the typed field's ``values``, checked against the element count."""
     element = np.dtype(FORMATS[dtype_name].storage if dtype_name in FORMATS else dtype_name)
     per_element = 2 if element.kind == "c" else 1
     if 9 in fields:
@@ -118,7 +128,6 @@ def _values(fields: dict, dtype_name: str, typed_field: int, count: int) -> np.n
             )
         flat = np.frombuffer(raw, dtype=element.newbyteorder("<"))
         return flat if flat.dtype.isnative else flat.astype(element)
-    values = _repeated(fields.get(typed_field, []), typed_field)
     if values.size != count * per_element:
         raise InputError(f"the ONNX tensor holds {values.size // per_element} values but its dims need {count}")
     if element.kind == "c":
