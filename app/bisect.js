@@ -26,11 +26,17 @@ export function packInput(input, transfer) {
   return { name: input.name, buffer };
 }
 
-/** Files picked or dropped, read into memory: one {name, bytes}, or a list when several. */
+/** Files picked or dropped, read into memory: one {name, bytes}, or a list when several.
+ * Rejects with a message for the user when one cannot be read (changed, moved or deleted
+ * since it was chosen). */
 export async function readFiles(fileList) {
-  const files = await Promise.all([...fileList].map(async (file) => ({
-    name: file.name, bytes: new Uint8Array(await file.arrayBuffer()),
-  })));
+  const files = await Promise.all([...fileList].map(async (file) => {
+    try {
+      return { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+    } catch (err) {
+      throw new Error(`${file.name} could not be read (${err.name}): it was changed, moved or deleted after it was chosen; choose it again`);
+    }
+  }));
   return files.length === 1 ? files[0] : files;
 }
 
@@ -103,7 +109,12 @@ export function createBisectView(ctx) {
 
   async function setRunFiles(run, fileList) {
     if (!fileList.length) return;
-    run.files = await readFiles(fileList);
+    try {
+      run.files = await readFiles(fileList);
+    } catch (err) {
+      ctx.showError({ message: err.message, where: null, side: null });
+      return;
+    }
     renderRunChip(run);
   }
 

@@ -100,7 +100,12 @@ async function setFiles(side, fileList) {
   // the page ever holding a copy.
   const [first] = fileList;
   const inPlace = fileList.length === 1 && first.size >= IN_PLACE_BYTES;
-  state.files[side] = inPlace ? { name: first.name, file: first, ahead: nextAhead++ } : await readFiles(fileList);
+  try {
+    state.files[side] = inPlace ? { name: first.name, file: first, ahead: nextAhead++ } : await readFiles(fileList);
+  } catch (err) {
+    showError({ message: err.message, where: null, side }); // what was chosen before stays
+    return;
+  }
   delete state.voidFormat[side];
   renderChip(side);
   reserveFor(state.files);

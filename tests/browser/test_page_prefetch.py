@@ -80,18 +80,37 @@ def test_files_chosen_are_read_ahead_and_compared_as_chosen(ready_page, tmp_path
     assert_close(swapped["report"], native(chosen[1], chosen[0], ("b.npy", "a.npy")))
 
 
+# An input of its own that nothing in the page listens to, to choose a file in.
+UNWATCHED_INPUT_JS = """() => {
+  const input = document.createElement("input");
+  input.type = "file";
+  input.id = "unwatched";
+  document.body.append(input);
+}"""
+
+
+def choose_then_change(page, path) -> None:
+    """Choose ``path`` in the unwatched input, then change it on disk (size and time): the
+    File chosen can no longer be read."""
+    page.locator("#unwatched").set_input_files(path)
+    # Its size and time, as the browser took them when it was chosen; asked for first, so
+    # that they are taken before the change.
+    page.evaluate("() => [...document.getElementById('unwatched').files].map((f) => [f.size, f.lastModified])")
+    np.save(path, np.zeros(2000, dtype=np.float32))
+    os.utime(path, (1e9, 1e9))
+
+
 def test_a_file_changed_since_it_was_chosen_is_a_clear_error(ready_page, tmp_path):
     """A file the core has not read ahead (here: sent without the page's number), changed on
     disk since it was chosen, cannot be read: the answer says so, with no traceback."""
     path = tmp_path / "a.npy"
     np.save(path, np.arange(1000, dtype=np.float32))
-    ready_page.get_by_test_id("file-a").set_input_files(path)
-    np.save(path, np.zeros(1000, dtype=np.float32))
-    os.utime(path, (1e9, 1e9))
+    ready_page.evaluate(UNWATCHED_INPUT_JS)
+    choose_then_change(ready_page, path)
     answer = ready_page.evaluate(
         """async () => {
              const { core } = await import(new URL("app/client.js", location.href));
-             const file = document.querySelector('[data-testid="file-a"]').files[0];
+             const file = document.getElementById("unwatched").files[0];
              const input = { name: file.name, file };
              return core.request("compare", { inputs: { a: input, b: input }, options: {} });
            }"""
@@ -99,6 +118,27 @@ def test_a_file_changed_since_it_was_chosen_is_a_clear_error(ready_page, tmp_pat
     assert answer["ok"] is False, answer
     assert answer["error"]["message"].startswith("a.npy could not be read (NotReadableError): it was changed"), answer
     assert "detail" not in answer["error"]
+
+
+def test_a_dropped_file_that_cannot_be_read_is_a_clear_error_in_the_page(ready_page, tmp_path):
+    """The page reads a file under 32 MiB itself when it is dropped: one changed on disk
+    since is named in the page's error, and what the box held stays."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(1000, dtype=np.float32))
+    ready_page.evaluate(UNWATCHED_INPUT_JS)
+    choose_then_change(ready_page, path)
+    ready_page.evaluate(
+        """() => {
+             const dropped = new DataTransfer();
+             dropped.items.add(document.getElementById("unwatched").files[0]);
+             document.getElementById("side-a").dispatchEvent(
+               new DragEvent("drop", { dataTransfer: dropped, bubbles: true, cancelable: true }));
+           }"""
+    )
+    error = ready_page.get_by_test_id("error")
+    error.wait_for()
+    assert error.text_content().startswith("a.npy could not be read (NotReadableError): it was changed")
+    assert ready_page.locator("#chip-a").is_hidden()
 
 
 def test_a_file_chosen_again_is_read_again(ready_page, tmp_path):
