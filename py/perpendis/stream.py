@@ -339,7 +339,7 @@ def serve(
                 f"{WHOLE_MAX_BYTES // 2**20} MiB); two .npy files of one shape are streamed instead, "
                 "or use the command line"
             )
-            return {"ok": False, "error": InputError(message).to_dict()}
+            raise InputError(message)
         early = ahead or {}
         whole = {
             key: early[key] if key in early and early[key].size == size else read(0, size)

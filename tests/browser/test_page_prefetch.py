@@ -9,21 +9,8 @@ import os
 
 import numpy as np
 from perpendis import api, stream
+from test_page_reserve import SPY_JS
 from test_page_stream import assert_close
-
-# Records the page's requests to the core, with their answers.
-SPY_JS = """async () => {
-  const { core } = await import(new URL("app/client.js", location.href));
-  window.__requests = [];
-  const request = core.request.bind(core);
-  core.request = (op, payload, ...rest) => {
-    const entry = { op, files: payload && payload.files ? payload.files.length : null };
-    window.__requests.push(entry);
-    const answer = request(op, payload, ...rest);
-    answer.then((result) => { entry.answer = result; }, () => {});
-    return answer;
-  };
-}"""
 
 ELEMENTS = (32 << 20) // 4 + 4096  # just over the size from which the page leaves a file unread
 

@@ -9,15 +9,17 @@ import numpy as np
 from perpendis import api, heap
 from test_page_stream import assert_close
 
-# Records the page's requests to the core, with their answers.
+# Records the page's requests to the core (the bytes a reserve names, how many files a
+# prefetch lists), with their answers.
 SPY_JS = """async () => {
   const { core } = await import(new URL("app/client.js", location.href));
   window.__requests = [];
   const request = core.request.bind(core);
   core.request = (op, payload, ...rest) => {
+    const entry = { op, bytes: payload && payload.bytes, files: payload && payload.files && payload.files.length };
+    window.__requests.push(entry);
     const answer = request(op, payload, ...rest);
-    window.__requests.push({ op, bytes: payload && payload.bytes });
-    answer.then((result) => { window.__requests.at(-1).answer = result; }, () => {});
+    answer.then((result) => { entry.answer = result; }, () => {});
     return answer;
   };
 }"""
