@@ -38,8 +38,10 @@ def test_one_wrong_channel_with_an_offset(nchw):
     r = compare(t(a), t(nchw))
     found = kinds(r)
     assert r.verdict == "investigate"
-    assert found["region"].where == "axis 1 index 2 (channel 2)"
-    assert found["offset"].where == "axis 1 index 2 (channel 2)" and "0.25" in found["offset"].message
+    assert found["region"].where_text == "axis 1 index 2 (channel 2)"
+    assert found["region"].where["axis"] == 1 and found["region"].where["indices"] == [2]
+    assert found["region"].where["element"][1] == 2 and found["region"].causes
+    assert found["offset"].where_text == "axis 1 index 2 (channel 2)" and "0.25" in found["offset"].message
     assert "sign_flip" not in found and "scale" not in found
 
 
@@ -48,7 +50,7 @@ def test_sign_flip_in_rows():
     a = b.copy()
     a[5:7] *= -1
     found = kinds(compare(t(a), t(b)))
-    assert found["region"].where == "axis 0 index 5-6 (row 5-6)"
+    assert found["region"].where_text == "axis 0 index 5-6 (row 5-6)"
     assert "sign_flip" in found
 
 
@@ -64,7 +66,8 @@ def test_nan_on_one_side(nchw):
     a[1, 3, 4, 5] = np.nan
     r = compare(t(a), t(nchw))
     nan = kinds(r)["nan"]
-    assert nan.severity == "error" and nan.where == "(1, 3, 4, 5)" and r.verdict == "investigate"
+    assert nan.severity == "error" and nan.where_text == "(1, 3, 4, 5)" and r.verdict == "investigate"
+    assert nan.where["element"] == [1, 3, 4, 5]
 
 
 def test_depth_decides_what_counts_as_rounding():
@@ -194,7 +197,7 @@ def test_a_square_weight_against_its_transpose_is_named_first():
     w = linear_weight(32)
     r = compare(t(w), t(np.ascontiguousarray(w.T)))
     layout = main_finding(r.findings)
-    assert layout.kind == "layout" and layout.severity == "error" and layout.where == "(1, 0)"
+    assert layout.kind == "layout" and layout.severity == "error" and layout.where_text == "(1, 0)"
     assert layout.message.startswith("B looks like A transposed: as A.transpose(1, 0), 100% of sampled elements agree")
     assert r.verdict == "investigate" and not r.identical
     assert r.shape_match and r.compared_shape == [32, 32]
@@ -215,7 +218,7 @@ def test_height_and_width_swapped_in_a_real_feature_map():
     x = model_output("cnn_features.torch.npy").array
     r = compare(t(x), t(np.ascontiguousarray(x.transpose(0, 1, 3, 2))))
     layout = kinds(r)["layout"]
-    assert layout.where == "(0, 1, 3, 2)" and "axes 2 and 3 (height and width) swapped" in layout.message
+    assert layout.where_text == "(0, 1, 3, 2)" and "axes 2 and 3 (height and width) swapped" in layout.message
     assert main_finding(r.findings) is layout
 
 

@@ -75,7 +75,7 @@ def test_sign_flipped_channel_is_named():
     flip = finding(report, "sign_flip")
     assert flip.severity == "error"
     region = finding(report, "region")
-    assert f"axis {pair['axis']} index {pair['index']}" in region.where
+    assert f"axis {pair['axis']} index {pair['index']}" in region.where_text
     # All failures sit in the flipped channel.
     counts = report.axes[pair["axis"]].fail_counts
     assert counts[pair["index"]] == report.tolerance.n_fail
@@ -97,7 +97,7 @@ def test_transposed_output_is_named_with_its_permutation():
     layout = finding(report, "layout")
     assert layout.severity == "error"
     perm = tuple(pair["permutation"])
-    assert layout.where == "(" + ", ".join(map(str, perm)) + ")"
+    assert layout.where_text == "(" + ", ".join(map(str, perm)) + ")"
     assert "NHWC" in layout.message
     a, b = np.load(MODELS / pair["a"]), np.load(MODELS / pair["b"])
     assert report.compared_shape == list(a.transpose(perm).shape) == list(b.shape)

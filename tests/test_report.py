@@ -36,6 +36,7 @@ def test_json_keys_follow_the_contract():
         "identical", "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff",
         "n_nan_mismatch", "nan_mismatch_indices", "n_inf_mismatch", "inf_mismatch_indices", "n_signed_zero_diff",
         "stats", "ulp_histogram", "tolerance", "min_tolerance", "axes", "reference", "verdict", "findings", "notes",
+        "headline",
     }  # fmt: skip
     assert set(data) == expected
     assert set(data["first_diff"]) == {
@@ -122,3 +123,18 @@ def test_main_finding_is_the_first_of_the_highest_severity(findings):
 def test_no_findings_no_main_finding():
     assert main_finding([]) is None
     assert main_finding(compare(*(from_numpy(np.ones(3, np.float32), s) for s in "ab")).findings) is None
+
+
+def test_findings_carry_structured_where_and_causes_through_json():
+    b = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    a = b.copy()
+    a[1, 2, 3] = np.nan
+    r = compare(from_numpy(a, "a"), from_numpy(b, "b"))
+    data = r.to_dict()
+    nan = next(f for f in data["findings"] if f["kind"] == "nan")
+    assert nan["where"]["element"] == [1, 2, 3] and nan["where"]["text"] == "(1, 2, 3)"
+    assert nan["causes"] and all(isinstance(c, str) for c in nan["causes"])
+    back = Report.from_dict(json.loads(r.to_json()))
+    assert back.findings == r.findings and back.headline == r.headline == data["headline"]
+    assert r.to_text().splitlines()[0] == f"INVESTIGATE: {r.headline.removeprefix('Investigate: ')}"
+    assert r.to_markdown().splitlines()[0] == f"**Perpendis: {r.to_text().splitlines()[0]}**"

@@ -1,6 +1,19 @@
-// The findings list: each finding with its severity and where it was seen.
+// The findings list: each finding with its severity, where it was seen (the structured
+// `where` of docs/contracts.md, shown by its phrase) and its likely causes, most likely first.
 import { el, fill } from "./dom.js";
 import { bySeverity } from "./verdict.js";
+
+function whereLine(where) {
+  if (!where) return null;
+  const text = where.text ?? (where.axis !== undefined ? `axis ${where.axis}` : null);
+  return text ? el("span", { class: "where" }, text) : null;
+}
+
+function causesLine(causes) {
+  if (!causes || causes.length === 0) return null;
+  return el("span", { class: "causes" }, "Likely causes: ",
+    el("ol", { class: "cause-list" }, causes.map((c) => el("li", {}, c))));
+}
 
 export function renderFindings(list, findings) {
   if (findings.length === 0) {
@@ -10,5 +23,6 @@ export function renderFindings(list, findings) {
   fill(list, bySeverity(findings).map((f) => el("li", { class: `finding ${f.severity}`, "data-kind": f.kind },
     el("span", { class: "badge" }, f.severity),
     el("span", { class: "message" }, f.message),
-    f.where ? el("span", { class: "where" }, f.where) : null)));
+    whereLine(f.where),
+    causesLine(f.causes))));
 }

@@ -31,8 +31,7 @@ export function renderVerdict(box, word, evidence, report) {
   box.dataset.verdict = report.verdict;
   fill(word, el("strong", {}, label), ` — ${meaning}`);
   const lines = layoutProblems(report);
-  const top = bySeverity(report.findings)[0];
-  if (top) lines.push(top.message + (top.where ? ` (at ${top.where})` : ""));
+  lines.push(report.headline);
   if (report.verdict !== "identical") {
     lines.push(`${num(report.n_bitwise_diff)} of ${num(report.n_elements)} elements differ in their bits; `
       + `largest distance ${num(report.max_ulp)} ULP.`);

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bits
 from .bits import Format, format_of
-from .report import AxisFailures, Finding, Report, passing_tolerance, shape_text
+from .report import AxisFailures, Finding, Report, passing_tolerance, place, shape_text
 from .tolerance import print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
@@ -69,7 +69,8 @@ def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
         f"B looks like A {how}: as A.transpose{perm}, {permuted['agree']:.0%} of sampled "
         f"elements agree, against {permuted['given']:.0%} in the given order, in which the values were compared"
     )
-    return [Finding("layout", "error", message, shape_text(perm))]
+    where = place(shape_text(perm), permutation=list(perm))
+    return [Finding("layout", "error", message, where, ["layout (NCHW against NHWC, a missing transpose or permute)"])]
 
 
 def _shape_findings(r: Report) -> list[Finding]:
@@ -101,7 +102,8 @@ def _shape_findings(r: Report) -> list[Finding]:
                 "error",
                 f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
                 f"{layout['agree']:.0%} of sampled elements agree",
-                shape_text(perm),
+                place(shape_text(perm), permutation=list(perm)),
+                ["layout (NCHW against NHWC, a missing transpose or permute)"],
             )
         )
     elif kind == "broadcast":
@@ -136,7 +138,16 @@ def _nonfinite_findings(r: Report) -> list[Finding]:
     ):
         if n:
             what = "NaN on one side only" if kind == "nan" else "infinite on one side, or infinities of opposite sign"
-            out.append(Finding(kind, "error", f"{n} element(s) are {what}", shape_text(where[0])))
+            out.append(
+                Finding(
+                    kind,
+                    "error",
+                    f"{n} element(s) are {what}",
+                    place(shape_text(where[0]), element=where[0]),
+                    ["an overflow in a narrower format (float16's 65504)", "a division or log of zero",
+                     "an uninitialised buffer"],
+                )
+            )
     if r.n_signed_zero_diff:
         out.append(
             Finding(
@@ -183,10 +194,18 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
         bucket = r.axes[ax].bucket
         label = f" ({names[ax]} {_index_ranges(top, bucket)})" if names and bucket == 1 else ""
         parts.append(f"axis {ax} index {_index_ranges(top, bucket)}{label}")
-    where = "; ".join(parts)
+    # The axis named is the one whose few indices hold the failures most tightly.
+    axis = min(region, key=lambda ax: len(region[ax]) * r.axes[ax].bucket / r.axes[ax].size)
+    bucket = r.axes[axis].bucket
+    indices = [i * bucket for i in region[axis]]
+    where = place("; ".join(parts), axis=axis, axis_size=r.axes[axis].size, indices=indices)
+    if tol.first_fail is not None:
+        where["element"] = list(tol.first_fail.index)
     held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
     message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    return [Finding("region", "error", message, where)], region
+    causes = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)",
+              "padding or masking applied to part of the tensor only"]
+    return [Finding("region", "error", message, where, causes)], region
 
 
 def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
@@ -198,7 +217,7 @@ def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np
     return keep
 
 
-def _pattern(r: Report, region: dict[int, list[int]], where: str | None) -> list[Finding]:
+def _pattern(r: Report, region: dict[int, list[int]], where: dict | None) -> list[Finding]:
     """Sign flip, constant offset or scale factor explaining the failing elements."""
     rows = r.samples.get("fails")
     tol = r.tolerance
@@ -216,7 +235,9 @@ def _pattern(r: Report, region: dict[int, list[int]], where: str | None) -> list
     scope = "in that region" if region else "across the failing elements"
     flip = np.abs(a + b) <= slack
     if flip.mean() >= PATTERN_SHARE and np.mean(np.abs(b) > slack) >= PATTERN_SHARE:
-        return [Finding("sign_flip", "error", f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)", where)]
+        causes = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
+        message = f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)"
+        return [Finding("sign_flip", "error", message, where, causes)]
     offset = float(np.median(a - b))
     fits_offset = np.mean(np.abs(a - b - offset) <= slack)
     nonzero = b != 0
@@ -226,9 +247,19 @@ def _pattern(r: Report, region: dict[int, list[int]], where: str | None) -> list
         return []
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
-        return [Finding("offset", "error", message, where)]
+        causes = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
+        return [Finding("offset", "error", message, _amount(where, offset=offset), causes)]
     message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
-    return [Finding("scale", "error", message, where)]
+    causes = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
+              "dropout or BatchNorm in training mode"]
+    return [Finding("scale", "error", message, _amount(where, scale=scale), causes)]
+
+
+def _amount(where: dict | None, **amount: float) -> dict:
+    """``where`` (or an empty place) with ``amount`` added."""
+    out = dict(where or {})
+    out["amount"] = {**out.get("amount", {}), **{k: float(v) for k, v in amount.items()}}
+    return out
 
 
 def _tolerance_findings(r: Report) -> list[Finding]:
@@ -244,7 +275,7 @@ def _tolerance_findings(r: Report) -> list[Finding]:
                 "error",
                 f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
                 f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); {passing_tolerance(r)}",
-                None if first is None else shape_text(first.index),
+                None if first is None else place(shape_text(first.index), element=first.index),
             )
         )
     if tol.warning:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 SCHEMA = 1
 INTERNAL = {"internal": True}
 
@@ -103,12 +105,64 @@ class Reference:
     b_nonfinite: int = 0
 
 
+def place(
+    text: str | None = None,
+    *,
+    axis: int | None = None,
+    axis_size: int | None = None,
+    indices: Sequence[int] | None = None,
+    element: Sequence[int] | None = None,
+    **amount: Any,
+) -> dict[str, Any]:
+    """A finding's ``where``: the location as data (axis, indices, the telling element, the
+    amounts found) plus a short phrase for people.  Keys left out are absent, not null, so a
+    reader tests ``"axis" in where``; amounts are plain numbers or lists of them."""
+    out: dict[str, Any] = {}
+    if axis is not None:
+        out["axis"] = int(axis)
+    if axis_size is not None:
+        out["axis_size"] = int(axis_size)
+    if indices is not None:
+        out["indices"] = [int(i) for i in indices]
+    if element is not None:
+        out["element"] = [int(i) for i in element]
+    if amount:
+        out["amount"] = {k: plain(_number(v)) for k, v in amount.items()}
+    if text:
+        out["text"] = text
+    return out
+
+
+def _number(value: Any) -> Any:
+    """NumPy scalars and arrays as Python numbers and lists, for JSON."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list | tuple):
+        return [_number(v) for v in value]
+    return value
+
+
 @dataclass
 class Finding:
+    """One observation about the difference.
+
+    ``where`` is :func:`place` data or None; ``causes`` lists, most likely first, what
+    usually produces this signature in PyTorch → ONNX / TensorRT work; ``evidence`` is
+    small data a picture can be drawn from (a per-slice curve, a histogram), or None.
+    """
+
     kind: str
     severity: str  # "error", "warning" or "info"
     message: str
-    where: str | None = None
+    where: dict[str, Any] | None = None
+    causes: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] | None = None
+
+    @property
+    def where_text(self) -> str | None:
+        return None if self.where is None else self.where.get("text")
 
 
 @dataclass
@@ -147,9 +201,18 @@ class Report:
     samples: dict[str, Any] = field(default_factory=dict, metadata=INTERNAL)
     aligned: Any = field(default=None, metadata=INTERNAL)
 
+    @property
+    def headline(self) -> str:
+        """The one sentence every renderer leads with (page, CLI, Markdown, HTML): see
+        :func:`perpendis.headline.headline`."""
+        from .headline import headline
+
+        return headline(self)
+
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data; non-finite floats become ``"inf"``/``"-inf"``/``"nan"``."""
         out = {f.name: plain(getattr(self, f.name)) for f in fields(self) if not f.metadata.get("internal")}
+        out["headline"] = self.headline
         return {"schema": out.pop("schema"), **out}
 
     def to_json(self, **kwargs: Any) -> str:
@@ -158,7 +221,7 @@ class Report:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
         """Rebuild a report from :meth:`to_dict` output (internal fields stay empty)."""
-        d = {k: _float_in(v) if k in _FLOAT_KEYS else v for k, v in data.items()}
+        d = {k: _float_in(v) if k in _FLOAT_KEYS else v for k, v in data.items() if k != "headline"}
         d["first_diff"] = _element_in(d.get("first_diff"))
         d["worst"] = {k: _element_in(v) for k, v in d["worst"].items()}
         d["stats"] = Stats(**{k: _float_in(v) for k, v in d["stats"].items()})
@@ -215,11 +278,25 @@ def _element_in(data: dict[str, Any] | None) -> Element | None:
 # ---------------------------------------------------------------------------------------
 # Rendering.  Both renderers read only the report's fields.
 
-_VERDICT_LINE = {
-    "identical": "IDENTICAL: bitwise equal, same shape and dtype",
-    "rounding": "ROUNDING: the differences are within tolerance and look like rounding",
-    "investigate": "INVESTIGATE: the differences do not look like rounding alone",
-}
+def verdict_line(r: Report) -> str:
+    """``VERDICT: headline``, the first line of the CLI text and of Markdown (a headline that
+    starts with the verdict's own word does not say it twice)."""
+    text = r.headline
+    word = f"{r.verdict.capitalize()}: "
+    return f"{r.verdict.upper()}: {text[len(word):] if text.startswith(word) else text}"
+
+
+def finding_lines(f: Finding, bullet: str = "") -> list[str]:
+    """A finding as text: severity, message and place, then its likely causes, indented."""
+    place_text = f.where_text
+    if bullet:
+        head = f"{bullet}**{f.severity}** {f.message}" + (f" (`{place_text}`)" if place_text else "")
+    else:
+        head = f"[{f.severity}] {f.message}" + (f" at {place_text}" if place_text else "")
+    lines = [head]
+    if f.causes:
+        lines.append(("  " if bullet else "    ") + "likely causes: " + "; ".join(f.causes))
+    return lines
 
 
 def number_text(x: float | int | None, digits: int = 4) -> str:
@@ -317,7 +394,7 @@ def _body_lines(r: Report) -> list[str]:
 
 def render_text(r: Report) -> str:
     """The CLI's human output: verdict, numbers, histogram, findings, notes."""
-    lines = [_VERDICT_LINE[r.verdict], *_body_lines(r)]
+    lines = [verdict_line(r), *_body_lines(r)]
     s = r.stats
     if r.n_bitwise_diff:
         lines.append(
@@ -331,17 +408,18 @@ def render_text(r: Report) -> str:
             cells.append(f"non-finite: {h.nonfinite}")
         lines.append("ulp histogram: " + ", ".join(cells))
     for f in r.findings:
-        lines.append(f"[{f.severity}] {f.message}" + (f" at {f.where}" if f.where else ""))
+        lines += finding_lines(f)
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(r: Report) -> str:
     """Compact Markdown for a GitHub issue: verdict, shapes, first difference, tolerance, findings."""
-    lines = [f"**Perpendis: {_VERDICT_LINE[r.verdict]}**", "", "```", *_body_lines(r), "```"]
+    lines = [f"**Perpendis: {verdict_line(r)}**", "", "```", *_body_lines(r), "```"]
     if r.findings:
         lines.append("")
-        lines += [f"- **{f.severity}** {f.message}" + (f" (`{f.where}`)" if f.where else "") for f in r.findings]
+        for f in r.findings:
+            lines += finding_lines(f, "- ")
     if r.notes:
         lines.append("")
         lines += [f"- note: {n}" for n in r.notes]
