@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs whatever is missing on a bare machine (npm packages, Python packages,
-# Debian's chromium), builds the site, then runs every check and test.
-# Usage: npm test   (extra arguments go to pytest: npm test -- -k parse)
+# Debian's chromium), builds the site once, then runs every check and test.
+# Usage: npm test   (extra arguments go to pytest: npm test -- -k parse, npm test -- -m "not browser")
+# The tests use this build of dist/ (PERPENDIS_SITE, tests/conftest.py) rather than building
+# their own, so one run builds the site once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,5 +26,18 @@ python3 build.py
 echo "== ruff"
 python3 -m ruff check .
 
-echo "== pytest"
-python3 -m pytest -q "$@"
+# The tests read this build (tests/conftest.py, fixture `site`) rather than making their own.
+export PERPENDIS_SITE="$PWD/dist"
+
+# pytest's "no tests collected" (5) is not a failure of a lane that a selection left empty.
+lane() { python3 -m pytest -q "$@" || [ $? -eq 5 ]; }
+
+if [ $# -eq 0 ]; then
+  echo "== pytest: native lane, on every core"
+  lane -m "not browser" -n auto --dist loadfile
+  echo "== pytest: browser lane, one browser at a time"
+  lane -m browser
+else
+  echo "== pytest $*"
+  lane "$@"
+fi

@@ -61,6 +61,7 @@ def test_small_formats_decode_like_ml_dtypes(name):
     np.testing.assert_array_equal(np.signbit(ours[finite]), np.signbit(theirs[finite]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())

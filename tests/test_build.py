@@ -25,6 +25,8 @@ import serve  # noqa: E402
 
 import build  # noqa: E402
 
+pytestmark = pytest.mark.slow  # its tests read a full build of the site (the session's `site`)
+
 
 def official_lock() -> dict:
     return json.loads((build.ensure_npm_pyodide() / "pyodide-lock.json").read_text())
@@ -32,13 +34,6 @@ def official_lock() -> dict:
 
 def never(file_name: str) -> bytes | None:
     raise AssertionError(f"no source may be asked for {file_name}")
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("build") / "dist"
-    build.build(out)
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -84,6 +84,7 @@ def test_two_tensors_on_stdin(arrays):
     assert "first difference at (0, 0)" in out.stdout.decode()
 
 
+@pytest.mark.slow
 def test_tolerance_options_decide(tmp_path, arrays):
     a, b = arrays
     a = a + np.float32(1e-3)

@@ -49,6 +49,7 @@ def assert_same(fast: list, slow: list) -> None:
     st.booleans(),
     st.sampled_from(["-", "+", " "]),
 )
+@pytest.mark.slow
 def test_numpy_repr_reads_the_same_with_and_without_the_short_path(array, precision, floatmode, suppress, sign):
     with np.printoptions(threshold=sys.maxsize, precision=precision, floatmode=floatmode, suppress=suppress, sign=sign):
         text = repr(array)

@@ -256,6 +256,7 @@ def streaming_peak(directory: Path, n: int) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
     """Every value differs (the costliest case): three times the file, yet not more memory.
 

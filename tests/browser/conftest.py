@@ -2,9 +2,10 @@
 
 Fixtures
 --------
-``site`` (session)
-    ``Path`` of a site built once per session by ``build.py`` into a temporary folder (not
-    ``dist/``, so parallel sessions and a developer's own ``dist/`` never collide).
+``site`` (session, from ``tests/conftest.py``)
+    ``Path`` of the site built once per run: ``scripts/test.sh``'s fresh ``dist/``, else a
+    build into a temporary folder (never into ``dist/``, so parallel sessions and a
+    developer's own ``dist/`` never collide).
 ``server`` (session)
     The site served by ``scripts/serve.py`` from a background thread on a free port of
     127.0.0.1. Attributes: ``url`` (ends with ``/``), ``origin``, ``log_path`` (access log,
@@ -53,8 +54,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import serve  # noqa: E402
 
-import build  # noqa: E402
-
 READY_TIMEOUT_MS = 90_000  # cold Pyodide start on a busy 2-core machine, with a wide margin
 CHROMIUM_ARGS = [
     "--headless",
@@ -102,16 +101,6 @@ def chromium_path() -> str:
     if path is None:
         pytest.fail("Chromium is not installed: run `apt-get install chromium` (scripts/test.sh does)")
     return path
-
-
-@pytest.fixture(scope="session")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site") / "dist"
-    try:
-        build.build(out)
-    except build.BuildError as exc:
-        pytest.fail(f"build.py failed: {exc}")
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -281,6 +281,7 @@ def layers(n: int, size: int, bug: int, seed: int = 0) -> tuple[dict[str, np.nda
     return a, b
 
 
+@pytest.mark.slow
 def test_cli_bisect_of_two_big_files_keeps_about_one_pair_in_memory(tmp_path):
     """Bisecting 64 layers costs what comparing the worst one pair costs, not what the files hold."""
     n, size = 64, 150_000

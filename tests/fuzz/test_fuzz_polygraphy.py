@@ -79,6 +79,7 @@ def same_as_polygraphy(tensors, data: bytes, original: bytes | None = None) -> N
         assert_same(tensor, array)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(real_file())
 def test_real_files_read_exactly(data):
@@ -105,6 +106,7 @@ def scanned(data: bytes, window: int) -> list:
         return [polygraphy.decode(result, read) for result in polygraphy.index(read, size)]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_scanned_a_window_at_a_time_reads_as_read_whole(data):

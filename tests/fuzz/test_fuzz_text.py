@@ -157,6 +157,7 @@ def wrapped_text() -> st.SearchStrategy[str]:
     return numpy_text().filter(lambda sample: sample[1] == "repr").map(lambda sample: sample[0]) | torch_text()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(wrapped_text(), min_size=2, max_size=4), st.sampled_from(["\n", " ", "\nParameter containing:\n"]))
 def test_several_tensors_in_one_paste(texts, separator):

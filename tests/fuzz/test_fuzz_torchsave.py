@@ -136,6 +136,7 @@ def test_mutated_bytes_read_exactly_or_fail_cleanly(data):
     check(data.draw(mutated(original)), original)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_mutated_pickles_read_exactly_or_fail_cleanly(data):
@@ -146,6 +147,7 @@ def test_mutated_pickles_read_exactly_or_fail_cleanly(data):
     check(rezip(original, change), original)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_mutated_storages_and_members_fail_cleanly(data):
