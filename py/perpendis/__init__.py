@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["assert_same"]
+__all__ = ["assert_same", "compare"]
 
 
 def __getattr__(name: str) -> Any:
@@ -14,4 +14,8 @@ def __getattr__(name: str) -> Any:
         from .testing import assert_same
 
         return assert_same
+    if name == "compare":  # the module, callable as perpendis.compare(a, b): see its end
+        import importlib
+
+        return importlib.import_module(".compare", __name__)
     raise AttributeError(f"module 'perpendis' has no attribute {name!r}")

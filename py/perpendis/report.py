@@ -247,6 +247,15 @@ class Report:
     def to_text(self) -> str:
         return render_text(self)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display of a report: see :mod:`perpendis.report_html`."""
+        from .report_html import render_fragment  # here: report_html imports this module
+
+        return render_fragment(self)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
 
 _FLOAT_KEYS = {"max_abs_diff", "max_rel_diff"}
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}

@@ -1,7 +1,9 @@
-"""``assert_same``: the report as a test assertion, for pytest suites comparing model outputs.
+"""``perpendis.compare`` and ``assert_same``: the report from in-memory arrays, in a
+notebook cell or as a test assertion for pytest suites comparing model outputs.
 
-Takes NumPy arrays, anything ``np.asarray`` accepts, or PyTorch tensors, including
+Both take NumPy arrays, anything ``np.asarray`` accepts, or PyTorch tensors, including
 bfloat16 and float8 ones, which NumPy cannot hold: their raw bits are taken as they are.
+torch is never imported here: a tensor's own module is used, so NumPy users need no torch.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .compare import compare
+from . import compare as engine
+from .explain import explain
 from .report import Report
 from .tensor import Tensor, from_numpy
 
@@ -37,6 +40,40 @@ def _tensor(value: Any, source: str) -> Tensor:
     return from_numpy(np.asarray(value), source)
 
 
+class ComparisonError(AssertionError):
+    """A failing ``assert_same``: the message is the one-screen explanation, ``report`` the
+    whole report (the pytest plugin writes it out with ``--perpendis-report``)."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__("\n" + explain(report))
+        self.report = report
+
+
+def compare(
+    a: Any,
+    b: Any,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    *,
+    depth: float = 1.0,
+    ref: Any = None,
+    sources: tuple[str, str] = ("A", "B"),
+) -> Report:
+    """The report of A against B (``b`` the expected value: the tolerance scales with
+    ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
+    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
+    return engine.compare(
+        _tensor(a, sources[0]),
+        _tensor(b, sources[1]),
+        ref=None if ref is None else _tensor(ref, "reference"),
+        preset=preset,
+        atol=atol,
+        rtol=rtol,
+        depth=depth,
+    )
+
+
 def assert_same(
     a: Any,
     b: Any,
@@ -49,19 +86,11 @@ def assert_same(
 ) -> Report:
     """Pass when A and B are identical or differ by rounding within tolerance; else raise.
 
-    ``b`` is the expected value (the tolerance scales with ``|b|``).  The AssertionError
-    carries the human report: verdict, first difference with its bits, worst element,
-    tolerance result and findings.  Returns the report when it passes.
+    ``b`` is the expected value.  The :class:`ComparisonError` (an AssertionError) says on
+    one screen the verdict, the top finding with where it is and its causes, and the bits
+    at the first difference.  Returns the report when it passes.
     """
-    report = compare(
-        _tensor(a, "actual"),
-        _tensor(b, "expected"),
-        ref=None if ref is None else _tensor(ref, "reference"),
-        preset=preset,
-        atol=atol,
-        rtol=rtol,
-        depth=depth,
-    )
+    report = compare(a, b, preset, atol, rtol, depth=depth, ref=ref, sources=("actual", "expected"))
     if report.verdict == "investigate":
-        raise AssertionError("\n" + report.to_text())
+        raise ComparisonError(report)
     return report
