@@ -1,10 +1,15 @@
-"""``assert_same`` on NumPy arrays and real PyTorch tensors."""
+"""``assert_same`` and ``perpendis.compare`` on NumPy arrays and real PyTorch tensors."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import perpendis
 import pytest
 import torch
-from perpendis.testing import assert_same
+from perpendis.testing import ComparisonError, assert_same
 
 
 def test_passes_on_rounding_and_returns_the_report():
@@ -41,3 +46,39 @@ def test_torch_tensors_including_bfloat16():
 
 def test_exported_from_the_package():
     assert perpendis.assert_same is assert_same
+
+
+def test_compare_takes_numpy_arrays_and_torch_tensors():
+    b = np.linspace(-2, 2, 100, dtype=np.float32)
+    report = perpendis.compare(np.nextafter(b, np.float32(np.inf)), b, preset="fp32-cpu")
+    assert report.verdict == "rounding" and report.max_ulp == 1 and report.tolerance.preset == "fp32-cpu"
+    x = torch.linspace(-1, 1, 64)
+    bf16 = perpendis.compare(x.to(torch.bfloat16), (-x).to(torch.bfloat16))
+    assert bf16.compared_as == "bfloat16" and bf16.verdict == "investigate"
+    assert bf16.a["source"] == "A" and bf16.b["source"] == "B"
+    assert perpendis.compare(x, x.clone(), atol=0.0, rtol=0.0).verdict == "identical"
+
+
+def test_compare_is_still_the_engine_module():
+    import perpendis.compare as engine
+
+    assert perpendis.compare is engine and callable(engine.compare) and callable(engine.select)
+
+
+def test_compare_needs_no_torch_for_numpy_inputs():
+    code = (
+        "import sys, numpy as np, perpendis; "
+        "r = perpendis.compare(np.ones(3, np.float32), np.ones(3, np.float32)); "
+        "print(r.verdict, 'torch' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "py")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["identical", "False"]
+
+
+def test_failing_assert_same_carries_its_report():
+    b = np.linspace(-2, 2, 100, dtype=np.float32)
+    with pytest.raises(ComparisonError) as info:
+        assert_same(-b, b)
+    assert info.value.report.verdict == "investigate"
+    assert str(info.value).startswith("Perpendis: INVESTIGATE")

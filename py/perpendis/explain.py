@@ -15,14 +15,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import _VERDICT_LINE, Element, Finding, Report, main_finding, number_text, shape_text
+from .report import Element, Finding, Report, main_finding, number_text, shape_text
 
 MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
 
 
-def headline_text(r: Report) -> str:
-    """The report's one-sentence headline, or the verdict's own words when it has none."""
-    return getattr(r, "headline", None) or _VERDICT_LINE[r.verdict].split(": ", 1)[1]
+def headline_text(r: Report) -> str | None:
+    """The report's one-sentence headline (``Report.headline``), or None for a report without one."""
+    return getattr(r, "headline", None) or None
+
+
+def verdict_text(r: Report) -> str:
+    """``INVESTIGATE: headline``: the verdict's word, then the headline, its own first word
+    left out where it repeats the verdict's (``Rounding: ...``)."""
+    word = r.verdict.upper()
+    text = headline_text(r)
+    if not text:
+        return word
+    if text.lower().startswith(r.verdict + ": "):
+        text = text[len(r.verdict) + 2 :]
+    return f"{word}: {text}"
 
 
 def where_text(f: Finding) -> str | None:
@@ -57,8 +69,13 @@ def _element(label: str, e: Element) -> list[str]:
 
 
 def explain(r: Report) -> str:
-    """Verdict and headline, the top finding with where and causes, the first difference's bits."""
-    lines = [f"Perpendis: {r.verdict.upper()}: {headline_text(r)}"]
+    """Verdict and headline, shapes and dtypes, the top finding with where and causes, the
+    first difference's bits."""
+    lines = [
+        f"Perpendis: {verdict_text(r)}",
+        f"A {shape_text(r.a['shape'])} {r.a['dtype']}, B {shape_text(r.b['shape'])} {r.b['dtype']}"
+        + (f": {r.n_bitwise_diff} of {r.n_elements} elements differ bitwise" if r.compared_shape is not None else ""),
+    ]
     top = main_finding(r.findings)
     if top is not None:
         where = where_text(top)

@@ -107,9 +107,10 @@ def _verdict(r: Report) -> str:
             f"{state}; {passing_tolerance(r)}"
         )
     word = _VERDICT_WORD.get(r.verdict, r.verdict.upper())
+    headline = headline_text(r)
     return (
         f'<div><span class="verdict {escape(r.verdict)}">{escape(word)}</span></div>\n'
-        f'<p class="headline">{escape(headline_text(r))}</p>\n'
+        + (f'<p class="headline">{escape(headline)}</p>\n' if headline else "")
         + "".join(f'<p class="facts">{escape(f)}</p>\n' for f in facts)
     )
 
@@ -208,7 +209,7 @@ def histogram_svg(h: Histogram, width: int = 560, height: int = 220) -> str:
     base = height - bottom
     label = "ULP histogram: " + ", ".join(f"{e}: {c}" for e, c in bins)
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" role="img" class="histogram" aria-label="{escape(label)}">',
         f'<line x1="{left}" x2="{width - right}" y1="{base}" y2="{base}" stroke="#8a96a3"/>',
     ]

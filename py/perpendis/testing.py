@@ -45,7 +45,7 @@ class ComparisonError(AssertionError):
     whole report (the pytest plugin writes it out with ``--perpendis-report``)."""
 
     def __init__(self, report: Report) -> None:
-        super().__init__("\n" + explain(report))
+        super().__init__(explain(report).rstrip("\n"))
         self.report = report
 
 
@@ -90,6 +90,7 @@ def assert_same(
     one screen the verdict, the top finding with where it is and its causes, and the bits
     at the first difference.  Returns the report when it passes.
     """
+    __tracebackhide__ = True  # pytest: the failure points at the test's line, not this one
     report = compare(a, b, preset, atol, rtol, depth=depth, ref=ref, sources=("actual", "expected"))
     if report.verdict == "investigate":
         raise ComparisonError(report)

@@ -1,0 +1,112 @@
+"""The report as HTML: the notebook fragment and the self-contained page, on real model outputs."""
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import perpendis
+from perpendis.report import Finding
+from perpendis.report_html import PAGE_CSP, histogram_bins, render_fragment, render_page
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+VOID = {"meta", "br", "img", "input", "link", "hr", "line", "rect"}
+
+
+def signflip_report():
+    """ONNX Runtime against the same transformer with one LayerNorm feature's weight and bias negated."""
+    return perpendis.compare(np.load(MODELS / "transformer.ort.npy"), np.load(MODELS / "transformer.signflip.npy"))
+
+
+class Tree(HTMLParser):
+    """Checks the tags balance and collects text, tags and attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.tags, self.attrs, self.text = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += attrs
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in VOID and (not self.stack or self.stack[-1] != tag):
+            return
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parsed(markup):
+    tree = Tree()
+    tree.feed(markup)
+    tree.close()
+    assert tree.stack in ([], ["html"]) or not tree.stack, f"unclosed tags: {tree.stack}"
+    return tree
+
+
+def test_fragment_shows_verdict_findings_bits_worst_and_histogram():
+    r = signflip_report()
+    tree = parsed(r._repr_html_())
+    text = " ".join(tree.text)
+    assert "INVESTIGATE" in text
+    for f in r.findings:
+        assert f.message in text
+    assert "axis 2 index 3" in text  # where the sign flip is
+    # the first difference's bits, exactly the bits that differ marked, in both rows
+    e = r.first_diff
+    html = render_fragment(r)
+    differing = sum(x != y for x, y in zip(e.a_bits.replace(" ", ""), e.b_bits.replace(" ", ""), strict=True))
+    assert differing > 0 and html.count('<span class="diff">') == 2 * differing
+    assert f"First difference at ({e.index[0]}, {e.index[1]}, {e.index[2]})" in text
+    assert e.a_hex in text and e.b_hex in text
+    worst = r.worst["abs"]
+    assert "Worst elements" in text and worst.a in text and worst.b in text
+    # the ULP histogram: one bar per bin up to the last non-empty one, heights on the page's log scale
+    bars = re.findall(r'<rect class="bar[^"]*"[^>]*data-edge="([^"]*)" data-count="(\d+)"', html)
+    assert [(edge, int(count)) for edge, count in bars] == histogram_bins(r.ulp_histogram)
+    assert sum(int(c) for _, c in bars) == r.n_elements
+    assert "svg" in tree.tags
+
+
+def test_identical_report_has_no_empty_sections():
+    x = np.load(MODELS / "transformer.ort.npy")
+    html = render_fragment(perpendis.compare(x, x.copy()))
+    assert "IDENTICAL" in html
+    assert "<svg" not in html and "First difference" not in html
+
+
+def test_structured_where_and_causes_are_shown():
+    r = signflip_report()
+    where = {"axis": 2, "indices": [3], "text": "feature 3 (axis 2)"}
+    f = Finding("sign_flip", "error", "A ≈ -B at one feature", where=where)
+    f.causes = ["a LayerNorm weight of the wrong sign", "a negated bias in the export"]
+    r.findings = [f]
+    text = " ".join(parsed(render_fragment(r)).text)
+    assert "feature 3 (axis 2)" in text
+    assert "a LayerNorm weight of the wrong sign" in text and "a negated bias in the export" in text
+
+
+def test_everything_from_the_inputs_is_escaped():
+    r = signflip_report()
+    r.findings = [Finding("x", "error", "<script>alert(1)</script>", where='"><img src=x onerror=alert(1)>')]
+    r.notes = ["</style><script>alert(2)</script>"]
+    r.a = {**r.a, "dtype": "<b>float32</b>"}
+    html = render_page(r, title="<i>t</i>")
+    tree = parsed(html)
+    assert "script" not in tree.tags and "img" not in tree.tags and "b" not in tree.tags and "i" not in tree.tags
+    assert "<script>alert(1)</script>" in " ".join(tree.text)
+
+
+def test_page_is_self_contained_and_makes_no_request():
+    html = render_page(signflip_report(), title="tests/test_x.py::test_y")
+    tree = parsed(html)
+    assert f'content="{PAGE_CSP}"' in html and "default-src 'none'" in PAGE_CSP
+    # nothing that could be fetched: no URL of any scheme, no resource attribute, no CSS import
+    assert not re.search(r"(https?:|//|url\(|@import)", html)
+    assert not {name for name, _ in tree.attrs} & {"src", "href", "srcset", "action", "data", "poster"}
+    assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tree.tags)
