@@ -198,11 +198,11 @@ def histogram_bins(h: Histogram) -> list[tuple[str, int]]:
     return bins
 
 
-def histogram_svg(h: Histogram, width: int = 560, height: int = 220) -> str:
+def histogram_svg(h: Histogram, width: int = 560, height: int = 240) -> str:
     """The ULP histogram as inline SVG; bar heights on a log scale, as on the page, so a
     single far-off element stays visible beside a million one-ULP ones."""
     bins = histogram_bins(h)
-    left, right, top, bottom = 64, 8, 14, 84
+    left, right, top, bottom = 90, 8, 14, 100
     slot = (width - left - right) / len(bins)
     plot = height - top - bottom
     scale = math.log10(1 + max([1, *(c for _, c in bins)]))
@@ -224,10 +224,15 @@ def histogram_svg(h: Histogram, width: int = 560, height: int = 220) -> str:
         )
         if count:
             out.append(f'<text x="{x + slot / 2:.1f}" y="{base - bar - 3:.1f}" text-anchor="middle">{count}</text>')
-        tx, ty = x + slot / 2, base + 10
-        out.append(
-            f'<text x="{tx:.1f}" y="{ty}" text-anchor="end" transform="rotate(-40 {tx:.1f} {ty})">{escape(edge)}</text>'
-        )
+        if count or i == 0:  # empty bins keep their bar's tooltip; a label each would not fit
+            tx, ty = x + slot / 2, base + 10
+            out.append(
+                f'<text x="{tx:.1f}" y="{ty}" text-anchor="end" transform="rotate(-40 {tx:.1f} {ty})">'
+                f"{escape(edge)}</text>"
+            )
+    out.append(
+        f'<text x="{width / 2:.0f}" y="{height - 4}" text-anchor="middle">ULP distance (bar height: log count)</text>'
+    )
     out.append("</svg>")
     return "".join(out)
 
