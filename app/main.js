@@ -3,6 +3,7 @@
 // scatter points). It computes no number itself.
 import { createBisectView, describeFiles, packInput, readFiles } from "./bisect.js";
 import { CancelledError, core } from "./client.js";
+import { openedInputs } from "./open.js";
 import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
 import { dropTarget, fill, formatIndex } from "./render/dom.js";
@@ -582,6 +583,22 @@ async function openShared() {
   compare();
 }
 
+/** Files handed over by `python -m perpendis A B --open` (see open.js), compared at once. */
+async function openHandedOver() {
+  let opened;
+  try {
+    opened = await openedInputs(location.href);
+  } catch (err) {
+    showError({ message: err.message, where: null, side: null });
+    return;
+  }
+  if (!opened) return;
+  for (const [side, file] of Object.entries(opened.files)) await setFiles(side, [file]);
+  if (opened.files.ref) $("ref-box").open = true;
+  state.tolerance = opened.options;
+  compare();
+}
+
 // ---------------------------------------------------------------- comfort
 
 function swap() {
@@ -681,6 +698,7 @@ function init() {
   wireTolerance();
   loadPresets();
   openShared();
+  openHandedOver();
 }
 
 init();

@@ -28,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="perpendis",
         description="Tell whether two tensors that should be equal differ by rounding or by a bug. "
         "Inputs are tensor files (.npy, .npz, safetensors, ...) or text files of pasted REPL output; "
-        "'-' reads standard input. Use 'perpendis bisect A B' to compare captures layer by layer.",
+        "'-' reads standard input. Use 'perpendis bisect A B' to compare captures layer by layer, "
+        "'perpendis A B --open' to see them in the page, served on this machine.",
     )
     p.add_argument("a", metavar="A", help="the tensor under test (or a text holding both tensors when B is left out)")
     p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
@@ -104,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bisect"]:
         return bisect_main(argv[1:])
+    if "--open" in argv:
+        from .open_page import main as open_main  # here: it imports this module's options
+
+        return open_main(argv)
     args = _parser().parse_args(argv)
     try:
         report = _streamed(args) or _in_memory(args)

@@ -1,0 +1,192 @@
+"""``python -m perpendis A B --open``: the page, served on this machine with A and B preloaded.
+
+The built site (``python build.py`` writes it to ``dist/``) is served on 127.0.0.1 at a free
+port, and the browser is opened on ``/?open=TOKEN``. ``TOKEN`` is a fresh random string: the
+page's loader (``app/open.js``) fetches ``open/TOKEN/manifest.json`` and then each input
+from ``open/TOKEN/<side>``, same-origin, so the strict Content-Security-Policy
+(``connect-src 'self'``) holds and the bytes go from this process to the tab over the
+loopback interface and nowhere else. Only the files named on the command line are served
+under that path; a wrong token is a 404. The server runs until Ctrl-C.
+
+Where the site comes from, first found: ``--site DIR``, ``$PERPENDIS_SITE``, ``dist/`` of
+the checkout this package is imported from. A wheel does not ship the site (it is built
+from this very package, with Pyodide, by ``build.py``); when none is found the command says
+how to build one, and exits 2 like any other bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import secrets
+import sys
+import webbrowser
+from collections.abc import Sequence
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .errors import InputError
+
+SITE_ENV = "PERPENDIS_SITE"
+CHECKOUT_SITE = Path(__file__).resolve().parents[2] / "dist"  # py/perpendis/ -> the checkout's dist/
+OPEN_PREFIX = "/open/"
+SIDES = ("a", "b", "ref")
+_CSP_META = re.compile(r'<meta\s+http-equiv="Content-Security-Policy"\s+content="([^"]+)"', re.IGNORECASE)
+
+
+def build_hint() -> str:
+    return (
+        "the built page was not found. In a checkout of Perpendis (git clone, then `npm install`), "
+        "run `python build.py`: it writes the site to dist/, which this command then finds; "
+        f"or pass --site DIR (or set {SITE_ENV}) to a site build.py wrote elsewhere"
+    )
+
+
+def find_site(explicit: Path | None) -> Path:
+    """The built site to serve; :class:`InputError` saying how to build one when there is none."""
+    named = explicit or (Path(os.environ[SITE_ENV]) if os.environ.get(SITE_ENV) else None)
+    site = named or CHECKOUT_SITE
+    if (site / "index.html").is_file() and (site / "pyodide").is_dir():
+        return site
+    if named is not None:
+        raise InputError(f"{site} is not a site built by build.py (it lacks index.html or pyodide/); {build_hint()}")
+    raise InputError(build_hint())
+
+
+def page_csp(site: Path) -> str:
+    """The Content-Security-Policy of the built page, sent as a header on every response (a
+    worker's policy comes from its own response); taken from the page so the two cannot differ."""
+    found = _CSP_META.search((site / "index.html").read_text(encoding="utf-8"))
+    if found is None:
+        raise InputError(f"{site / 'index.html'} has no Content-Security-Policy meta tag; rebuild it with build.py")
+    return found.group(1)
+
+
+class OpenHandler(SimpleHTTPRequestHandler):
+    """The static site, plus the inputs at ``/open/<token>/``; every response carries the CSP."""
+
+    extensions_map: ClassVar[dict[str, str]] = {
+        **SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".js": "text/javascript",
+        ".mjs": "text/javascript",
+        ".json": "application/json",
+        ".whl": "application/zip",
+        ".zip": "application/zip",
+    }
+
+    def __init__(self, *args: Any, token: str, inputs: dict[str, Path], options: dict[str, Any], csp: str,
+                 **kwargs: Any) -> None:
+        self.token, self.inputs, self.options, self.csp = token, inputs, options, csp
+        super().__init__(*args, **kwargs)
+
+    def end_headers(self) -> None:
+        self.send_header("Content-Security-Policy", self.csp)
+        self.send_header("Cache-Control", "no-store" if self.path.startswith(OPEN_PREFIX) else "no-cache")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        super().end_headers()
+
+    def do_GET(self) -> None:
+        if not self.path.startswith(OPEN_PREFIX):
+            super().do_GET()
+            return
+        token, _, name = self.path.split("?", 1)[0][len(OPEN_PREFIX):].partition("/")
+        if not secrets.compare_digest(token, self.token):
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return
+        if name == "manifest.json":
+            body = json.dumps({"inputs": {side: path.name for side, path in self.inputs.items()},
+                               "options": self.options}).encode()
+            self._send(body, "application/json")
+        elif name in self.inputs:
+            self._send(self.inputs[name].read_bytes(), "application/octet-stream")
+        else:
+            self.send_error(HTTPStatus.NOT_FOUND)
+
+    def _send(self, body: bytes, content_type: str) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the terminal shows the address and how to stop, not one line per file of Pyodide
+
+
+def make_server(site: Path, inputs: dict[str, Path], options: dict[str, Any], port: int = 0,
+                token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
+    """A server on 127.0.0.1 (``port`` 0: a free one) and the page's URL with its token."""
+    token = token or secrets.token_urlsafe(24)
+    handler = functools.partial(OpenHandler, directory=str(site), token=token, inputs=inputs, options=options,
+                                csp=page_csp(site))
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    return server, f"http://127.0.0.1:{server.server_address[1]}/?open={token}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .cli import add_tolerance_options  # here: cli dispatches to this module
+
+    p = argparse.ArgumentParser(
+        prog="python -m perpendis A B --open",
+        description="Open the Perpendis page on this machine with A and B preloaded. The page is served on "
+        "127.0.0.1 only; the files go from this process to the browser tab and nowhere else.",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="the tensor under test")
+    p.add_argument("b", type=Path, metavar="B", help="the reference tensor")
+    p.add_argument("--ref", type=Path, metavar="R", help="a higher-precision run to judge A and B against")
+    p.add_argument("--open", action="store_true", required=True, help="open the page (this command)")
+    add_tolerance_options(p)
+    p.add_argument("--site", type=Path, help=f"the built site (default: ${SITE_ENV}, else the checkout's dist/)")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-browser", action="store_true", help="print the address, do not open a browser")
+    return p
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Path]:
+    inputs = {}
+    for side, path in zip(SIDES, (args.a, args.b, args.ref), strict=True):
+        if path is None:
+            continue
+        if not path.is_file():
+            raise InputError(f"{path}: no such file", side=side.upper() if side != "ref" else side)
+        inputs[side] = path.resolve()
+    return inputs
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The tolerance as the page's state holds it: a preset, or atol/rtol, or nothing."""
+    if args.preset:
+        return {"preset": args.preset}
+    return {k: v for k, v in (("atol", args.atol), ("rtol", args.rtol)) if v is not None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        inputs = _inputs(args)
+        server, url = make_server(find_site(args.site), inputs, _options(args), port=args.port)
+    except InputError as err:
+        print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
+        return 2
+    except OSError as err:  # the port asked for is taken
+        print(f"perpendis: cannot serve on 127.0.0.1:{args.port}: {err.strerror}", file=sys.stderr)
+        return 2
+    print(f"Perpendis with {args.a.name} and {args.b.name} preloaded: {url}", flush=True)
+    print("Served to this machine only (127.0.0.1); press Ctrl-C to stop.", flush=True)
+    if not args.no_browser:
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
