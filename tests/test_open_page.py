@@ -1,0 +1,88 @@
+"""``--open``'s server without a browser: what it serves, to whom, and its errors.
+
+The site is the repository's real ``index.html`` (its CSP is what the server must send)
+with an empty ``pyodide/``; the page itself opened this way is tested in
+``tests/browser/test_open_page.py``.
+"""
+
+import json
+import shutil
+import threading
+from pathlib import Path
+from urllib.error import HTTPError
+from urllib.request import urlopen
+
+import pytest
+from perpendis import cli, open_page
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "fixtures" / "models"
+A, B = MODELS / "cnn.ort.npy", MODELS / "cnn.offset.npy"
+
+
+@pytest.fixture
+def site(tmp_path):
+    out = tmp_path / "site"
+    (out / "pyodide").mkdir(parents=True)
+    shutil.copyfile(ROOT / "index.html", out / "index.html")
+    return out
+
+
+@pytest.fixture
+def serving(site):
+    server, url = open_page.make_server(site, {"a": A, "b": B}, {"atol": 0.1})
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def test_serves_the_page_and_the_two_files_under_the_token(serving):
+    base, _, token = serving.partition("/?open=")
+    assert base.startswith("http://127.0.0.1:") and len(token) >= 32
+    page = urlopen(serving)
+    assert page.headers["Content-Security-Policy"] == open_page.page_csp(Path(ROOT))
+    assert json.load(urlopen(f"{base}/open/{token}/manifest.json")) == {
+        "inputs": {"a": A.name, "b": B.name}, "options": {"atol": 0.1},
+    }
+    response = urlopen(f"{base}/open/{token}/a")
+    assert response.read() == A.read_bytes() and response.headers["Cache-Control"] == "no-store"
+    for path in (f"/open/{token}x/a", f"/open/{token}/ref", f"/open/{token}/%2e%2e/index.html", "/open/x/a"):
+        with pytest.raises(HTTPError) as info:
+            urlopen(base + path)
+        assert info.value.code == 404
+
+
+def test_csp_comes_from_the_built_page(site):
+    assert "connect-src 'self'" in open_page.page_csp(site)
+    (site / "index.html").write_text("<!doctype html><title>no policy</title>")
+    with pytest.raises(open_page.InputError, match="no Content-Security-Policy"):
+        open_page.page_csp(site)
+
+
+def test_without_a_built_site_it_says_how_to_build_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(open_page.SITE_ENV, raising=False)
+    monkeypatch.setattr(open_page, "CHECKOUT_SITE", tmp_path / "dist")
+    assert cli.main([str(A), str(B), "--open", "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perpendis: the built page was not found") and "`python build.py`" in err
+    assert "--site DIR" in err and err.count("\n") == 1
+    monkeypatch.setenv(open_page.SITE_ENV, str(tmp_path))
+    assert cli.main([str(A), str(B), "--open"]) == 2
+    assert f"{tmp_path} is not a site built by build.py" in capsys.readouterr().err
+
+
+def test_site_is_found_from_the_option_the_environment_or_the_checkout(site, tmp_path, monkeypatch):
+    monkeypatch.setattr(open_page, "CHECKOUT_SITE", site)
+    monkeypatch.delenv(open_page.SITE_ENV, raising=False)
+    assert open_page.find_site(None) == site
+    other = tmp_path / "other"
+    shutil.copytree(site, other)
+    monkeypatch.setenv(open_page.SITE_ENV, str(other))
+    assert open_page.find_site(None) == other
+    assert open_page.find_site(site) == site
+
+
+def test_a_missing_input_is_named(site, capsys):
+    assert cli.main([str(A), "missing.npy", "--open", "--site", str(site), "--no-browser"]) == 2
+    assert capsys.readouterr().err == "perpendis: B: missing.npy: no such file\n"
