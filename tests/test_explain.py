@@ -20,7 +20,7 @@ def test_sign_flip_in_one_screen():
     top = main_finding(r.findings)
     assert f"top finding [{top.severity}] {top.message} (at {where_text(top)})" in text
     e = r.first_diff
-    assert f"A bits {e.a_bits}  {e.a_hex}" in text and f"B bits {e.b_bits}  {e.b_hex}" in text
+    assert f"    A bits {e.a_bits} ({e.a_hex})\n    B bits {e.b_bits} ({e.b_hex})\n" in text
 
 
 def test_a_passing_tolerance_gets_no_failure_line():

@@ -6,7 +6,11 @@ with an empty ``pyodide/``; the page itself opened this way is tested in
 """
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from urllib.error import HTTPError
@@ -86,3 +90,17 @@ def test_site_is_found_from_the_option_the_environment_or_the_checkout(site, tmp
 def test_a_missing_input_is_named(site, capsys):
     assert cli.main([str(A), "missing.npy", "--open", "--site", str(site), "--no-browser"]) == 2
     assert capsys.readouterr().err == "perpendis: B: missing.npy: no such file\n"
+
+
+def test_ctrl_c_stops_it_quietly(site):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "py")}
+    command = [sys.executable, "-m", "perpendis", str(A), str(B), "--open", "--site", str(site), "--no-browser"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith(f"Perpendis with {A.name} and {B.name} preloaded: http://127.0.0.1:")
+        assert urlopen(line.split(": ", 1)[1].strip()).status == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0 and process.stderr.read() == ""
+    finally:
+        process.kill()

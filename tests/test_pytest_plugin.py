@@ -42,7 +42,7 @@ def test_failing_comparison_explains_itself_on_one_screen(pytester):
     text = "\n".join(explanation)
     assert "ComparisonError: Perpendis: INVESTIGATE" in text
     assert "top finding [error]" in text and "(at axis 2 index 3)" in text
-    assert "first difference at (0, 0, 0)" in text and "A bits " in text and "B bits " in text
+    assert "first difference at (0, 0, 0) (flat 0)" in text and "A bits " in text and "B bits " in text
     # the failure points at the test's own line, not into perpendis
     assert any(line.startswith(">       assert_same(") for line in result.outlines)
     assert not any("testing.py" in line for line in result.outlines)

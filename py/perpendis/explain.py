@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import Element, Finding, Report, main_finding, number_text, shape_text
+from .report import Finding, Report, _element_lines, main_finding, number_text, shape_text
 
 MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
 
@@ -59,15 +59,6 @@ def causes_of(f: Finding) -> list[str]:
     return [str(c) for c in (getattr(f, "causes", None) or [])]
 
 
-def _element(label: str, e: Element) -> list[str]:
-    return [
-        f"{label} at {shape_text(e.index)}: A = {e.a}, B = {e.b} "
-        f"(ulp {number_text(e.ulp)}, abs {number_text(e.abs_diff)})",
-        f"  A bits {e.a_bits}  {e.a_hex}",
-        f"  B bits {e.b_bits}  {e.b_hex}",
-    ]
-
-
 def explain(r: Report) -> str:
     """Verdict and headline, shapes and dtypes, the top finding with where and causes, the
     first difference's bits."""
@@ -87,7 +78,7 @@ def explain(r: Report) -> str:
         if more:
             lines.append(f"  and {more} more finding(s)")
     if r.first_diff is not None:
-        lines += _element("first difference", r.first_diff)
+        lines += _element_lines("first difference", r.first_diff)
     t = r.tolerance
     if t is not None and not t.passed:
         lines.append(

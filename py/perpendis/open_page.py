@@ -17,6 +17,7 @@ how to build one, and exits 2 like any other bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -70,14 +71,9 @@ def page_csp(site: Path) -> str:
 class OpenHandler(SimpleHTTPRequestHandler):
     """The static site, plus the inputs at ``/open/<token>/``; every response carries the CSP."""
 
+    # Streaming compilation refuses wasm of any other type, whatever a system's mime.types says.
     extensions_map: ClassVar[dict[str, str]] = {
-        **SimpleHTTPRequestHandler.extensions_map,
-        ".wasm": "application/wasm",
-        ".js": "text/javascript",
-        ".mjs": "text/javascript",
-        ".json": "application/json",
-        ".whl": "application/zip",
-        ".zip": "application/zip",
+        **SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm", ".whl": "application/zip",
     }
 
     def __init__(self, *args: Any, token: str, inputs: dict[str, Path], options: dict[str, Any], csp: str,
@@ -183,10 +179,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Served to this machine only (127.0.0.1); press Ctrl-C to stop.", flush=True)
     if not args.no_browser:
         webbrowser.open(url)
-    try:
+    with server, contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
     return 0

@@ -74,24 +74,17 @@ def compare(
     )
 
 
-def assert_same(
-    a: Any,
-    b: Any,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    *,
-    depth: float = 1.0,
-    ref: Any = None,
-) -> Report:
+def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None,
+                **options: Any) -> Report:
     """Pass when A and B are identical or differ by rounding within tolerance; else raise.
 
-    ``b`` is the expected value.  The :class:`ComparisonError` (an AssertionError) says on
-    one screen the verdict, the top finding with where it is and its causes, and the bits
-    at the first difference.  Returns the report when it passes.
+    ``b`` is the expected value; ``options`` are :func:`compare`'s ``depth`` and ``ref``.
+    The :class:`ComparisonError` (an AssertionError) says on one screen the verdict, the top
+    finding with where it is and its causes, and the bits at the first difference.  Returns
+    the report when it passes.
     """
     __tracebackhide__ = True  # pytest: the failure points at the test's line, not this one
-    report = compare(a, b, preset, atol, rtol, depth=depth, ref=ref, sources=("actual", "expected"))
+    report = compare(a, b, preset, atol, rtol, sources=("actual", "expected"), **options)
     if report.verdict == "investigate":
         raise ComparisonError(report)
     return report
