@@ -82,18 +82,18 @@ def test_identical_report_has_no_empty_sections():
 
 def test_structured_where_and_causes_are_shown():
     r = signflip_report()
-    where = {"axis": 2, "indices": [3], "text": "feature 3 (axis 2)"}
-    f = Finding("sign_flip", "error", "A ≈ -B at one feature", where=where)
-    f.causes = ["a LayerNorm weight of the wrong sign", "a negated bias in the export"]
-    r.findings = [f]
+    (flip,) = [f for f in r.findings if f.kind == "sign_flip"]
+    assert flip.where["indices"] == [3] and len(flip.causes) >= 2
     text = " ".join(parsed(render_fragment(r)).text)
-    assert "feature 3 (axis 2)" in text
-    assert "a LayerNorm weight of the wrong sign" in text and "a negated bias in the export" in text
+    assert flip.message in text and flip.where_text in text
+    assert "likely causes: " + "; ".join(flip.causes) in text
+    assert r.headline.removeprefix("Investigate: ") in text
 
 
 def test_everything_from_the_inputs_is_escaped():
     r = signflip_report()
-    r.findings = [Finding("x", "error", "<script>alert(1)</script>", where='"><img src=x onerror=alert(1)>')]
+    r.findings = [Finding("x", "error", "<script>alert(1)</script>", where={"text": '"><img src=x onerror=alert(1)>'},
+                          causes=["<b>bold</b>"])]
     r.notes = ["</style><script>alert(2)</script>"]
     r.a = {**r.a, "dtype": "<b>float32</b>"}
     html = render_page(r, title="<i>t</i>")

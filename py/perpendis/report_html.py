@@ -15,8 +15,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from .explain import causes_of, headline_text, where_text
-from .report import Element, Finding, Histogram, Report, number_text, passing_tolerance, shape_text
+from .report import Element, Finding, Histogram, Report, number_text, passing_tolerance, shape_text, verdict_line
 
 ROOT_CLASS = "perpendis-report"
 # Nothing may be fetched: inline styles are all the page uses.
@@ -107,10 +106,10 @@ def _verdict(r: Report) -> str:
             f"{state}; {passing_tolerance(r)}"
         )
     word = _VERDICT_WORD.get(r.verdict, r.verdict.upper())
-    headline = headline_text(r)
     return (
         f'<div><span class="verdict {escape(r.verdict)}">{escape(word)}</span></div>\n'
-        + (f'<p class="headline">{escape(headline)}</p>\n' if headline else "")
+        # the headline without its leading verdict word, which the badge already shows
+        f'<p class="headline">{escape(verdict_line(r).partition(": ")[2])}</p>\n'
         + "".join(f'<p class="facts">{escape(f)}</p>\n' for f in facts)
     )
 
@@ -120,8 +119,7 @@ def _findings(findings: Sequence[Finding]) -> str:
         return ""
     items = []
     for f in findings:
-        where = where_text(f)
-        causes = causes_of(f)
+        where, causes = f.where_text, f.causes
         items.append(
             f'<li data-kind="{escape(f.kind)}"><span class="sev {escape(f.severity)}">{escape(f.severity)}</span>'
             f"{escape(f.message)}"
