@@ -17,7 +17,7 @@ def compared(a: str, b: str):
 def test_sign_flip_in_one_screen():
     r = compared("transformer.ort.npy", "transformer.signflip.npy")
     lines = explain(r).splitlines()
-    assert len(lines) <= 12 and max(map(len, lines)) < 240
+    assert len(lines) <= 14 and max(map(len, lines)) < 240
     assert lines[0] == f"Perpendis: {verdict_line(r)}"
     assert lines[1] == "A (2, 8, 16) float32, B (2, 8, 16) float32: 186 of 256 elements differ bitwise"
     top = main_finding(r.findings)
@@ -26,8 +26,11 @@ def test_sign_flip_in_one_screen():
     assert top.message.lower() in r.headline.lower()
     assert lines[2] == f"top finding [error] {top.kind} at axis 2 index 3"
     assert lines[3] == "  likely causes: " + "; ".join(top.causes[:MAX_CAUSES])
-    e = r.first_diff
-    assert f"    A bits {e.a_bits} ({e.a_hex})\n    B bits {e.b_bits} ({e.b_hex})\n" in explain(r)
+    e, fail = r.first_diff, r.tolerance.first_fail
+    assert e.ulp == 1 and fail.index == [0, 0, 3]  # the first difference is rounding; the first failure is the flip
+    for x in (e, fail):
+        assert f"    A bits {x.a_bits} ({x.a_hex})\n    B bits {x.b_bits} ({x.b_hex})\n" in explain(r)
+    assert "first failing at (0, 0, 3) (flat 3)" in explain(r)
 
 
 def test_a_finding_the_headline_does_not_say_is_spelled_out(monkeypatch):

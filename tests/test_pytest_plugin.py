@@ -38,7 +38,7 @@ def test_failing_comparison_explains_itself_on_one_screen(pytester):
     result = run(pytester, "-k", "export")
     result.assert_outcomes(failed=1, deselected=2)
     explanation = [line for line in result.outlines if line.startswith("E ")]
-    assert len(explanation) <= 12
+    assert len(explanation) <= 14
     text = "\n".join(explanation)
     assert "ComparisonError: Perpendis: INVESTIGATE" in text
     assert "top finding [error] region at axis 2 index 3" in text and "likely causes: " in text

@@ -15,7 +15,7 @@ MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
 
 def explain(r: Report) -> str:
     """Verdict and headline, shapes and dtypes, the top finding with where and causes, the
-    first difference's bits."""
+    first difference's bits (and the first failing element's, when that is another)."""
     lines = [
         f"Perpendis: {verdict_line(r)}",
         f"A {shape_text(r.a['shape'])} {r.a['dtype']}, B {shape_text(r.b['shape'])} {r.b['dtype']}"
@@ -35,6 +35,8 @@ def explain(r: Report) -> str:
     if r.first_diff is not None:
         lines += _element_lines("first difference", r.first_diff)
     t = r.tolerance
+    if t is not None and t.first_fail is not None and (r.first_diff is None or t.first_fail.flat != r.first_diff.flat):
+        lines += _element_lines("first failing", t.first_fail)  # the first difference was rounding
     if t is not None and not t.passed:
         lines.append(
             f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): "
