@@ -177,8 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"Perpendis with {args.a.name} and {args.b.name} preloaded: {url}", flush=True)
     print("Served to this machine only (127.0.0.1); press Ctrl-C to stop.", flush=True)
-    if not args.no_browser:
-        webbrowser.open(url)
+    if not args.no_browser and not webbrowser.open(url):
+        print("No browser could be started here: open the address above in one on this machine.", flush=True)
     with server, contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops
         server.serve_forever()
     return 0
