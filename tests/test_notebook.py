@@ -26,5 +26,5 @@ def test_report_displays_as_html_and_markdown():
     assert 'class="perpendis-report" data-verdict="investigate"' in html
     assert "<svg" in html and "First difference" in html and "Worst elements" in html
     assert all(escape(f.message) in html for f in expected.findings)
-    assert result.data["text/plain"].startswith("Report(")  # the plain fallback is untouched
+    assert result.data["text/plain"] == expected.to_text().rstrip("\n")  # what a terminal IPython shows
     assert not [o for c in executed.cells for o in c.get("outputs", []) if o.output_type == "error"]

@@ -82,3 +82,10 @@ def test_failing_assert_same_carries_its_report():
         assert_same(-b, b)
     assert info.value.report.verdict == "investigate"
     assert str(info.value).startswith("Perpendis: INVESTIGATE")
+
+
+def test_a_report_prints_short_in_a_repl():
+    b = np.linspace(-2, 2, 100, dtype=np.float32)
+    report = perpendis.compare(-b, b)
+    assert repr(report).startswith("<perpendis Report INVESTIGATE: ") and "\n" not in repr(report)
+    assert len(repr(report)) < 300  # not every field, sample and aligned array

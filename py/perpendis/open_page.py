@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import sys
 import webbrowser
 from collections.abc import Sequence
@@ -99,18 +100,21 @@ class OpenHandler(SimpleHTTPRequestHandler):
         if name == "manifest.json":
             body = json.dumps({"inputs": {side: path.name for side, path in self.inputs.items()},
                                "options": self.options}).encode()
-            self._send(body, "application/json")
+            self._headers(len(body), "application/json")
+            self.wfile.write(body)
         elif name in self.inputs:
-            self._send(self.inputs[name].read_bytes(), "application/octet-stream")
+            # Copied through in blocks: an input may be gigabytes, streamed by the page.
+            with open(self.inputs[name], "rb") as source:
+                self._headers(os.fstat(source.fileno()).st_size, "application/octet-stream")
+                shutil.copyfileobj(source, self.wfile, 1 << 20)
         else:
             self.send_error(HTTPStatus.NOT_FOUND)
 
-    def _send(self, body: bytes, content_type: str) -> None:
+    def _headers(self, length: int, content_type: str) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
-        self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the terminal shows the address and how to stop, not one line per file of Pyodide

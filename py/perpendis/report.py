@@ -247,6 +247,14 @@ class Report:
     def to_text(self) -> str:
         return render_text(self)
 
+    def __repr__(self) -> str:
+        # Short: the generated one would print every field, samples and aligned arrays included.
+        return f"<perpendis Report {verdict_line(self)}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text display (a terminal REPL): the CLI's human report."""
+        printer.text(self.to_text().rstrip("\n"))
+
     def _repr_html_(self) -> str:
         """Jupyter's rich display of a report: see :mod:`perpendis.report_html`."""
         from .report_html import render_fragment  # here: report_html imports this module
