@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import perpendis
+import pytest
 from perpendis.report_html import render_fragment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,6 +16,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from screenshot_notebook import NOTEBOOK, execute  # noqa: E402
 
 
+@pytest.mark.slow
 def test_report_displays_as_html_and_markdown():
     executed = execute(NOTEBOOK)
     (result,) = [o for o in executed.cells[-1].outputs if o.output_type == "execute_result"]
