@@ -94,3 +94,20 @@ def test_wrapped():
 
 def test_option_is_in_help(pytester):
     pytester.runpytest("-p", "perpendis.pytest_plugin", "--help").stdout.fnmatch_lines(["*--perpendis-report=DIR*"])
+
+
+def test_test_ids_that_differ_only_in_unsafe_characters_keep_both_reports(pytester):
+    pytester.makepyfile(test_ids=f'''
+import numpy as np
+import pytest
+from perpendis import assert_same
+
+@pytest.mark.parametrize("name", ["a/b", "a:b"])
+def test_export(name):
+    assert_same(np.load({str(MODELS / "cnn.offset.npy")!r}), np.load({str(MODELS / "cnn.ort.npy")!r}))
+''')
+    out = pytester.path / "reports"
+    pytester.runpytest("-p", "perpendis.pytest_plugin", f"--perpendis-report={out}").assert_outcomes(failed=2)
+    assert sorted(p.name for p in out.glob("*.json")) == [
+        "test_ids.py__test_export_a_b-2.json", "test_ids.py__test_export_a_b.json",
+    ]

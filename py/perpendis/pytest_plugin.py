@@ -11,6 +11,7 @@ says where they went.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -78,7 +79,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     directory = item.config.getoption("perpendis_report")
     error = comparison_error(call.excinfo.value) if call.excinfo is not None else None
     if directory and error is not None and rep.failed:
-        paths = write_report(Path(directory), file_stem(item.nodeid, call.when), error, f"Perpendis: {item.nodeid}")
+        stem = file_stem(item.nodeid, call.when)
+        written = {p.stem for p in item.config.stash[_KEY]}
+        # Two test ids can differ only in the characters a file name cannot hold.
+        stem = next(s for n in itertools.count(1) if (s := stem if n == 1 else f"{stem}-{n}") not in written)
+        paths = write_report(Path(directory), stem, error, f"Perpendis: {item.nodeid}")
         item.config.stash[_KEY].extend(paths)
         rep.sections.append(("perpendis report", "\n".join(str(p) for p in paths)))
     return rep

@@ -17,12 +17,13 @@ from typing import Any
 
 from .report import Element, Finding, Histogram, Report, number_text, passing_tolerance, shape_text, verdict_line
 
-ROOT_CLASS = "perpendis-report"
+ROOT_CLASS = "perpendis-report"  # its own colours and background: readable under a dark notebook theme too
 # Nothing may be fetched: inline styles are all the page uses.
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 _STYLE = f"""
-.{ROOT_CLASS} {{ font: 14px/1.45 system-ui, sans-serif; color: #1b1f24; max-width: 60em; }}
+.{ROOT_CLASS} {{ font: 14px/1.45 system-ui, sans-serif; color: #1b1f24; background: #fff; max-width: 60em;
+  padding: 0.5em 0.8em; border-radius: 4px; }}
 .{ROOT_CLASS} h3 {{ font-size: 1em; margin: 0.9em 0 0.3em; }}
 .{ROOT_CLASS} .verdict {{ display: inline-block; padding: 0.1em 0.6em; border-radius: 0.3em; font-weight: 700;
   color: #fff; letter-spacing: 0.03em; }}
