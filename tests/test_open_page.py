@@ -104,3 +104,21 @@ def test_ctrl_c_stops_it_quietly(site):
         assert process.wait(timeout=10) == 0 and process.stderr.read() == ""
     finally:
         process.kill()
+
+
+def test_a_tab_closed_mid_download_prints_no_traceback(site, capsys):
+    server, _ = open_page.make_server(site, {"a": A, "b": B}, {})
+    try:
+        for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+            try:
+                raise error
+            except OSError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a real bug")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a real bug" in capsys.readouterr().err
+    finally:
+        server.server_close()

@@ -120,14 +120,25 @@ class OpenHandler(SimpleHTTPRequestHandler):
         pass  # the terminal shows the address and how to stop, not one line per file of Pyodide
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A tab closed or reloaded mid-download resets its connections: nothing went wrong that
+    the user must read about, so those are not printed as tracebacks; anything else is."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 def make_server(site: Path, inputs: dict[str, Path], options: dict[str, Any], port: int = 0,
                 token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
     """A server on 127.0.0.1 (``port`` 0: a free one) and the page's URL with its token."""
     token = token or secrets.token_urlsafe(24)
     handler = functools.partial(OpenHandler, directory=str(site), token=token, inputs=inputs, options=options,
                                 csp=page_csp(site))
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", port), handler)
     return server, f"http://127.0.0.1:{server.server_address[1]}/?open={token}"
 
 
