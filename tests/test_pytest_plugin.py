@@ -1,6 +1,7 @@
 """The pytest plugin, run inside real pytest sessions (``pytester``) on real model outputs."""
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -111,3 +112,11 @@ def test_export(name):
     assert sorted(p.name for p in out.glob("*.json")) == [
         "test_ids.py__test_export_a_b-2.json", "test_ids.py__test_export_a_b.json",
     ]
+
+
+def test_junit_xml_names_the_html_page(pytester):
+    out, xml = pytester.path / "reports", pytester.path / "junit.xml"
+    run(pytester, "--perpendis-report", str(out), f"--junitxml={xml}", "-k", "export")
+    (prop,) = ET.parse(xml).getroot().iter("property")
+    assert prop.get("name") == "perpendis_report"
+    assert Path(prop.get("value")) == out / "test_model.py__test_export_matches.html"

@@ -1,13 +1,17 @@
 """The report as HTML: the notebook fragment and the self-contained page, on real model outputs."""
 
 import re
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import perpendis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from perpendis.explain import explain
 from perpendis.report import Finding
-from perpendis.report_html import PAGE_CSP, histogram_bins, render_fragment, render_page
+from perpendis.report_html import _VERDICT_WORD, PAGE_CSP, histogram_bins, render_fragment, render_page
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 VOID = {"meta", "br", "img", "input", "link", "hr", "line", "rect"}
@@ -110,3 +114,34 @@ def test_page_is_self_contained_and_makes_no_request():
     assert not re.search(r"(https?:|//|url\(|@import)", html)
     assert not {name for name, _ in tree.attrs} & {"src", "href", "srcset", "action", "data", "poster"}
     assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tree.tags)
+
+
+DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int32, np.bool_]
+
+
+@st.composite
+def pairs(draw):
+    """Two arrays of small shapes and any of the dtypes, equal, perturbed, NaN-laced or unrelated."""
+    shape_a = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=3)))
+    shape_b = shape_a if draw(st.booleans()) else tuple(draw(st.lists(st.integers(0, 4), max_size=3)))
+    da, db = draw(st.sampled_from(DTYPES)), draw(st.sampled_from(DTYPES))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape_a) * 10).astype(da)
+    b = a.astype(db) if shape_b == shape_a and draw(st.booleans()) else (rng.standard_normal(shape_b) * 10).astype(db)
+    if b.size and np.issubdtype(b.dtype, np.floating) and draw(st.booleans()):
+        b.flat[0] = np.nan
+    return a, b
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs())
+def test_any_report_renders_to_balanced_escaped_html(pair):
+    r = perpendis.compare(*pair)
+    html = render_fragment(r)
+    text = " ".join(parsed(html).text)
+    assert _VERDICT_WORD[r.verdict] in text
+    for f in r.findings:
+        assert escape(f.message) in html and all(escape(c) in html for c in f.causes)
+    assert ("<svg" in html) == (any(r.ulp_histogram.counts[1:]) or r.ulp_histogram.nonfinite > 0)
+    assert len(explain(r).splitlines()) <= 14

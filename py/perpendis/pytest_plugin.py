@@ -5,8 +5,9 @@ failing :func:`~perpendis.testing.assert_same` already explains itself on one sc
 this option each failing test whose failure is (or was raised from) a comparison also leaves
 three files in DIR, named after the test: the Markdown (for an issue), the JSON (every
 number, for tools) and a self-contained HTML page (no server, no request: open it from the
-CI artefacts). The test's report gets a section naming them, and the terminal summary
-says where they went.
+CI artefacts). The test's report gets a section naming them (and, for ``--junitxml``, a
+``perpendis_report`` property with the HTML's path), and the terminal summary says where
+they went.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         paths = write_report(Path(directory), stem, error, f"Perpendis: {item.nodeid}")
         item.config.stash[_KEY].extend(paths)
         rep.sections.append(("perpendis report", "\n".join(str(p) for p in paths)))
+        item.user_properties.append(("perpendis_report", str(paths[-1])))  # the HTML, for --junitxml
     return rep
 
 
