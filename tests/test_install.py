@@ -31,7 +31,7 @@ def test_entry_points_are_declared():
 
 @pytest.mark.slow
 def test_installed_wheel_gives_the_command_and_the_plugin(tmp_path):
-    """``pip install ./py`` in a fresh venv (seeing this machine's numpy and pytest, so no
+    """The wheel of ``py/``, installed in a fresh venv (seeing this machine's numpy and pytest, so no
     network): the ``perpendis`` command runs, ``--open`` says how to build the page the wheel
     does not ship, and pytest loads the plugin with no ``-p``."""
     env_dir = tmp_path / "venv"
@@ -42,10 +42,13 @@ def test_installed_wheel_gives_the_command_and_the_plugin(tmp_path):
     # egg-info in py/ would register the plugin a second time in every later test session.
     source = tmp_path / "py"
     shutil.copytree(ROOT / "py", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    wheels = tmp_path / "wheels"
     subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
+        [python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, source],
         check=True, env=clean, cwd=tmp_path,
     )
+    (wheel,) = wheels.glob("perpendis-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], check=True, env=clean, cwd=tmp_path)
     cli = subprocess.run(
         [env_dir / "bin" / "perpendis", MODELS / "transformer.signflip.npy", MODELS / "transformer.ort.npy"],
         capture_output=True, text=True, env=clean, cwd=tmp_path,
