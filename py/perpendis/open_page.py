@@ -43,9 +43,9 @@ _CSP_META = re.compile(r'<meta\s+http-equiv="Content-Security-Policy"\s+content=
 
 def build_hint() -> str:
     return (
-        "the built page was not found. In a checkout of Perpendis (git clone, then `npm install`), "
-        "run `python build.py`: it writes the site to dist/, which this command then finds; "
-        f"or pass --site DIR (or set {SITE_ENV}) to a site build.py wrote elsewhere"
+        "the built page was not found. In a checkout of Perpendis, run `python build.py` (it fetches "
+        "Pyodide with npm and writes the site to dist/, where this command finds it); or pass --site DIR "
+        f"(or set {SITE_ENV}) to a site build.py wrote elsewhere"
     )
 
 
