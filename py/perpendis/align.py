@@ -81,6 +81,8 @@ def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
     """An array held in ``src`` as ``dst``'s storage, rounding to nearest for floats."""
     if src == dst:
         return array
+    if (src.name, dst.name) == ("float32", "bfloat16"):
+        return bits.float32_to_bfloat16(array)
     if dst.is_float:
         return bits.from_float64(bits.to_float64(array, src), dst)
     return np.asarray(array).astype(dst.storage)

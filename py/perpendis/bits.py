@@ -271,6 +271,23 @@ def from_float64(values: np.ndarray | float, fmt: Format) -> np.ndarray:
     return out.astype(fmt.uint).reshape(values.shape)
 
 
+def float32_to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest, ties to even), as bfloat16 storage.
+
+    The same answer as :func:`from_float64` (NaN becomes the positive quiet NaN, overflow
+    infinity, signs kept), by integer arithmetic on the bits: bfloat16 is the top half of
+    a float32, so rounding is adding just under half of the dropped half, plus its last
+    kept bit for ties.  The search over the value grid costs some 60 times as long, which
+    a checkpoint converted from float32 to bfloat16 pays on every element.
+    """
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)).astype(np.uint16)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if nan.any():
+        rounded[nan] = 0x7FC0
+    return rounded
+
+
 def bit_string(raw: int, fmt: Format) -> str:
     """``"s eeeee mmmmmmmmmm"`` for floats; the plain bits for integers and bools."""
     s = format(int(raw), f"0{fmt.width}b")

@@ -16,13 +16,14 @@ in the order of their data and a note says the saving order is unknown.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..bits import format_of
 from ..errors import InputError
 from ..tensor import Tensor
-from .buffer import BytesLike, as_view
+from .buffer import BytesLike, Reader, as_view, view_reader
 from .limits import SAFETENSORS_MAX_HEADER_BYTES, element_count
 
 SOURCE = "safetensors"
@@ -57,21 +58,37 @@ def header_length(view: memoryview) -> int | None:
     return length
 
 
-def read(data: BytesLike) -> list[Tensor]:
-    """Every tensor in the file, in the order of their data."""
-    view = as_view(data)
-    if len(view) < 8:
+@dataclass(frozen=True)
+class Entry:
+    """Where one tensor of a safetensors file lies: ``begin``/``end`` are absolute byte
+    offsets in the file, so it can be read through a reader without the rest."""
+
+    name: str
+    dtype: str  # the Perpendis format name
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+def index(read: Reader, size: int) -> tuple[list[Entry], dict]:
+    """The tensors of a safetensors file of ``size`` bytes, in the order of their data, and its
+    metadata, from its header alone: a shard of gigabytes is checked by reading kilobytes.
+
+    The checks are :func:`read`'s: a header that is not JSON, ranges that overlap, leave
+    gaps or do not cover the data exactly (a truncated file) are refused.
+    """
+    if size < 8:
         raise InputError("the safetensors file is truncated: it is shorter than its 8-byte header length")
-    length = int.from_bytes(view[:8], "little")
+    length = int.from_bytes(bytes(read(0, 8)), "little")
     if length > SAFETENSORS_MAX_HEADER_BYTES:
         raise InputError(
             f"the safetensors header declares {length} bytes, more than the limit "
             f"SAFETENSORS_MAX_HEADER_BYTES = {SAFETENSORS_MAX_HEADER_BYTES}"
         )
-    if 8 + length > len(view):
+    if 8 + length > size:
         raise InputError(f"the safetensors file is truncated: its header declares {length} bytes, the file is shorter")
-    entries, metadata = _header(bytes(view[8 : 8 + length]))
-    payload = view[8 + length :]
+    entries, metadata = _header(bytes(read(8, length)))
+    payload = size - 8 - length
     spans = sorted((_span(key, entry), key) for key, entry in entries.items())
     expected = 0
     for (begin, end), key in spans:
@@ -79,19 +96,31 @@ def read(data: BytesLike) -> list[Tensor]:
             problem = "overlaps the previous tensor" if begin < expected else "leaves a gap before it"
             raise InputError(f"safetensors tensor {key!r} {problem} (its data starts at {begin}, expected {expected})")
         expected = end
-    if expected != len(payload):
+    if expected != payload:
         raise InputError(
-            f"the safetensors header describes {expected} bytes of tensor data but the file holds {len(payload)}"
-            + ("; the file is truncated" if expected > len(payload) else "")
+            f"the safetensors header describes {expected} bytes of tensor data but the file holds {payload}"
+            + ("; the file is truncated" if expected > payload else "")
         )
-    where = {key: (begin, end) for (begin, end), key in spans}
-    order = _saved_order(metadata, entries)
+    base = 8 + length
+    located = [
+        Entry(key, DTYPES[entries[key]["dtype"]], tuple(entries[key]["shape"]), base + begin, base + end)
+        for (begin, end), key in spans
+    ]
+    return located, metadata
+
+
+def read(data: BytesLike) -> list[Tensor]:
+    """Every tensor in the file, in the order of their data."""
+    view = as_view(data)
+    located, metadata = index(*view_reader(view))
+    by_name = {e.name: e for e in located}
+    order = _saved_order(metadata, by_name)
     note = (
         "tensors are in the capture order recorded in the file's metadata 'order'"
         if order
         else "safetensors does not record the order tensors were saved in: they are in the order of their data"
     )
-    tensors = [_tensor(key, entries[key], payload[slice(*where[key])]) for key in order or [k for _, k in spans]]
+    tensors = [_tensor(by_name[key], view[by_name[key].begin : by_name[key].end]) for key in order or list(by_name)]
     if tensors:
         tensors[0].notes.append(note)
     return tensors
@@ -154,9 +183,9 @@ def _span(key: str, entry: dict) -> tuple[int, int]:
     return offsets[0], offsets[1]
 
 
-def _tensor(key: str, entry: dict, raw: memoryview) -> Tensor:
-    fmt = format_of(DTYPES[entry["dtype"]])
+def _tensor(entry: Entry, raw: memoryview) -> Tensor:
+    fmt = format_of(entry.dtype)
     array = np.frombuffer(raw, dtype=np.dtype(fmt.storage).newbyteorder("<"))
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
-    return Tensor(array.reshape(entry["shape"]), fmt.name, SOURCE, name=key)
+    return Tensor(array.reshape(entry.shape), fmt.name, SOURCE, name=entry.name)
