@@ -1,0 +1,141 @@
+"""The same folds on a dask.distributed cluster: each task folds a share of one tensor pair.
+
+The client scans both checkpoints and prepares each pair (headers only), then cuts each
+pair into shares of whole chunks (:meth:`~perpendis.compare.Prepared.shares`).  A task
+is a share and where the two tensors lie: the worker memory-maps the shards itself
+(they must be on a file system it sees under the same paths), folds its chunks and
+returns the partial as bytes (:func:`~perpendis.compare.partial_to_bytes`).  The client
+merges a pair's partials in element order, as the page's split fold does, and finishes
+the row there: partials merge exactly, so each row, and the report, is the one a single
+process makes.
+
+Dask is an optional extra (``pip install ./py[dask]``); nothing here is imported by the
+core or the page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache, reduce
+from typing import Any
+
+import numpy as np
+
+from ..bits import format_of
+from ..compare import CHUNK, Partial, Share, partial_from_bytes, partial_to_bytes
+from ..errors import InputError
+from ..formats.buffer import Reader
+from ..stream import Stop, _chunks, map_reader
+from .inputs import Located, open_tensor
+from .pairs import Task, error_row, finish_row, prepare_pair, sources
+from .report import TensorRow
+from .run import Checkpoint, Done, task_bytes
+
+SHARE_ELEMENTS = 32 * CHUNK
+"""Most elements in one task: a 4 GB tensor is folded by many workers, and a lost worker
+costs little to redo; small tensors are one task each."""
+
+
+def available() -> bool:
+    """Whether dask.distributed can be imported."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _mapped(path: str) -> tuple[Reader, int]:
+    """A worker's memory map of a shard, kept for its next task on the same shard."""
+    return map_reader(path)
+
+
+def fold_share(share_json: str, a: Located, path_a: str, b: Located, path_b: str) -> np.ndarray:
+    """A worker's task: fold one share of a pair, reading both tensors through memory maps."""
+    import json
+
+    share = Share(**json.loads(share_json))
+    sa = open_tensor(a, *_mapped(path_a), "a")
+    sb = open_tensor(b, *_mapped(path_b), "b")
+    chunks = _chunks(sa, sb, format_of(share.fmt), CHUNK, None, share.start, share.stop)
+    return partial_to_bytes(share.fold_chunks(chunks))
+
+
+def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[..., None]:
+    """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster."""
+
+    def run(
+        tasks: Sequence[Task],
+        a: Checkpoint,
+        b: Checkpoint,
+        options: Mapping[str, Any],
+        row: Callable[[Task, TensorRow], object],
+        done: Done | None,
+        cancelled: Stop | None,
+    ) -> None:
+        from distributed import as_completed
+
+        if a.paths is None or b.paths is None:
+            raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
+        pending: dict[int, dict[str, Any]] = {}
+        futures = []
+        where: dict[str, tuple[int, int, float]] = {}  # future key → pair, share, bytes
+        for i, task in enumerate(tasks):
+            try:
+                sa, sb = sources(task, a.open, b.open)
+                prepared = prepare_pair(task, sa, sb, options)
+            except InputError as err:
+                row(task, error_row(task, err))
+                continue
+            if isinstance(prepared, TensorRow):
+                row(task, prepared)
+                continue
+            count = max(1, math.ceil(prepared.size / share_elements))
+            shares = prepared.shares(count) if prepared.size else []
+            state = {"task": task, "sources": (sa, sb), "prepared": prepared, "parts": [None] * len(shares)}
+            pending[i] = state
+            if not shares:  # an empty tensor: its fold is the empty partial
+                state["parts"] = [prepared.fold()]
+                _finish(state, row)
+                del pending[i]
+                continue
+            per_share = task_bytes(task) / len(shares)
+            for k, share in enumerate(shares):
+                future = client.submit(
+                    fold_share, share.to_json(), task.a, a.paths[task.a.file], task.b, b.paths[task.b.file], pure=False
+                )
+                where[future.key] = (i, k, per_share)
+                futures.append(future)
+        for future in as_completed(futures):
+            if cancelled is not None and cancelled():
+                client.cancel(futures)
+                return
+            i, k, per_share = where[future.key]
+            state = pending.get(i)
+            try:
+                data = future.result()
+            except InputError as err:
+                if state is not None:
+                    row(state["task"], error_row(state["task"], err))
+                    del pending[i]
+                continue
+            if done is not None:
+                done(int(per_share))
+            if state is None:
+                continue
+            state["parts"][k] = partial_from_bytes(data)
+            if all(p is not None for p in state["parts"]):
+                _finish(state, row)
+                del pending[i]
+
+    return run
+
+
+def _finish(state: dict[str, Any], row: Callable[[Task, TensorRow], object]) -> None:
+    """Merge a pair's partials in element order and make its row."""
+    parts: list[Partial] = state["parts"]
+    merged = reduce(lambda acc, p: acc.merge(p), parts[1:], parts[0]) if parts else None
+    sa, sb = state["sources"]
+    row(state["task"], finish_row(state["task"], sa, sb, state["prepared"], merged))
