@@ -105,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bisect"]:
         return bisect_main(argv[1:])
+    if argv[:1] == ["checkpoints"]:
+        from .cli_checkpoints import main as checkpoints_main
+
+        return checkpoints_main(argv[1:])
     if "--open" in argv:
         from .open_page import main as open_main  # here: it imports this module's options
 

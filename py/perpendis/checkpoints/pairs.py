@@ -163,7 +163,8 @@ def verdict_of(report: Report) -> tuple[str, str]:
     itself.  Two tensors of different dtypes whose comparison in the narrower one is
     bit for bit equal are a conversion, recognised as such: every element of the
     narrower float is the wider one's rounded to nearest, ties to even (the rounding the
-    comparison applies), or for integers the same values.
+    comparison applies), or for integers the same values.  A NaN is a NaN whatever its
+    payload (torch writes every bfloat16 NaN as 0xFFFF, the rounding gives 0x7FC0).
     """
     findings = [f for f in report.findings if f.kind != "dtype"]
     finding = main_finding(findings)
@@ -171,11 +172,21 @@ def verdict_of(report: Report) -> tuple[str, str]:
         return "identical", "bit for bit"
     if report.compared_shape is None:
         return "investigate", "not compared" if finding is None else finding.message
-    if report.n_bitwise_diff == 0 and report.shape_match:
+    nan_bits = _nan_payloads(report)
+    if report.n_bitwise_diff == nan_bits and report.shape_match:
         fmt = format_of(report.compared_as)
         if fmt.is_float:
-            return "converted", f"exact rounding to {fmt.name}"
+            payloads = f" ({nan_bits} NaN written with other bits, as torch writes them)" if nan_bits else ""
+            return "converted", f"exact rounding to {fmt.name}{payloads}"
         return "converted", f"the same values in {report.a['dtype']} and {report.b['dtype']}"
     if any(f.severity == "error" for f in findings):
         return "investigate", "" if finding is None else finding.message
     return "rounding", "differs by rounding" if finding is None else finding.message
+
+
+def _nan_payloads(report: Report) -> int:
+    """How many differing elements are NaN on both sides (with other bits), when all the
+    non-finite differences are those; else 0."""
+    if report.n_nan_mismatch or report.n_inf_mismatch:
+        return 0
+    return report.ulp_histogram.nonfinite

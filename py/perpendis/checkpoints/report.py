@@ -123,10 +123,10 @@ class CheckpointReport:
             else:
                 shape = f"{shape_text(r.shape_a or [], ',')}≠{shape_text(r.shape_b or [], ',')}"
             fail = "" if r.fraction_fail is None else f"{r.fraction_fail:.2%}"
-            figures = [number_text(r.max_ulp, 3), number_text(_number(r.max_abs_diff), 3)]
-            if r.verdict in ("identical", "error"):
-                figures = ["", ""]
-            rows.append([r.verdict, r.name, dtype, shape, *figures, fail, r.description])
+            figures = [number_text(r.max_ulp, 3), number_text(_number(r.max_abs_diff), 3), fail]
+            if r.verdict in ("identical", "converted", "error"):
+                figures = ["", "", ""]
+            rows.append([r.verdict, r.name, dtype, shape, *figures, r.description])
         widths = [max(len(str(row[c])) for row in [header, *rows]) for c in range(len(header) - 1)]
         lines = [
             ("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + row[-1]).rstrip()

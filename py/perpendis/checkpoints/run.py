@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from ..errors import InputError
 from ..formats.buffer import Reader
 from ..stream import Stop, map_reader
-from .inputs import Opener, scan
+from .inputs import Opener, scan, tensor_files
 from .pairs import Task, compare_pair, plan
 from .rename import Rule
 from .report import CheckpointReport, TensorRow
@@ -170,6 +170,11 @@ def compare_checkpoints(
     ``planned(n_tasks, n_bytes)`` is told what is left to compare once the checkpoints
     are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
     """
+    for side, checkpoint in (("A", a), ("B", b)):
+        if not tensor_files(checkpoint.names):
+            raise InputError(
+                f"{side} holds no tensor files (.safetensors, .bin/.pt/.pth, .npz, .npy or an index)", side=side
+            )
     scan_a, scan_b = scan(a.names, a.open), scan(b.names, b.open)
     paired = plan(scan_a, scan_b, rules)
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
@@ -195,6 +200,8 @@ def compare_checkpoints(
             problem.side = side
     problems = [*scan_a.problems, *scan_b.problems]
     notes = [f"A: {n}" for n in scan_a.notes] + [f"B: {n}" for n in scan_b.notes]
+    if not paired.tasks and not paired.blocked:
+        notes.append("no tensor name is in both checkpoints: give rename rules that bring them to one naming")
     if resume is not None and len(todo) < len(paired.tasks):
         notes.append(f"{len(paired.tasks) - len(todo)} tensor(s) were compared by an earlier run ({resume.path.name})")
     return CheckpointReport(rows, paired.only_a, paired.only_b, problems, notes)
