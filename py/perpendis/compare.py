@@ -398,12 +398,23 @@ def _sum_squares(array: np.ndarray, fmt: Format) -> float:
         return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """``Σxy`` of two float64 arrays, rounded the same way in every process.
+
+    ``np.dot`` hands long vectors to BLAS, which splits the sum over as many threads as it
+    runs (two in the CLI on two cores, one in a Dask worker, which sets
+    ``OMP_NUM_THREADS=1``), so a partial folded in a worker differed from the one folded
+    here in the last bit of the RMSE; ``einsum`` sums in one thread, in one order.
+    """
+    return float(np.einsum("i,i->", x, y))
+
+
 def _finite_sum_squares(a: np.ndarray, b: np.ndarray, fmt: Format) -> tuple[float, int]:
     """``Σb²`` over the pairs finite on both sides, and how many pairs are not."""
     fa, fb = bits.to_float64(a, fmt), bits.to_float64(b, fmt)
     finite = np.isfinite(fa) & np.isfinite(fb)
     with np.errstate(over="ignore"):  # float64 values past 1e154 square to inf: cosine and SNR say so
-        return float(np.dot(fb[finite], fb[finite])), int(a.size - finite.sum())
+        return _dot(fb[finite], fb[finite]), int(a.size - finite.sum())
 
 
 def _pick(metric: np.ndarray, mask: np.ndarray | None, flat: np.ndarray, da: np.ndarray, db: np.ndarray) -> Pick | None:
@@ -507,10 +518,10 @@ def chunk_partial(
                 p.s_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
     # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
     with np.errstate(over="ignore", invalid="ignore"):
-        sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), float(np.dot(fd, fd))
+        sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), _dot(fd, fd)
         # Σa² - Σb² and Σab - Σb² over the differing elements, without the cancellation of
         # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
-        d_aa, d_ab = float(np.dot(fsigned, fa + fb)), float(np.dot(fsigned, fb))
+        d_aa, d_ab = _dot(fsigned, fa + fb), _dot(fsigned, fb)
     p.sum_abs, p.sum_rel, p.sum_sq = ExactSum.of(sum_abs), ExactSum.of(sum_rel), ExactSum.of(sum_sq)
     p.d_aa, p.d_ab = ExactSum.of(d_aa), ExactSum.of(d_ab)
     fflat = flat if finite is None else flat[finite]
