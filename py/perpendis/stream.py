@@ -328,6 +328,10 @@ def serve(
     """
     from . import api
 
+    if request.get("op") == "checkpoints":
+        from .checkpoints.page import serve as serve_checkpoints
+
+        return serve_checkpoints(request, files, progress)
     captures = _polygraphy_captures(request, payloads, files, progress)
     if captures is not None:
         return captures

@@ -1,0 +1,94 @@
+"""The page's ``checkpoints`` request: two folders of files the worker reads itself, tensor by tensor.
+
+The page hands over every file of the two folders unread (``Blob`` objects, read with
+``Blob.slice``), named by their path inside the folder.  Shard headers are read first;
+then each tensor pair is read one chunk at a time, so the heap holds a few chunks
+whatever the checkpoints' size.  An ``.npz`` or ``torch.save`` shard is read whole, so
+one beyond :data:`WHOLE_MAX_BYTES` is a problem naming it (the CLI reads it through a
+memory map).
+
+Request: ``{"op": "checkpoints", "inputs": {"a": [{"name": path, "data": key}, ...],
+"b": [...]}, "options": {"rename": ["PAT=REPL", ...], "preset", "atol", "rtol", "depth"}}``.
+Answer: ``{"ok": true, "checkpoints": CheckpointReport.to_dict(), "text": ...}``;
+``progress("checkpoints", fraction)`` of the bytes to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import InputError
+from ..formats.buffer import Reader
+from ..stream import WHOLE_MAX_BYTES
+from .rename import parse_rule
+from .run import Checkpoint, compare_checkpoints
+
+
+def _checkpoint(side: str, spec: object, files: Mapping[str, tuple[Reader, int]]) -> Checkpoint:
+    """One side's files as a checkpoint read through the page's readers."""
+    if not isinstance(spec, list) or not spec:
+        raise InputError(f"choose a folder for {side.upper()}", side=side)
+    by_name: dict[str, tuple[Reader, int]] = {}
+    for item in spec:
+        if not (isinstance(item, Mapping) and isinstance(item.get("name"), str) and item.get("data") in files):
+            message = f"the files of {side.upper()} did not reach the worker; choose the folder again"
+            raise InputError(message, side=side)
+        by_name[item["name"]] = files[item["data"]]
+
+    def open_file(name: str) -> tuple[Reader, int]:
+        read, size = by_name[name]
+        if size > WHOLE_MAX_BYTES and not name.endswith((".safetensors", ".npy")):
+
+            def guarded(offset: int, length: int, read: Reader = read) -> Any:
+                if length > WHOLE_MAX_BYTES:
+                    raise InputError(
+                        f"{name} is {size / 2**20:.0f} MiB and is read whole, more than the browser can hold "
+                        f"({WHOLE_MAX_BYTES // 2**20} MiB); save it as safetensors, or use the command line",
+                        where=name,
+                    )
+                return read(offset, length)
+
+            return guarded, size
+        return read, size
+
+    return Checkpoint(sorted(by_name), open_file)
+
+
+def serve(
+    request: Mapping[str, Any],
+    files: Mapping[str, tuple[Reader, int]],
+    progress: Callable[[str, float], object] | None = None,
+) -> dict[str, Any]:
+    """The answer to a ``checkpoints`` request (bad input as its error)."""
+    try:
+        inputs = request.get("inputs") or {}
+        options = request.get("options") or {}
+        a, b = (_checkpoint(side, inputs.get(side), files) for side in ("a", "b"))
+        rules = options.get("rename") or []
+        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+            raise InputError("rename rules are a list of PAT=REPL strings", where="rename")
+        total, done = [0], [0]
+
+        def planned(_tasks: int, nbytes: int) -> None:
+            total[0] = nbytes
+
+        def advanced(nbytes: int) -> None:
+            done[0] += nbytes
+            if progress is not None and total[0]:
+                progress("checkpoints", min(done[0] / total[0], 1.0))
+
+        report = compare_checkpoints(
+            a,
+            b,
+            rules=[parse_rule(r) for r in rules if r.strip()],
+            preset=options.get("preset"),
+            atol=options.get("atol"),
+            rtol=options.get("rtol"),
+            depth=1.0 if options.get("depth") is None else options["depth"],
+            planned=planned,
+            done=advanced,
+        )
+    except InputError as err:
+        return {"ok": False, "error": err.to_dict()}
+    return {"ok": True, "checkpoints": report.to_dict(), "text": report.to_text()}
