@@ -16,7 +16,7 @@ core or the page.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from functools import lru_cache, reduce
 from typing import Any
 
@@ -26,11 +26,11 @@ from ..bits import format_of
 from ..compare import CHUNK, Partial, Share, partial_from_bytes, partial_to_bytes
 from ..errors import InputError
 from ..formats.buffer import Reader
-from ..stream import Stop, _chunks, map_reader
+from ..stream import _chunks, map_reader
 from .inputs import Located, open_tensor
 from .pairs import Task, error_row, finish_row, prepare_pair, sources
 from .report import TensorRow
-from .run import Checkpoint, Done, task_bytes
+from .run import Job, task_bytes
 
 SHARE_ELEMENTS = 32 * CHUNK
 """Most elements in one task: a 4 GB tensor is folded by many workers, and a lost worker
@@ -63,29 +63,22 @@ def fold_share(share_json: str, a: Located, path_a: str, b: Located, path_b: str
     return partial_to_bytes(share.fold_chunks(chunks))
 
 
-def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[..., None]:
+def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[Job], None]:
     """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster."""
 
-    def run(
-        tasks: Sequence[Task],
-        a: Checkpoint,
-        b: Checkpoint,
-        options: Mapping[str, Any],
-        row: Callable[[Task, TensorRow], object],
-        done: Done | None,
-        cancelled: Stop | None,
-    ) -> None:
+    def run(job: Job) -> None:
         from distributed import as_completed
 
+        a, b, row, done, cancelled = job.a, job.b, job.row, job.done, job.cancelled
         if a.paths is None or b.paths is None:
             raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
         pending: dict[int, dict[str, Any]] = {}
         futures = []
         where: dict[str, tuple[int, int, float]] = {}  # future key → pair, share, bytes
-        for i, task in enumerate(tasks):
+        for i, task in enumerate(job.tasks):
             try:
                 sa, sb = sources(task, a.open, b.open)
-                prepared = prepare_pair(task, sa, sb, options)
+                prepared = prepare_pair(task, sa, sb, job.options)
             except InputError as err:
                 row(task, error_row(task, err))
                 continue

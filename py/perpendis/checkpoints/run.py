@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import InputError
 from ..formats.buffer import Reader
@@ -81,44 +81,41 @@ def _mapped(paths: dict[str, str]) -> Checkpoint:
     return Checkpoint(sorted(paths), open_file, paths)
 
 
-class Runner(Protocol):
-    """Folds every task and hands each row to ``row`` as it is made (in any order)."""
+@dataclass
+class Job:
+    """What a runner is given: the pairs to fold, both checkpoints and the options, where
+    each row goes as it is made (in any order), and the progress and stop callbacks."""
 
-    def __call__(
-        self,
-        tasks: Sequence[Task],
-        a: Checkpoint,
-        b: Checkpoint,
-        options: Mapping[str, Any],
-        row: Callable[[Task, TensorRow], object],
-        done: Done | None,
-        cancelled: Stop | None,
-    ) -> None: ...
+    tasks: Sequence[Task]
+    a: Checkpoint
+    b: Checkpoint
+    options: Mapping[str, Any]
+    row: Callable[[Task, TensorRow], object]
+    done: Done | None = None
+    cancelled: Stop | None = None
 
 
-def local_runner(
-    tasks: Sequence[Task],
-    a: Checkpoint,
-    b: Checkpoint,
-    options: Mapping[str, Any],
-    row: Callable[[Task, TensorRow], object],
-    done: Done | None,
-    cancelled: Stop | None,
-) -> None:
+Runner = Callable[[Job], None]
+"""Folds every task of a job (:func:`local_runner`, or
+:func:`perpendis.checkpoints.distributed.dask_runner`)."""
+
+
+def local_runner(job: Job) -> None:
     """Every task folded here, one after another, reading each tensor chunk by chunk."""
-    for task in tasks:
+    for task in job.tasks:
         total = task_bytes(task)
         reported = [0]
 
         def progress(fraction: float, total: int = total, reported: list[int] = reported) -> None:
             now = int(fraction * total)
-            if done is not None and now > reported[0]:
-                done(now - reported[0])
+            if job.done is not None and now > reported[0]:
+                job.done(now - reported[0])
                 reported[0] = now
 
-        row(task, compare_pair(task, a.open, b.open, options, progress=progress, cancelled=cancelled))
-        if done is not None and total > reported[0]:
-            done(total - reported[0])
+        row = compare_pair(task, job.a.open, job.b.open, job.options, progress=progress, cancelled=job.cancelled)
+        job.row(task, row)
+        if job.done is not None and total > reported[0]:
+            job.done(total - reported[0])
 
 
 def task_bytes(task: Task) -> int:
@@ -194,7 +191,7 @@ def compare_checkpoints(
         if resume is not None and made.verdict != "error":
             resume.put(task.fingerprint(options), made)
 
-    runner(todo, a, b, options, row, done, cancelled)
+    runner(Job(todo, a, b, options, row, done, cancelled))
     for side, found in (("a", scan_a), ("b", scan_b)):
         for problem in found.problems:
             problem.side = side
