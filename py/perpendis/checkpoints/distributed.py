@@ -73,7 +73,9 @@ def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[
         if a.paths is None or b.paths is None:
             raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
         pending: dict[int, dict[str, Any]] = {}
-        futures = []
+        # Futures are held by the as_completed iterator alone, so each partial is released on
+        # its worker once read here, rather than all of them held until the last one.
+        running = as_completed()
         where: dict[str, tuple[int, int, float]] = {}  # future key → pair, share, bytes
         for i, task in enumerate(job.tasks):
             try:
@@ -100,10 +102,10 @@ def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[
                     fold_share, share.to_json(), task.a, a.paths[task.a.file], task.b, b.paths[task.b.file], pure=False
                 )
                 where[future.key] = (i, k, per_share)
-                futures.append(future)
-        for future in as_completed(futures):
+                running.add(future)
+        for future in running:
             if cancelled is not None and cancelled():
-                client.cancel(futures)
+                client.cancel([future, *running.futures])
                 return
             i, k, per_share = where[future.key]
             state = pending.get(i)
