@@ -106,3 +106,12 @@ def test_cli_dask_and_single_process_print_the_same_json(pair, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out) == single
     assert "tensors" in captured.err  # the progress bar
+
+
+def test_cli_on_an_existing_scheduler(pair, client, capsys):
+    fp32, bf16 = pair
+    args = ["checkpoints", str(fp32), str(bf16), "--rename", RULE.pattern + "=" + RULE.replacement, "--json"]
+    assert main([*args, "--single", "--no-progress"]) == 1
+    single = json.loads(capsys.readouterr().out)
+    assert main([*args, "--scheduler", client.scheduler.address, "--no-progress"]) == 1
+    assert json.loads(capsys.readouterr().out) == single
