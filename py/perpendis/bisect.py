@@ -84,6 +84,60 @@ def polygraphy_entries(read: Reader, size: int, void_format: str | None = None) 
     return [Entry(r.name, lambda r=r: polygraphy.decode(r, read, void_format)) for r in polygraphy.index(read, size)]
 
 
+def path_info(path: Path) -> dict[str, dict[str, Any]]:
+    """What a capture file records of each tensor (module, op type), or ``{}``: see :mod:`.capture.store`."""
+    from .capture.store import read_info
+
+    if path.is_dir() or str(path) == "-":
+        return {}
+    try:
+        with path.open("rb") as file:
+            head = file.read(8)
+            if len(head) < 8:
+                return {}
+            length = int.from_bytes(head, "little")
+            return read_info(head + file.read(min(length, 2**27)))
+    except OSError:
+        return {}
+
+
+def model_info(
+    model: Path | None, a_names: Sequence[str], b_names: Sequence[str], info_a: dict, info_b: dict
+) -> tuple[dict, dict]:
+    """Each side's descriptions, the ONNX model's (``--model``) given to the side that holds its values.
+
+    What the model says of a value takes the place of what the capture recorded; the side
+    is the one naming more of the model's values (the other is the PyTorch run).
+    """
+    if model is None:
+        return info_a, info_b
+    from .formats.onnx_model import describe, read_graph
+
+    try:
+        data = model.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
+    with blame("model", model.name):
+        values = describe(read_graph(data))
+    return described_by(values, a_names, b_names, info_a, info_b)
+
+
+def described_by(
+    values: Mapping[str, Any], a_names: Sequence[str], b_names: Sequence[str], info_a: dict, info_b: dict
+) -> tuple[dict, dict]:
+    """Put a model's value descriptions on the side whose names they are; an error when neither side's are."""
+    in_a, in_b = sum(n in values for n in a_names), sum(n in values for n in b_names)
+    if not in_a and not in_b:
+        raise InputError(
+            f"the ONNX model computes none of the tensors of either capture (its values: {_few(values)}); "
+            "give the model the ONNX capture was run from",
+            where="model",
+        )
+    if in_b >= in_a:
+        return info_a, {**info_b, **{n: values[n] for n in b_names if n in values}}
+    return {**info_a, **{n: values[n] for n in a_names if n in values}}, info_b
+
+
 def path_entries(path: Path) -> list[Entry]:
     """A capture on disk: an archive (``.npz``, safetensors, torch.save, Polygraphy JSON, ...) or a folder of files."""
     if path.is_dir():
@@ -204,8 +258,11 @@ class Pair:
 
     a_name: str
     b_name: str
-    paired_by: str  # "mapping", "exact" or "normalised"
+    paired_by: str  # "mapping", "metadata", "name" or "order and shape"
     report: Report
+    op_type: str | None = None  # of the ONNX value, when a side records it
+    module: str | None = None  # the PyTorch module the tensor is the output of
+    isolated: dict[str, Any] | None = None  # the layer run alone on A's inputs: see capture.isolate
 
     @property
     def verdict(self) -> str:
@@ -236,7 +293,16 @@ class Pair:
     def to_dict(self) -> dict[str, Any]:
         full = self.report.to_dict()
         summary = {k: full.get(k, v) for k, v in self.summary().items()}  # JSON-safe floats
-        return {"a_name": self.a_name, "b_name": self.b_name, "paired_by": self.paired_by, **summary, "report": full}
+        return {
+            "a_name": self.a_name,
+            "b_name": self.b_name,
+            "paired_by": self.paired_by,
+            "op_type": self.op_type,
+            "module": self.module,
+            "isolated": self.isolated,
+            **summary,
+            "report": full,
+        }
 
 
 @dataclass
@@ -257,6 +323,11 @@ class BisectReport:
     def must_investigate(self) -> bool:
         return self.first_failing is not None
 
+    @property
+    def culprit(self) -> Pair | None:
+        """The first layer whose own error fails when run alone (None until layers are isolated)."""
+        return next((p for p in self.pairs if p.isolated and p.isolated.get("verdict") == "investigate"), None)
+
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
         return {
@@ -268,6 +339,10 @@ class BisectReport:
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
+            "isolated": any(p.isolated is not None for p in self.pairs),
+            "culprit": None
+            if (culprit := self.culprit) is None
+            else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -276,7 +351,9 @@ class BisectReport:
     def to_text(self) -> str:
         """A table of layers; ``>>`` marks the first failing row."""
         first = self.first_failing
-        header = ["", "A", "B", "shape", "dtype", "max ulp", "max abs", "max rel", "fail", "verdict", "finding"]
+        isolated = any(p.isolated is not None for p in self.pairs)
+        header = ["", "A", "B", "paired by", "op", "shape", "dtype", "max ulp", "max abs", "max rel", "fail", "verdict"]
+        header += ["alone", "finding"] if isolated else ["finding"]
         rows = []
         for p in self.pairs:
             s = p.summary()
@@ -285,6 +362,8 @@ class BisectReport:
                 ">>" if p is first else "",
                 p.a_name,
                 p.b_name if p.b_name != p.a_name else "=",
+                p.paired_by,
+                p.op_type or "",
                 "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
                 "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
                 number_text(s["max_ulp"], 3),
@@ -292,6 +371,7 @@ class BisectReport:
                 number_text(s["max_rel_diff"], 3),
                 "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
                 s["verdict"],
+                *([_alone_text(p.isolated)] if isolated else []),
                 "" if finding is None else finding["message"],
             ])
         widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header) - 1)]
@@ -309,7 +389,24 @@ class BisectReport:
         else:
             names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
             lines.append(f"first failing layer: {names}")
+        culprit = self.culprit
+        if isolated:
+            lines.append(
+                "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
+                if culprit is None
+                else f"culprit (first layer whose own error fails when run alone): {culprit.a_name} (B: {culprit.b_name})"
+            )
         return "\n".join(lines) + "\n"
+
+
+def _alone_text(isolated: dict[str, Any] | None) -> str:
+    """The own-error cell: the layer run alone, or why it could not be."""
+    if isolated is None:
+        return ""
+    if isolated.get("verdict") is None:
+        return "—"
+    own = "OWN" if isolated["verdict"] == "investigate" else "ok"
+    return f"{own} {number_text(isolated.get('max_ulp'), 3)} ulp"
 
 
 def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
@@ -333,6 +430,9 @@ def bisect(
     rtol: float | None = None,
     depth: float = 1.0,
     only: Sequence[str] = (),
+    info_a: Mapping[str, Mapping[str, Any]] | None = None,
+    info_b: Mapping[str, Mapping[str, Any]] | None = None,
+    by_values: bool = True,
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
@@ -341,10 +441,25 @@ def bisect(
     matches one of these shell-style patterns (``layer3.*``, ``*.conv?``): a capture of
     thousands of tensors is narrowed to the part under suspicion, the others neither
     decoded nor compared.  The tolerance options are resolved per pair by
-    :func:`~perpendis.compare.compare`, since layers may differ in format.
+    :func:`~perpendis.compare.compare`, since layers may differ in format.  ``info_a``
+    and ``info_b`` describe each side's tensors (module path, op type: what a capture
+    file or an ONNX model records) for pairing by the exporter's metadata; ``by_values``
+    lets tensors no rule pairs be paired by shape and agreeing values (:mod:`.pairing`).
     """
+    from .pairing import pair
+
     ea, eb = as_entries(a), as_entries(b)
-    pairs, only_a, only_b = pair_names([e.name for e in ea], [e.name for e in eb], mapping)
+    info_a, info_b = dict(info_a or {}), dict(info_b or {})
+    found = pair(
+        [e.name for e in ea],
+        [e.name for e in eb],
+        mapping=mapping,
+        info_a=info_a,
+        info_b=info_b,
+        load_a=[e.load for e in ea] if by_values else None,
+        load_b=[e.load for e in eb] if by_values else None,
+    )
+    pairs, only_a, only_b = found.pairs, found.only_a, found.only_b
     if not pairs:
         raise InputError(
             f"no tensor of A pairs with one of B (A holds {_few(e.name for e in ea)}; B holds "
@@ -359,12 +474,30 @@ def bisect(
         )
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
     return BisectReport(
-        pairs=[Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options)) for i, j, how in picked],
+        pairs=[
+            Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options), *_described(ea[i].name, eb[j].name, info_a, info_b))
+            for i, j, how in picked
+        ],
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
     )
+
+
+def _described(a_name: str, b_name: str, info_a: Mapping, info_b: Mapping) -> tuple[str | None, str | None]:
+    """The pair's ONNX op type and PyTorch module: the side recording an op type is the ONNX one."""
+    from .pairing import split_name
+
+    ia, ib = info_a.get(a_name) or {}, info_b.get(b_name) or {}
+    op = ib.get("op_type") or ia.get("op_type")
+    if "op_type" in ib and "op_type" not in ia:
+        module = ia.get("module") or split_name(a_name)[0]
+    elif "op_type" in ia and "op_type" not in ib:
+        module = ib.get("module") or split_name(b_name)[0]
+    else:
+        module = ia.get("module") or ib.get("module")
+    return (op if isinstance(op, str) else None), (module if isinstance(module, str) else None)
 
 
 def _patterns(only: Sequence[str]) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import stream
-from .bisect import bisect, path_entries
+from .bisect import bisect, model_info, path_entries, path_info
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
@@ -109,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cli_checkpoints import main as checkpoints_main
 
         return checkpoints_main(argv[1:])
+    if argv[:1] in (["capture"], ["check-export"]):
+        from . import cli_capture
+
+        return cli_capture.main(argv)
     if "--open" in argv:
         from .open_page import main as open_main  # here: it imports this module's options
 
@@ -141,6 +145,15 @@ def _bisect_parser() -> argparse.ArgumentParser:
         help="pair these two names explicitly (repeatable)",
     )
     p.add_argument(
+        "--model", type=Path, metavar="MODEL.onnx",
+        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules",
+    )
+    p.add_argument(
+        "--isolate", action="store_true",
+        help="run each paired layer alone in ONNX Runtime on A's captured inputs, to tell its own error "
+        "from the one it inherits (needs --model and onnxruntime)",
+    )
+    p.add_argument(
         "--only", action="append", default=[], metavar="PATTERN",
         help="compare only the layers whose A name matches this shell-style pattern, e.g. 'layer3.*' (repeatable)",
     )
@@ -162,18 +175,17 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
     2 on bad input."""
     args = _bisect_parser().parse_args(argv)
     try:
+        if args.isolate and args.model is None:
+            raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
         a = path_entries(args.a)
         b = path_entries(args.b)
-        result = bisect(
-            a,
-            b,
-            mapping=_mapping(args.map),
-            preset=args.preset,
-            atol=args.atol,
-            rtol=args.rtol,
-            depth=args.depth,
-            only=args.only,
-        )
+        info_a, info_b = model_info(args.model, [e.name for e in a], [e.name for e in b], path_info(args.a), path_info(args.b))
+        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
+        result = bisect(a, b, mapping=_mapping(args.map), only=args.only, info_a=info_a, info_b=info_b, **options)
+        if args.isolate:
+            from .capture.isolate import isolate
+
+            isolate(result, args.model, a, b, options)
     except InputError as exc:
         print(f"perpendis bisect: {exc}", file=sys.stderr)
         return 2

@@ -126,6 +126,19 @@ def read(data: BytesLike) -> list[Tensor]:
     return tensors
 
 
+def metadata(data: BytesLike) -> dict[str, str]:
+    """The header's ``__metadata__`` (string → string), or ``{}`` when the bytes are not safetensors."""
+    view = as_view(data)
+    length = header_length(view)
+    if length is None or length > SAFETENSORS_MAX_HEADER_BYTES:
+        return {}
+    try:
+        _, meta = _header(bytes(view[8 : 8 + length]))
+    except InputError:
+        return {}
+    return {k: v for k, v in meta.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def _saved_order(metadata: dict, entries: dict) -> list[str] | None:
     """The names in metadata ``order`` when it is a JSON list naming every tensor once."""
     try:

@@ -1,0 +1,266 @@
+"""Pair the tensors of two captures of one network: PyTorch module paths with ONNX values.
+
+Three rules, each applied to what the rules before it left over, and each pair keeps
+the reason it was made:
+
+``mapping``
+    the user's own ``A name → B name`` pairs (``--map``, the page's editor).
+``metadata``
+    torch.onnx records on every node the module path of the call that made it
+    (``pkg.torch.onnx.name_scopes``, read into ``info["module"]``; see
+    :func:`.formats.onnx_model.describe`).  A module's k-th call is the k-th run of
+    consecutive values made in its scope, and its output the last value of that run;
+    the PyTorch capture names the k-th call ``path@k`` (:mod:`.capture.torch`).
+``name``
+    equal names, or equal once normalised (``/layer1/layer1.0/conv1/Conv_output_0`` is
+    ``layer1.0.conv1``): :func:`.bisect.pair_names`.
+``order and shape``
+    for what is left, a tensor of A pairs with a tensor of B of the same shape whose
+    values agree far better than chance: two unrelated tensors of one shape differ by
+    about as much as they hold (relative error ``|a - b| / |b|`` near or above 1), a
+    pair of the same layer by rounding, or by a bug that still leaves most of the
+    signal (an epsilon, a dropped bias).  The bar is a relative error of at most
+    ``AGREE``, on a fixed sample of each tensor's elements.  Among candidates, the best
+    agreement wins, then the nearest place in execution order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bits import to_float64
+from .errors import InputError
+from .tensor import Tensor
+
+AGREE = 0.5  # relative error below which two same-shape tensors are taken for the same layer
+SAMPLE = 512  # elements of each tensor compared when pairing by values
+
+Info = Mapping[str, Mapping[str, object]]
+_CALL = re.compile(r"^(?P<path>[^:@]*)(?:@(?P<call>\d+))?(?P<suffix>(?::[^:]+)*)$")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    pairs: list[tuple[int, int, str]]  # (index in A, index in B, reason), in A's order
+    only_a: list[int]
+    only_b: list[int]
+
+
+def split_name(name: str) -> tuple[str, int, str]:
+    """``(module path, call number, output suffix)`` of a PyTorch capture name (``relu@1:0``)."""
+    m = _CALL.match(name)
+    if m is None:
+        return name, 0, ""
+    return m["path"], int(m["call"] or 0), m["suffix"]
+
+
+def module_calls(names: Sequence[str], info: Info) -> dict[tuple[str, int], list[int]]:
+    """``(module, call number) → indices of the values of that call that leave it``, for an ONNX capture.
+
+    A run of consecutive values made in one module's scope is one call.  Its values that
+    leave it are those read outside the run, or by nobody (a graph output); the last of
+    them is the module's output.
+    """
+    runs: list[tuple[str, list[int]]] = []
+    for i, name in enumerate(names):
+        module = (info.get(name) or {}).get("module")
+        if not isinstance(module, str) or (info.get(name) or {}).get("op_type") == "input":
+            runs.append(("", []))  # a value made outside any module ends the current run
+            continue
+        if runs and runs[-1][0] == module and runs[-1][1]:
+            runs[-1][1].append(i)
+        else:
+            runs.append((module, [i]))
+    readers: dict[str, set[int]] = {}
+    for i, name in enumerate(names):
+        for source in (info.get(name) or {}).get("inputs") or []:
+            readers.setdefault(str(source), set()).add(i)
+    calls: dict[tuple[str, int], list[int]] = {}
+    seen: dict[str, int] = {}
+    for module, members in runs:
+        if not module:
+            continue
+        inside = set(members)
+        leaving = [i for i in members if not readers.get(names[i]) or readers[names[i]] - inside]
+        k = seen.get(module, 0)
+        seen[module] = k + 1
+        calls[(module, k)] = leaving or members[-1:]
+    return calls
+
+
+def _by_metadata(
+    torch_names: Sequence[str], onnx_names: Sequence[str], onnx_info: Info, free_t: set[int], free_o: set[int]
+) -> list[tuple[int, int]]:
+    calls = module_calls(onnx_names, onnx_info)
+    out = []
+    for i in sorted(free_t):
+        path, call, suffix = split_name(torch_names[i])
+        leaving = calls.get((path, call))
+        if not leaving:
+            continue
+        if suffix:
+            index = suffix.split(":")[1]
+            j = leaving[int(index)] if index.isdigit() and int(index) < len(leaving) else None
+        else:
+            j = leaving[-1]
+        if j is not None and j in free_o:
+            out.append((i, j))
+            free_o.discard(j)
+    return out
+
+
+def _carries_metadata(info: Info) -> bool:
+    return any(isinstance(v.get("module"), str) and v.get("op_type") not in (None, "input") for v in info.values())
+
+
+def _sample(t: Tensor) -> tuple[tuple[int, ...], np.ndarray]:
+    """The shape without unit axes, and the same fixed sample of elements for every tensor of that size."""
+    flat = t.array.reshape(-1)
+    picks = np.unique(np.linspace(0, flat.size - 1, min(flat.size, SAMPLE)).astype(np.intp)) if flat.size else []
+    values = to_float64(flat[picks], t.fmt) if flat.size else np.zeros(0)
+    return tuple(d for d in t.shape if d != 1), np.where(np.isfinite(values), values, 0.0)
+
+
+def relative_error(a: np.ndarray, b: np.ndarray) -> float:
+    """``|a - b| / |b|`` in the 2-norm; 0 for two zero tensors, inf against a zero one."""
+    nb = float(np.linalg.norm(b))
+    diff = float(np.linalg.norm(a - b))
+    if nb == 0.0:
+        return 0.0 if diff == 0.0 else math.inf
+    return diff / nb
+
+
+def _by_values(
+    a_load: Sequence[Callable[[], Tensor]], b_load: Sequence[Callable[[], Tensor]], free_a: set[int], free_b: set[int]
+) -> list[tuple[int, int]]:
+    """Pairs whose values agree far better than chance, then pairs by order and shape between them.
+
+    A layer's output after a bug may agree with its true partner no better than chance
+    (a dropped bias larger than the signal), so it cannot be paired by values; but it
+    sits between two layers that are, in both runs.  Between consecutive agreeing pairs,
+    the tensors left over are aligned in order, by shape.  A tensor whose values repeat
+    one already paired (an identity such as dropout in eval mode) has no partner of its
+    own and is left out of that alignment.
+    """
+    sa = {i: _sample(a_load[i]()) for i in sorted(free_a)}
+    sb = {j: _sample(b_load[j]()) for j in sorted(free_b)}
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for j, (shape, _) in sb.items():
+        by_shape.setdefault(shape, []).append(j)
+    rank_a = {i: k / max(1, len(sa) - 1) for k, i in enumerate(sa)}
+    rank_b = {j: k / max(1, len(sb) - 1) for k, j in enumerate(sb)}
+    candidates = []
+    for i, (shape, values) in sa.items():
+        for j in by_shape.get(shape, []):
+            r = relative_error(values, sb[j][1])
+            if r <= AGREE:
+                # Half-decades of agreement first (rounding against rounding ties), then place in order.
+                decades = round(2 * -math.log10(max(r, 1e-12))) / 2
+                candidates.append((-decades, abs(rank_a[i] - rank_b[j]), i, j))
+    anchors = []
+    agreeing = {i for _, _, i, _ in candidates}
+    for _, _, i, j in sorted(candidates):
+        if i in free_a and j in free_b:
+            anchors.append((i, j))
+            free_a.discard(i)
+            free_b.discard(j)
+    gaps = _in_order(anchors)
+    between = []
+    for (a_lo, b_lo), (a_hi, b_hi) in zip([(-1, -1), *gaps], [*gaps, (math.inf, math.inf)], strict=True):
+        left_a = [i for i in sorted(free_a) if a_lo < i < a_hi and i not in agreeing]
+        left_b = [j for j in sorted(free_b) if b_lo < j < b_hi]
+        between += _align([sa[i][0] for i in left_a], [sb[j][0] for j in left_b], left_a, left_b)
+    for i, j in between:
+        free_a.discard(i)
+        free_b.discard(j)
+    return anchors + between
+
+
+def _in_order(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of pairs in the same order on both sides (a crossing pair is no landmark)."""
+    pairs = sorted(pairs)
+    best: list[list[tuple[int, int]]] = []
+    for p in pairs:
+        chain = max((c for c in best if c[-1][1] < p[1]), key=len, default=[])
+        best.append([*chain, p])
+    return max(best, key=len, default=[])
+
+
+def _align(shapes_a: list, shapes_b: list, ids_a: list[int], ids_b: list[int]) -> list[tuple[int, int]]:
+    """The most pairs of equal shapes keeping both orders (a longest common subsequence)."""
+    n, m = len(shapes_a), len(shapes_b)
+    if not n or not m:
+        return []
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for x in range(n - 1, -1, -1):
+        for y in range(m - 1, -1, -1):
+            best[x][y] = max(best[x + 1][y], best[x][y + 1], best[x + 1][y + 1] + 1 if shapes_a[x] == shapes_b[y] else 0)
+    out, x, y = [], 0, 0
+    while x < n and y < m:
+        if shapes_a[x] == shapes_b[y] and best[x][y] == best[x + 1][y + 1] + 1:
+            out.append((ids_a[x], ids_b[y]))
+            x, y = x + 1, y + 1
+        elif best[x + 1][y] >= best[x][y + 1]:
+            x += 1
+        else:
+            y += 1
+    return out
+
+
+def pair(
+    a_names: Sequence[str],
+    b_names: Sequence[str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    info_a: Info | None = None,
+    info_b: Info | None = None,
+    load_a: Sequence[Callable[[], Tensor]] | None = None,
+    load_b: Sequence[Callable[[], Tensor]] | None = None,
+) -> Pairing:
+    """Pair A's tensors with B's by the rules above; ``load_*`` enable pairing by values."""
+    from .bisect import pair_names
+
+    if len(set(a_names)) != len(a_names) or len(set(b_names)) != len(b_names):
+        side, names = ("a", a_names) if len(set(a_names)) != len(a_names) else ("b", b_names)
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        raise InputError(
+            f"the capture names {twice[0]!r} more than once; each tensor of a capture needs its own name",
+            side=side,
+            where=twice[0],
+        )
+    info_a, info_b = info_a or {}, info_b or {}
+    named, _, _ = pair_names(a_names, b_names, mapping)
+    pairs: dict[int, tuple[int, str]] = {i: (j, "mapping") for i, j, how in named if how == "mapping"}
+    free_a = set(range(len(a_names))) - set(pairs)
+    free_b = set(range(len(b_names))) - {j for j, _ in pairs.values()}
+
+    if _carries_metadata(info_b) and not _carries_metadata(info_a):
+        for i, j in _by_metadata(a_names, b_names, info_b, free_a, free_b):
+            pairs[i] = (j, "metadata")
+    elif _carries_metadata(info_a) and not _carries_metadata(info_b):
+        for j, i in _by_metadata(b_names, a_names, info_a, free_b, free_a):
+            pairs[i] = (j, "metadata")
+    free_a -= set(pairs)
+
+    left_a, left_b = sorted(free_a), sorted(free_b)
+    by_name, _, _ = pair_names([a_names[i] for i in left_a], [b_names[j] for j in left_b])
+    for i, j, _ in by_name:
+        pairs[left_a[i]] = (left_b[j], "name")
+        free_a.discard(left_a[i])
+        free_b.discard(left_b[j])
+
+    if load_a is not None and load_b is not None and free_a and free_b:
+        for i, j in _by_values(load_a, load_b, free_a, free_b):
+            pairs[i] = (j, "order and shape")
+
+    used_b = {j for j, _ in pairs.values()}
+    return Pairing(
+        pairs=[(i, j, how) for i, (j, how) in sorted(pairs.items())],
+        only_a=[i for i in range(len(a_names)) if i not in pairs],
+        only_b=[j for j in range(len(b_names)) if j not in used_b],
+    )
