@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["assert_same", "compare"]
+__all__ = ["assert_same", "capture", "check_export", "compare"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +18,12 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module(".compare", __name__)
+    if name == "capture":
+        from . import capture
+
+        return capture
+    if name == "check_export":
+        from .capture import check_export
+
+        return check_export
     raise AttributeError(f"module 'perpendis' has no attribute {name!r}")

@@ -394,7 +394,8 @@ class BisectReport:
             lines.append(
                 "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
                 if culprit is None
-                else f"culprit (first layer whose own error fails when run alone): {culprit.a_name} (B: {culprit.b_name})"
+                else "culprit (first layer whose own error fails when run alone): "
+                f"{culprit.a_name} (B: {culprit.b_name})"
             )
         return "\n".join(lines) + "\n"
 
@@ -475,7 +476,13 @@ def bisect(
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
     return BisectReport(
         pairs=[
-            Pair(ea[i].name, eb[j].name, how, _compare_pair(ea[i], eb[j], options), *_described(ea[i].name, eb[j].name, info_a, info_b))
+            Pair(
+                ea[i].name,
+                eb[j].name,
+                how,
+                _compare_pair(ea[i], eb[j], options),
+                *_described(ea[i].name, eb[j].name, info_a, info_b),
+            )
             for i, j, how in picked
         ],
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],

@@ -179,7 +179,8 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
         a = path_entries(args.a)
         b = path_entries(args.b)
-        info_a, info_b = model_info(args.model, [e.name for e in a], [e.name for e in b], path_info(args.a), path_info(args.b))
+        names_a, names_b = [e.name for e in a], [e.name for e in b]
+        info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
         options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
         result = bisect(a, b, mapping=_mapping(args.map), only=args.only, info_a=info_a, info_b=info_b, **options)
         if args.isolate:

@@ -39,7 +39,7 @@ def read_inputs(items: Sequence[str]) -> list[np.ndarray] | dict[str, np.ndarray
         else:
             positional.append(array)
     if named and positional:
-        raise InputError("give every --input as NAME=FILE, or none of them: mixed, which file feeds which input is unclear")
+        raise InputError("give every --input as NAME=FILE, or none of them: mixed, which file feeds what is unclear")
     if not named and not positional:
         raise InputError("give the model's input with --input FILE.npy (or --input NAME=FILE.npy for each input)")
     return named or positional
@@ -53,7 +53,9 @@ def _capture_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", type=Path, help="the .onnx model (not modified)")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE", help="an input array (repeatable)")
-    p.add_argument("-o", "--output", type=Path, required=True, help="where to save: .safetensors (keeps op types) or .npz")
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, help="where to save: .safetensors (keeps op types) or .npz"
+    )
     p.add_argument("--provider", help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     return p
 
@@ -72,6 +74,80 @@ def capture_main(argv: Sequence[str]) -> int:
         return 2
     print(f"{len(run)} values of {args.model.name} saved to {args.output}")
     return 0
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    from .cli import add_tolerance_options
+
+    p = argparse.ArgumentParser(
+        prog="python -m perpendis check-export",
+        description="Run a saved ONNX model in ONNX Runtime and its PyTorch model (or a capture of it) on one "
+        "input, bisect the two runs layer by layer and run each layer alone to name the culprit.",
+    )
+    p.add_argument("model", type=Path, help="the exported .onnx model")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE", help="an input array (repeatable)")
+    side = p.add_mutually_exclusive_group(required=True)
+    side.add_argument("--torch", type=Path, metavar="CAPTURE", help="a capture of the PyTorch run (perpendis.capture)")
+    side.add_argument(
+        "--module", metavar="FILE.py:NAME",
+        help="a Python file and the name in it of the torch.nn.Module, or of a function returning one",
+    )
+    p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
+    add_tolerance_options(p)
+    return p
+
+
+def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.ndarray]):
+    from .capture.store import Capture
+    from .load import load_path
+
+    if args.torch is not None:
+        run = Capture()
+        with blame("torch", str(args.torch)):
+            for t in load_path(args.torch):
+                run.add(t.name, t.array)
+        from .bisect import path_info
+
+        run.info.update(path_info(args.torch))
+        return run
+    import importlib.util
+
+    import torch
+
+    file, _, name = args.module.rpartition(":")
+    spec = importlib.util.spec_from_file_location(Path(file).stem, file) if file else None
+    if spec is None or spec.loader is None or not Path(file).is_file():
+        raise InputError(f"--module takes FILE.py:NAME, got {args.module!r}", where="--module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, name):
+        raise InputError(f"{file} defines no {name!r}", where="--module")
+    model = getattr(module, name)
+    model = model if isinstance(model, torch.nn.Module) else model()
+    if isinstance(model, tuple):
+        model = model[0]
+    model.eval()
+    from .capture.torch import capture
+
+    tensors = [torch.from_numpy(np.array(a)) for a in (feeds.values() if isinstance(feeds, dict) else feeds)]
+    with torch.no_grad(), capture(model) as run:
+        model(*tensors)
+    return run
+
+
+def check_export_main(argv: Sequence[str]) -> int:
+    args = _check_parser().parse_args(argv)
+    try:
+        from .capture.check import bisect_runs_of
+
+        feeds = read_inputs(args.input)
+        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
+        result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, **options)
+    except InputError as err:
+        print(f"perpendis check-export: {err}", file=sys.stderr)
+        return 2
+    print(result.to_json(indent=1) if args.json else result.to_text(), end="\n" if args.json else "")
+    return 1 if result.must_investigate else 0
 
 
 def main(argv: Sequence[str]) -> int:

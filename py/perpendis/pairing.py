@@ -147,8 +147,10 @@ def _by_values(
     one already paired (an identity such as dropout in eval mode) has no partner of its
     own and is left out of that alignment.
     """
-    sa = {i: _sample(a_load[i]()) for i in sorted(free_a)}
-    sb = {j: _sample(b_load[j]()) for j in sorted(free_b)}
+    ta = {i: a_load[i]() for i in sorted(free_a)}
+    tb = {j: b_load[j]() for j in sorted(free_b)}
+    sa = {i: _sample(t) for i, t in ta.items()}
+    sb = {j: _sample(t) for j, t in tb.items()}
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for j, (shape, _) in sb.items():
         by_shape.setdefault(shape, []).append(j)
@@ -159,17 +161,21 @@ def _by_values(
         for j in by_shape.get(shape, []):
             r = relative_error(values, sb[j][1])
             if r <= AGREE:
-                # Half-decades of agreement first (rounding against rounding ties), then place in order.
+                # Half-decades of agreement first (rounding against rounding ties), then the same
+                # shape with its unit axes (a pooled map, not its flattened copy), then place in order.
                 decades = round(2 * -math.log10(max(r, 1e-12))) / 2
-                candidates.append((-decades, abs(rank_a[i] - rank_b[j]), i, j))
+                reshaped = ta[i].shape != tb[j].shape
+                candidates.append((-decades, reshaped, abs(rank_a[i] - rank_b[j]), i, j))
     anchors = []
-    agreeing = {i for _, _, i, _ in candidates}
-    for _, _, i, j in sorted(candidates):
+    agreeing = {c[3] for c in candidates}
+    for *_, i, j in sorted(candidates):
         if i in free_a and j in free_b:
             anchors.append((i, j))
             free_a.discard(i)
             free_b.discard(j)
     gaps = _in_order(anchors)
+    if not gaps:  # with no landmark at all, order and shape alone say nothing
+        return anchors
     between = []
     for (a_lo, b_lo), (a_hi, b_hi) in zip([(-1, -1), *gaps], [*gaps, (math.inf, math.inf)], strict=True):
         left_a = [i for i in sorted(free_a) if a_lo < i < a_hi and i not in agreeing]
@@ -199,7 +205,8 @@ def _align(shapes_a: list, shapes_b: list, ids_a: list[int], ids_b: list[int]) -
     best = [[0] * (m + 1) for _ in range(n + 1)]
     for x in range(n - 1, -1, -1):
         for y in range(m - 1, -1, -1):
-            best[x][y] = max(best[x + 1][y], best[x][y + 1], best[x + 1][y + 1] + 1 if shapes_a[x] == shapes_b[y] else 0)
+            same = best[x + 1][y + 1] + 1 if shapes_a[x] == shapes_b[y] else 0
+            best[x][y] = max(best[x + 1][y], best[x][y + 1], same)
     out, x, y = [], 0, 0
     while x < n and y < m:
         if shapes_a[x] == shapes_b[y] and best[x][y] == best[x + 1][y + 1] + 1:

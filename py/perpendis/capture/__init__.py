@@ -10,6 +10,8 @@ only when a capture is taken, never by ``import perpendis`` or by the page.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 __all__ = ["Capture", "capture", "check_export"]
@@ -29,3 +31,16 @@ def __getattr__(name: str) -> Any:
 
         return check_export
     raise AttributeError(f"module 'perpendis.capture' has no attribute {name!r}")
+
+
+class _CallablePackage(types.ModuleType):
+    """``perpendis.capture(model)`` is this package called: importing a submodule binds the
+    package to the attribute ``perpendis.capture``, so the function cannot live there beside it."""
+
+    def __call__(self, model: Any, *, inputs: bool = False) -> Any:
+        from .torch import capture
+
+        return capture(model, inputs=inputs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

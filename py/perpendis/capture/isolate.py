@@ -12,6 +12,7 @@ layer whose own error fails is the culprit.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,10 +99,8 @@ def isolate(
     import onnx
 
     model, _ = load_model(model_path)
-    try:
+    with contextlib.suppress(Exception):  # types help ORT, but a model inference cannot follow still runs
         model = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # types help ORT, but a model shape inference cannot follow still runs
-        pass
     producers = _producers(model)
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
@@ -115,7 +114,9 @@ def isolate(
         onnx_name, torch_name = (p.b_name, p.a_name) if onnx_is_b else (p.a_name, p.b_name)
         torch_of[onnx_name] = torch_entries[torch_name]
     if not any(v in producers for v in torch_of):
-        raise InputError(f"no paired tensor is a value of {Path(model_path).name}; give the model the ONNX run was made from")
+        raise InputError(
+            f"no paired tensor is a value of {Path(model_path).name}; give the model the ONNX run was made from"
+        )
     known = set(torch_of) | {n for n in graph_inputs if n in by_name}
     for p in result.pairs:
         onnx_name = p.b_name if onnx_is_b else p.a_name

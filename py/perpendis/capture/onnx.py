@@ -101,7 +101,9 @@ def feeds_for(sess: Any, given: Sequence[np.ndarray] | Mapping[str, np.ndarray],
         meta = expected[name]
         want = ORT_TYPES.get(meta.type)
         if want is not None and np.dtype(array.dtype) != np.dtype(want):
-            raise InputError(f"input {name!r} of {what} is {want}, the file given for it holds {array.dtype}", where=name)
+            raise InputError(
+                f"input {name!r} of {what} is {want}, the file given for it holds {array.dtype}", where=name
+            )
         dims = list(meta.shape)
         if len(dims) != array.ndim or any(
             isinstance(d, int) and d >= 0 and d != s for d, s in zip(dims, array.shape, strict=False)

@@ -1,0 +1,184 @@
+"""Real runs: a small CNN and a 2-layer transformer exported by torch.onnx (dynamo), each once
+clean and with one bug injected into the ONNX graph (tests/fixtures/export/make_export_fixtures.py).
+
+The first failing row must be the injected node, whether pairing comes from the capture's
+metadata, the model given with --model, or from values, order and shape alone; run alone,
+only the injected node's own error fails.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from perpendis.bisect import bisect, path_entries, path_info
+from perpendis.cli import main
+
+pytest.importorskip("onnxruntime")
+
+HERE = Path(__file__).parent / "fixtures" / "export"
+BUGS = json.loads((HERE / "bugs.json").read_text())
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _first(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(">>")).split()[1:3]
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+@pytest.mark.parametrize("how", ["capture metadata", "--model", "values, order and shape"])
+def test_first_failing_row_is_the_injected_node(capsys, bug, how):
+    fact = BUGS[bug]
+    torch_side = HERE / f"{fact['model']}.torch.safetensors"
+    extra = {
+        "capture metadata": [HERE / f"{bug}.ort.safetensors"],
+        "--model": [HERE / f"{bug}.ort.npz", "--model", HERE / f"{bug}.onnx"],
+        "values, order and shape": [HERE / f"{bug}.ort.npz"],
+    }[how]
+    code, out, _ = _run(capsys, "bisect", torch_side, *extra)
+    assert code == 1
+    assert _first(out) == [fact["module"], fact["value"]]
+    row = next(line for line in out.splitlines() if line.startswith(">>"))
+    assert ("order and shape" if how.startswith("values") else "metadata") in row
+
+
+@pytest.mark.parametrize("model", ["cnn", "transformer"])
+def test_clean_exports_pass_every_layer(capsys, model):
+    code, out, _ = _run(capsys, "bisect", HERE / f"{model}.torch.safetensors", HERE / f"{model}.ort.safetensors")
+    assert code == 0, out
+    assert "no layer fails" in out
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_isolation_marks_only_the_injected_node(capsys, bug):
+    fact = BUGS[bug]
+    code, out, _ = _run(
+        capsys, "bisect", HERE / f"{fact['model']}.torch.safetensors", HERE / f"{bug}.ort.npz",
+        "--isolate", "--model", HERE / f"{bug}.onnx", "--json",
+    )
+    assert code == 1
+    result = json.loads(out)
+    own = [p["b_name"] for p in result["pairs"] if (p["isolated"] or {}).get("verdict") == "investigate"]
+    assert own == [fact["value"]]
+    assert result["culprit"]["b_name"] == fact["value"]
+    failing = [p for p in result["pairs"] if p["verdict"] == "investigate"]
+    assert len(failing) > 1  # the layers after it fail too, and inherit it
+    assert sum(p["isolated"]["verdict"] is not None for p in result["pairs"]) >= len(result["pairs"]) - 1
+
+
+def test_clean_export_isolated_has_no_culprit(capsys):
+    code, out, _ = _run(
+        capsys, "bisect", HERE / "transformer.torch.safetensors", HERE / "transformer.ort.safetensors",
+        "--isolate", "--model", HERE / "transformer.onnx",
+    )
+    assert code == 0
+    assert "no layer fails on its own" in out
+
+
+def _truth(model: str) -> dict[str, str]:
+    """The right pairs: by the exporter's metadata on the clean run, each checked to agree by value."""
+    a, b = path_entries(HERE / f"{model}.torch.safetensors"), path_entries(HERE / f"{model}.ort.safetensors")
+    result = bisect(a, b, info_b=path_info(HERE / f"{model}.ort.safetensors"), by_values=False)
+    assert all(p.verdict in ("identical", "rounding") for p in result.pairs)
+    return {p.a_name: p.b_name for p in result.pairs}
+
+
+@pytest.mark.parametrize("model", ["cnn", "transformer"])
+def test_pairing_without_metadata_finds_the_same_pairs_on_clean_runs(tmp_path, model):
+    plain = tmp_path / "plain.npz"
+    from perpendis.load import load_path
+
+    np.savez(plain, **{t.name: t.array for t in load_path(HERE / f"{model}.ort.safetensors")})
+    result = bisect(path_entries(HERE / f"{model}.torch.safetensors"), path_entries(plain))
+    assert {p.a_name: p.b_name for p in result.pairs} == _truth(model)
+    assert {p.paired_by for p in result.pairs} <= {"order and shape", "name"}
+
+
+def test_check_export_runs_both_sides_and_bisects(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    from models import build
+    from perpendis import check_export
+
+    model, x = build("transformer")
+    report = check_export(model, (x,), tmp_path / "model.onnx")
+    assert not report.must_investigate
+    assert report.culprit is None and any(p.isolated for p in report.pairs)
+
+
+def test_check_export_cli_names_the_culprit(capsys):
+    code, out, _ = _run(
+        capsys, "check-export", HERE / "transformer_eps.onnx", "--input", HERE / "transformer.input.npy",
+        "--module", f"{HERE / 'models.py'}:transformer",
+    )
+    assert code == 1
+    assert f"culprit (first layer whose own error fails when run alone): {BUGS['transformer_eps']['module']}" in out
+
+
+# ---------------------------------------------------------------------------------------- bad input
+
+
+def test_a_model_onnx_runtime_cannot_load_is_a_clear_error(capsys, tmp_path):
+    import onnx
+
+    broken = onnx.load(HERE / "cnn.onnx")
+    broken.graph.node[0].op_type = "NoSuchOp"
+    onnx.save(broken, tmp_path / "broken.onnx")
+    out_file = tmp_path / "ort.safetensors"
+    code, _, err = _run(capsys, "capture", tmp_path / "broken.onnx", "--input", HERE / "cnn.input.npy", "-o", out_file)
+    assert code == 2 and "ONNX Runtime cannot load broken.onnx" in err and "NoSuchOp" in err
+    assert "Traceback" not in err and not out_file.exists()
+
+
+def test_capture_leaves_the_users_model_untouched(capsys, tmp_path):
+    model = tmp_path / "cnn.onnx"
+    shutil.copy(HERE / "cnn.onnx", model)
+    before = model.read_bytes()
+    code, _, _ = _run(capsys, "capture", model, "--input", HERE / "cnn.input.npy", "-o", tmp_path / "c.safetensors")
+    assert code == 0 and model.read_bytes() == before
+    assert [t.name for t in path_entries(tmp_path / "c.safetensors")][:2] == ["x", "getitem"]
+    info = path_info(tmp_path / "c.safetensors")
+    assert info["getitem"]["op_type"] == "Conv" and info["getitem"]["module"] == "features.1"
+
+
+@pytest.mark.parametrize(
+    ("feed", "message"),
+    [
+        (["y=INPUT"], "has no input named 'y'; its inputs are x"),
+        (["WRONG"], "input 'x' of cnn.onnx has shape 2×3×16×16; the array given for it is 2×6×8"),
+        (["INPUT", "INPUT"], "takes 1 input(s) (x), 2 were given"),
+        (["DOUBLE"], "input 'x' of cnn.onnx is float32, the file given for it holds float64"),
+    ],
+)
+def test_inputs_the_model_does_not_take_are_clear_errors(capsys, tmp_path, feed, message):
+    np.save(tmp_path / "double.npy", np.load(HERE / "cnn.input.npy").astype(np.float64))
+    files = {"INPUT": HERE / "cnn.input.npy", "WRONG": HERE / "transformer.input.npy"}
+    files["DOUBLE"] = tmp_path / "double.npy"
+    args = []
+    for item in feed:
+        name, _, key = item.rpartition("=")
+        args += ["--input", f"{name}={files[key]}" if name else files[key]]
+    out_file = tmp_path / "o.safetensors"
+    code, _, err = _run(capsys, "capture", HERE / "cnn.onnx", *args, "-o", out_file)
+    assert code == 2 and message in err, err
+    assert not out_file.exists()
+
+
+def test_a_capture_with_duplicate_names_is_a_clear_error(capsys, tmp_path):
+    dup = tmp_path / "dup.npz"
+    with zipfile.ZipFile(dup, "w") as archive:
+        for name in ("getitem", "relu", "getitem"):
+            with archive.open(name + ".npy", "w") as member:
+                np.lib.format.write_array(member, np.zeros((2, 8, 16, 16), np.float32))
+    code, _, err = _run(capsys, "bisect", HERE / "cnn.torch.safetensors", dup)
+    assert code == 2 and "'getitem'" in err and "more than once" in err
