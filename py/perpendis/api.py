@@ -18,6 +18,7 @@ import numpy as np
 
 from . import bits, heap
 from .bisect import Entry, as_entries, bisect, bisect_runs, read_single
+from .bisect_inputs import pairing_info, sort_inputs
 from .compare import (
     CHUNK,
     ERROR_COLUMNS,
@@ -357,7 +358,8 @@ def _compare(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: 
     else:
         b_list = _load(inputs.get("b"), payloads, "b", void.get("b"))
         if len(a_list) > 1 or len(b_list) > 1:
-            return _switch_to_bisect(a_list, b_list, request, progress)
+            info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])
+            return _switch_to_bisect(a_list, b_list, request, progress, info)
         a, b = _single(a_list, "a"), _single(b_list, "b")
     ref = None
     if not _is_empty(inputs.get("ref")):
@@ -396,10 +398,10 @@ def _void_choices(spec: object, payloads: Mapping[str, Any]) -> list[str]:
 
 
 def _switch_to_bisect(
-    a: list[Tensor], b: list[Tensor], request: Mapping[str, Any], progress: Progress | None
+    a: list[Tensor], b: list[Tensor], request: Mapping[str, Any], progress: Progress | None, info: dict[str, Any]
 ) -> dict[str, Any]:
     """Captures of several tensors are compared layer by layer; ``switched`` says why."""
-    out = _run_bisect(as_entries(a), as_entries(b), _bisect_options(request), progress)
+    out = _run_bisect(as_entries(a), as_entries(b), {**_bisect_options(request), **info}, progress)
     return {**out, "switched": f"A holds {len(a)} tensors and B {len(b)}: compared them pair by pair, in A's order"}
 
 
@@ -645,7 +647,8 @@ def _bisect_options(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None) -> dict[str, Any]:
-    result = bisect(_counting(ea, len(ea), progress), eb, **options)
+    # Nothing paired is an answer here, not an error: the page shows both sides' names to pair by hand.
+    result = bisect(_counting(ea, len(ea), progress), eb, allow_unpaired=True, **options)
     # Kept for ``bisect_pair``: the entries re-decode their tensor when a row is opened.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
     # The result is kept for ``bisect_order``; its reports hold no tensors (``bisect`` drops them).
@@ -656,8 +659,11 @@ def _run_bisect(ea: list[Any], eb: list[Any], options: dict[str, Any], progress:
 
 def _bisect(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
     inputs = request.get("inputs") or {}
-    ea, eb = _entries(inputs.get("a"), payloads, "a"), _entries(inputs.get("b"), payloads, "b")
-    return _run_bisect(ea, eb, _bisect_options(request), progress)
+    # The .onnx model may be among the files of either box, and both captures in one box.
+    a, b, model = sort_inputs(inputs.get("a"), inputs.get("b"), payloads)
+    ea, eb = _entries(a, payloads, "a"), _entries(b, payloads, "b")
+    info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
+    return _run_bisect(ea, eb, {**_bisect_options(request), **info}, progress)
 
 
 def _bisect_pair(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Progress | None) -> dict[str, Any]:
@@ -669,7 +675,7 @@ def _bisect_pair(request: Mapping[str, Any], payloads: Mapping[str, Any], progre
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pairs):
         raise InputError(f"index must be a pair number from 0 to {len(pairs) - 1}, got {index!r}")
     ea, eb = pairs[index]
-    options = {k: v for k, v in _bisected["options"].items() if k not in ("mapping", "only")}
+    options = {k: v for k, v in _bisected["options"].items() if k not in ("mapping", "only", "info_a", "info_b")}
     _last.clear()
     _last.update(pair=(ea.load(), eb.load(), None), options=options, notes=[])
     return _run(progress)

@@ -434,6 +434,7 @@ def bisect(
     info_a: Mapping[str, Mapping[str, Any]] | None = None,
     info_b: Mapping[str, Mapping[str, Any]] | None = None,
     by_values: bool = True,
+    allow_unpaired: bool = False,
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
@@ -461,6 +462,8 @@ def bisect(
         load_b=[e.load for e in eb] if by_values else None,
     )
     pairs, only_a, only_b = found.pairs, found.only_a, found.only_b
+    if not pairs and allow_unpaired:
+        return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only))
     if not pairs:
         raise InputError(
             f"no tensor of A pairs with one of B (A holds {_few(e.name for e in ea)}; B holds "
