@@ -48,6 +48,20 @@ export function describeFiles(files) {
   return `${files.length} files (${names}${files.length > 3 ? ", …" : ""}; ${bytes} bytes), paired by file name`;
 }
 
+/**
+ * The bisect report of `python -m perpendis bisect --json` (with --isolate, its own-error
+ * column) when a box holds one, else null: the page shows it as it shows its own.
+ */
+export function cliResult(input) {
+  if (!input || Array.isArray(input) || !input.bytes || !/\.json$/i.test(input.name || "")) return null;
+  try {
+    const data = JSON.parse(new TextDecoder().decode(input.bytes));
+    return data && Array.isArray(data.pairs) && "first_failing" in data && Array.isArray(data.only_a) ? data : null;
+  } catch {
+    return null;
+  }
+}
+
 /** "A name = B name" lines as a mapping; the first "=" splits, as in `--map A=B`. */
 function parseMapping(text) {
   const mapping = {};
@@ -226,7 +240,8 @@ export function createBisectView(ctx) {
 
   // ------------------------------------------------------------ rendering
 
-  function showResult(result) {
+  function showResult(result, fromCli = false) {
+    view.fromCli = fromCli;
     view.result = result;
     view.selected = null;
     $("bisect").hidden = false;
@@ -280,6 +295,11 @@ export function createBisectView(ctx) {
 
   async function select(index) {
     ctx.clearError();
+    if (view.fromCli) {
+      ctx.showError({ message: "this table was loaded from the command line's results, which hold no tensors: " +
+        "drop the two captures to open a layer's full report", where: null, side: null });
+      return;
+    }
     const result = await request("bisect_pair", { index }, [], "opening the pair");
     if (!result) return;
     view.selected = index;
@@ -301,7 +321,12 @@ export function createBisectView(ctx) {
     ctx.clearError();
     const open = view.selected === null ? null : view.result.pairs[view.selected].a_name;
     let shown = false;
-    if (view.allRuns) shown = await runMatrix();
+    if (ctx.compareAgain && !view.allRuns) {
+      // The files chosen now, with the mapping just edited: not those of the table shown.
+      const before = view.result;
+      await ctx.compareAgain();
+      shown = view.result !== before && !$("bisect").hidden;
+    } else if (view.allRuns) shown = await runMatrix();
     else if (view.pair) shown = await bisectPair(view.pair.a, view.pair.b, view.pair.labels);
     const index = shown && open !== null ? view.result.pairs.findIndex((p) => p.a_name === open) : -1;
     if (index >= 0) select(index);
@@ -346,17 +371,35 @@ export function createBisectView(ctx) {
       return !$("bisect").hidden;
     },
 
-    /** Whether these inputs need the bisect view: several files on a side, or more runs. */
+    /** Whether these inputs need the bisect view: several files on a side, more runs, or
+     * the command line's bisect results. */
     takes(inputs) {
-      return Array.isArray(inputs.a) || Array.isArray(inputs.b) || extraRuns().length > 0;
+      return Array.isArray(inputs.a) || Array.isArray(inputs.b) || extraRuns().length > 0 ||
+        Boolean(cliResult(inputs.a) || cliResult(inputs.b));
+    },
+
+    /** The mapping and name patterns, for a Compare the core may answer layer by layer. */
+    pairingOptions() {
+      const { mapping } = parseMapping($("mapping").value);
+      const only = $("only-layers").value.split(",").map((p) => p.trim()).filter(Boolean);
+      return { mapping, only };
     },
 
     /** Compare the inputs layer by layer (two sides) or as runs × layers (more runs). */
     run(inputs, options) {
+      const loaded = cliResult(inputs.a) || cliResult(inputs.b);
+      if (loaded) {
+        start(inputs, options, "Results of python -m perpendis bisect --json, as the command line computed them" +
+          (loaded.isolated ? ", with each layer run alone in ONNX Runtime (the page cannot run ONNX Runtime itself)." : "."));
+        view.pair = { a: inputs.a, b: inputs.b, labels: { a: "A", b: "B" } };
+        showResult(loaded, true);
+        return Promise.resolve(true);
+      }
       const runs = extraRuns();
       start(inputs, options, runs.length
         ? `${runs.length + 2} runs: each is compared layer by layer with the reference run.`
-        : "Several files on a side: they are compared pair by pair, matched by file name.");
+        : "Several files on a side: an .onnx model among them gives the exporter's names; two captures " +
+        "in one box are the pair; a list of files pairs by file name.");
       if (!runs.length) return bisectPair(inputs.a, inputs.b);
       view.allRuns = { A: inputs.a, B: inputs.b, ...Object.fromEntries(runs.map((r) => [r.label, r.files])) };
       for (const r of runs) view.names[r.label] = describeFiles(r.files);

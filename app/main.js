@@ -243,7 +243,9 @@ function toleranceOptions() {
 /** Compare options: the tolerance, and for each side re-read by the user, its void format. */
 function compareOptions() {
   const voidFormat = Object.fromEntries(Object.entries(state.voidFormat).filter(([side, f]) => f && state.files[side]));
-  return Object.keys(voidFormat).length ? { ...toleranceOptions(), void_format: voidFormat } : toleranceOptions();
+  // The name mapping counts for Compare too: archives of several tensors are bisected by the core.
+  const options = { ...toleranceOptions(), ...bisectView.pairingOptions() };
+  return Object.keys(voidFormat).length ? { ...options, void_format: voidFormat } : options;
 }
 
 function readVoidAs(side, format) {
@@ -260,7 +262,7 @@ async function compare() {
   if (bisectView.takes(inputs)) {
     $("report").hidden = true;
     $("input-notes").hidden = true;
-    bisectView.run(inputs, toleranceOptions());
+    await bisectView.run(inputs, toleranceOptions());
     return;
   }
   bisectView.hide();
@@ -668,6 +670,7 @@ const bisectView = createBisectView({
   clearError,
   newJob: () => ++state.job,
   isCurrent: (job) => job === state.job,
+  compareAgain: () => compare(), // the files chosen now, not those of the table shown
   openPair(result) {
     state.compared = null; // one pair of two captures: no pair of inputs to put in a link
     showReport(result, { fresh: true });

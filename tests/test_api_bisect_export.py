@@ -45,8 +45,10 @@ def test_model_beside_a_capture_without_metadata_pairs_by_it():
 
 def test_two_captures_dropped_on_one_box_are_the_pair():
     fact = BUGS["cnn_bias"]
-    out = api.handle(*_request(["cnn.torch.safetensors", "cnn_bias.ort.safetensors"]))
-    assert _first(out) == (fact["module"], fact["value"])
+    request, payloads = _request(["cnn.torch.safetensors", "cnn_bias.ort.safetensors"])
+    assert _first(api.handle(request, payloads)) == (fact["module"], fact["value"])
+    request["inputs"]["b"] = {"text": "  "}  # the page sends the other box's (empty) text
+    assert _first(api.handle(request, payloads)) == (fact["module"], fact["value"])
 
 
 def test_the_compare_op_on_two_captures_uses_their_metadata():

@@ -5,7 +5,29 @@
 import { el, fill, formatIndex, num } from "./dom.js";
 import { sig } from "./summary.js";
 
-const HOW = { exact: "same name", normalised: "paired by normalised name", mapping: "paired by your mapping" };
+const HOW = {
+  metadata: "paired by the exporter's metadata (the module each ONNX node was made in)",
+  name: "paired by name (equal, or equal once the exporter's scope is read as a module path)",
+  "order and shape": "paired by agreeing values, or by order and shape between layers that agree",
+  mapping: "paired by your mapping",
+};
+const REASON = { metadata: "metadata", name: "name", "order and shape": "order, shape", mapping: "mapped" };
+
+/**
+ * The own-error cell: the layer run alone in ONNX Runtime on A's inputs (the command line's
+ * `bisect --isolate`). "culprit" is the first layer whose own error fails; a failing layer
+ * whose own error is rounding inherits its failure from upstream.
+ */
+function aloneCell(pair, index, culprit) {
+  const iso = pair.isolated;
+  if (!iso || iso.verdict === null || iso.verdict === undefined) {
+    return el("td", { class: "alone none", "data-testid": "bisect-alone", title: iso ? iso.why : "not run alone" }, "—");
+  }
+  const own = iso.verdict === "investigate";
+  const label = index === culprit ? "culprit" : own ? "own error" : pair.verdict === "investigate" ? "inherits" : "ok";
+  return el("td", { class: `alone ${own ? "own" : "ok"}`, "data-testid": "bisect-alone", "data-own": String(own),
+    title: `run alone: ${iso.verdict}, max ULP ${iso.max_ulp}` }, label);
+}
 
 function percent(fraction) {
   if (fraction === null || fraction === undefined) return "—";
@@ -94,10 +116,13 @@ function dragAndDrop(rows, onMove) {
  */
 export function renderBisectTable(node, bisect, { selected = null, onSelect, onMove, focus = null }) {
   const first = bisect.first_failing ? bisect.first_failing.index : null;
+  const culprit = bisect.culprit ? bisect.culprit.index : null;
   const count = bisect.pairs.length;
+  const described = bisect.pairs.some((p) => p.op_type || p.module);
   const head = el("thead", {}, el("tr", {},
     el("th", { scope: "col" }, "order"),
-    ["#", "A", "B", "shape", "dtype", "max ULP", "max |A − B|", "max relative", "failing", "verdict", "main finding"]
+    ["#", "A", "B", ...(described ? ["op", "torch module"] : []), "shape", "dtype", "max ULP", "max |A − B|",
+      "max relative", "failing", "verdict", ...(bisect.isolated ? ["alone"] : []), "main finding"]
       .map((label) => el("th", { scope: "col" }, label))));
   const rows = bisect.pairs.map((pair, index) => {
     const where = standing(index, first);
@@ -119,7 +144,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
       where === "first-failing" ? el("span", { class: "look", "data-testid": "first-failing" }, "look here") : null),
     el("td", { class: "mono name", "data-testid": "bisect-b-name", title: `${pair.b_name}: ${HOW[pair.paired_by] ?? pair.paired_by}` },
       el("span", { class: "clip" }, pair.b_name === pair.a_name ? "=" : pair.b_name),
-      pair.paired_by === "mapping" ? el("span", { class: "how" }, "mapped") : null),
+      el("span", { class: "how", "data-testid": "bisect-how" }, REASON[pair.paired_by] ?? pair.paired_by)),
+    described ? el("td", { class: "mono", "data-testid": "bisect-op" }, pair.op_type ?? "") : null,
+    described ? el("td", { class: "mono name", "data-testid": "bisect-module" }, pair.module ?? "") : null,
     agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
     agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype"),
     el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
@@ -128,6 +155,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     el("td", { class: "num", "data-testid": "bisect-fail" }, percent(pair.fraction_fail)),
     el("td", { class: `verdict-cell ${pair.verdict}`, "data-testid": "bisect-verdict" },
       where === "pass" && pair.verdict !== "investigate" ? "✓ " : "", pair.verdict),
+    bisect.isolated ? aloneCell(pair, index, culprit) : null,
     el("td", { class: `finding-cell ${finding ? finding.severity : ""}` },
       finding ? el("div", { class: "clip", title: finding.message }, finding.message) : ""));
     // The number is a button for the keyboard; its click bubbles here like any click on the row.
@@ -141,13 +169,18 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     return row;
   });
   dragAndDrop(rows, onMove);
-  const summary = first === null
+  const summary = !count ? "No tensor of A pairs with one of B: pair them below, or drop the .onnx model for its names."
+    : first === null
     ? `No layer fails: all ${bisect.pairs.length} paired tensors agree up to rounding.`
     : `First failing: ${bisect.first_failing.a_name}` +
       (bisect.first_failing.b_name !== bisect.first_failing.a_name ? ` (B: ${bisect.first_failing.b_name})` : "") +
       ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.`;
+  const blame = culprit === null ? (bisect.isolated ? "Run alone, no layer's own error fails." : null)
+    : `Run alone in ONNX Runtime on A's inputs, ${bisect.culprit.a_name} is the first layer whose own error fails: ` +
+      "the culprit; the failing layers after it inherit its error.";
   fill(node,
     el("p", { class: `bisect-summary ${first === null ? "pass" : "fail"}`, "data-testid": "bisect-summary" }, summary),
+    blame ? el("p", { class: "bisect-summary", "data-testid": "bisect-culprit" }, blame) : null,
     el("p", { class: "hint" }, "Drag a row by ⠿, or use ▲ ▼ (Alt+ArrowUp/Down), to put the layers in execution order."),
     el("div", { class: "table-wrap" }, el("table", { class: "bisect-table" }, head, el("tbody", {}, rows))));
   if (focus && rows[focus.index]) {

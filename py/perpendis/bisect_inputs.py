@@ -34,7 +34,8 @@ def sort_inputs(
         if isinstance(spec, list):
             kept = [s for s in spec if not _is_model(s)]
             return kept[0] if len(kept) == 1 else kept or None
-        return None if _is_model(spec) else spec
+        blank = isinstance(spec, Mapping) and "data" not in spec and not str(spec.get("text", "")).strip()
+        return None if _is_model(spec) or blank else spec
 
     a, b = without_model(a), without_model(b)
     if b is None and isinstance(a, list) and len(a) == 2:

@@ -37,7 +37,8 @@ from .bits import to_float64
 from .errors import InputError
 from .tensor import Tensor
 
-AGREE = 0.5  # relative error below which two same-shape tensors are taken for the same layer
+AGREE = 0.5  # relative error below which two same-shape tensors may be the same layer (chance: about 1)
+CLOSE = 1e-2  # relative error below which they are: rounding, or a cast to a narrower float
 SAMPLE = 512  # elements of each tensor compared when pairing by values
 
 Info = Mapping[str, Mapping[str, object]]
@@ -138,14 +139,15 @@ def relative_error(a: np.ndarray, b: np.ndarray) -> float:
 def _by_values(
     a_load: Sequence[Callable[[], Tensor]], b_load: Sequence[Callable[[], Tensor]], free_a: set[int], free_b: set[int]
 ) -> list[tuple[int, int]]:
-    """Pairs whose values agree far better than chance, then pairs by order and shape between them.
+    """Pairs whose values agree, then pairs by order and shape between them.
 
-    A layer's output after a bug may agree with its true partner no better than chance
-    (a dropped bias larger than the signal), so it cannot be paired by values; but it
-    sits between two layers that are, in both runs.  Between consecutive agreeing pairs,
-    the tensors left over are aligned in order, by shape.  A tensor whose values repeat
-    one already paired (an identity such as dropout in eval mode) has no partner of its
-    own and is left out of that alignment.
+    First the landmarks: pairs agreeing to ``CLOSE`` (rounding, or a cast to a narrower
+    float), which nothing but the same layer does.  Between two landmarks in both
+    orders, a layer a bug has changed still agrees with its partner far better than
+    with anything else there (``AGREE``); what is left between them is aligned in order,
+    by shape (a bias dropped can leave less agreement than chance).  A tensor whose
+    values repeat one already paired (an identity such as dropout in eval mode) has no
+    partner of its own and is left out.
     """
     ta = {i: a_load[i]() for i in sorted(free_a)}
     tb = {j: b_load[j]() for j in sorted(free_b)}
@@ -165,26 +167,46 @@ def _by_values(
                 # shape with its unit axes (a pooled map, not its flattened copy), then place in order.
                 decades = round(2 * -math.log10(max(r, 1e-12))) / 2
                 reshaped = ta[i].shape != tb[j].shape
-                candidates.append((-decades, reshaped, abs(rank_a[i] - rank_b[j]), i, j))
-    anchors = []
-    agreeing = {c[3] for c in candidates}
-    for *_, i, j in sorted(candidates):
-        if i in free_a and j in free_b:
-            anchors.append((i, j))
+                candidates.append((-decades, reshaped, abs(rank_a[i] - rank_b[j]), i, j, r))
+    candidates.sort()
+    close = {c[3] for c in candidates if c[5] <= CLOSE}
+    pairs = _greedy([c for c in candidates if c[5] <= CLOSE], free_a, free_b)
+    # Within each gap between landmarks, pairs that still agree far better than chance.
+    for lo, hi in _gaps(_in_order(pairs)):
+        inside = [c for c in candidates if c[3] not in close and _within(c[3], c[4], lo, hi)]
+        pairs += _greedy(inside, free_a, free_b)
+    for lo, hi in _gaps(_in_order(pairs)):
+        left_a = [i for i in sorted(free_a) if lo[0] < i < hi[0] and i not in close]
+        left_b = [j for j in sorted(free_b) if lo[1] < j < hi[1]]
+        for i, j in _align([sa[i][0] for i in left_a], [sb[j][0] for j in left_b], left_a, left_b):
+            pairs.append((i, j))
             free_a.discard(i)
             free_b.discard(j)
-    gaps = _in_order(anchors)
-    if not gaps:  # with no landmark at all, order and shape alone say nothing
-        return anchors
-    between = []
-    for (a_lo, b_lo), (a_hi, b_hi) in zip([(-1, -1), *gaps], [*gaps, (math.inf, math.inf)], strict=True):
-        left_a = [i for i in sorted(free_a) if a_lo < i < a_hi and i not in agreeing]
-        left_b = [j for j in sorted(free_b) if b_lo < j < b_hi]
-        between += _align([sa[i][0] for i in left_a], [sb[j][0] for j in left_b], left_a, left_b)
-    for i, j in between:
-        free_a.discard(i)
-        free_b.discard(j)
-    return anchors + between
+    return pairs
+
+
+def _greedy(candidates: list[tuple], free_a: set[int], free_b: set[int]) -> list[tuple[int, int]]:
+    out = []
+    for c in candidates:
+        i, j = c[3], c[4]
+        if i in free_a and j in free_b:
+            out.append((i, j))
+            free_a.discard(i)
+            free_b.discard(j)
+    return out
+
+
+def _gaps(landmarks: list[tuple[int, int]]) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The spans before, between and after landmarks; none when there is no landmark at all
+    (with nothing to stand on, order and shape alone say nothing)."""
+    if not landmarks:
+        return []
+    ends = [(-1, -1), *landmarks, (math.inf, math.inf)]
+    return list(zip(ends[:-1], ends[1:], strict=True))
+
+
+def _within(i: int, j: int, lo: tuple[float, float], hi: tuple[float, float]) -> bool:
+    return lo[0] < i < hi[0] and lo[1] < j < hi[1]
 
 
 def _in_order(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
