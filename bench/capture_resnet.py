@@ -111,16 +111,17 @@ def main() -> None:
                 model(x)
             return run
 
-        run = timed("PyTorch capture", torch_side)
-        print(f"  {len(run)} tensors, {sum(a.nbytes for a in run.arrays.values()) / 1e9:.2f} GB, batch {batch}")
-        timed("  saved (safetensors)", lambda: run.save(folder / "torch.safetensors"))
-        del run
+        torch_run = timed("PyTorch capture", torch_side)
+        gigabytes = sum(a.nbytes for a in torch_run.arrays.values()) / 1e9
+        print(f"  {len(torch_run)} tensors, {gigabytes:.2f} GB, batch {batch}")
+        timed("  saved (safetensors)", lambda: torch_run.save(folder / "torch.safetensors"))
+        torch_run.arrays.clear()
         gc.collect()
-        ort = timed("ONNX Runtime capture", lambda: capture_onnx(onnx_path, [x.numpy()]))
-        print(f"  {len(ort)} values, {sum(a.nbytes for a in ort.arrays.values()) / 1e9:.2f} GB")
-        timed("  saved (safetensors)", lambda: ort.save(folder / "ort.safetensors"))
-        timed("  saved without metadata (npz)", lambda: ort.save(folder / "ort.npz"))
-        del ort
+        ort_run = timed("ONNX Runtime capture", lambda: capture_onnx(onnx_path, [x.numpy()]))
+        print(f"  {len(ort_run)} values, {sum(a.nbytes for a in ort_run.arrays.values()) / 1e9:.2f} GB")
+        timed("  saved (safetensors)", lambda: ort_run.save(folder / "ort.safetensors"))
+        timed("  saved without metadata (npz)", lambda: ort_run.save(folder / "ort.npz"))
+        ort_run.arrays.clear()
         gc.collect()
         a_path, b_path = folder / "torch.safetensors", folder / "ort.safetensors"
         result = timed("bisect by metadata (pair + compare every layer)", lambda: bisect(
@@ -128,7 +129,8 @@ def main() -> None:
         print(f"  total capture + pair + bisect: {time.perf_counter() - start_all:.1f} s (export excluded)")
         truth = {p.a_name: p.b_name for p in result.pairs}
         verdicts = {p.verdict for p in result.pairs}
-        print(f"  {len(result.pairs)} pairs, verdicts {sorted(verdicts)}, first failing {result.first_failing and result.first_failing.a_name}")
+        first = result.first_failing
+        print(f"  {len(result.pairs)} pairs, verdicts {sorted(verdicts)}, first failing {first and first.a_name}")
         plain = timed("bisect from values, order and shape (npz, no metadata)",
                       lambda: bisect(path_entries(a_path), path_entries(folder / "ort.npz")))
         found = {p.a_name: p.b_name for p in plain.pairs}

@@ -26,6 +26,7 @@ the reason it was made:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -202,7 +203,7 @@ def _gaps(landmarks: list[tuple[int, int]]) -> list[tuple[tuple[float, float], t
     if not landmarks:
         return []
     ends = [(-1, -1), *landmarks, (math.inf, math.inf)]
-    return list(zip(ends[:-1], ends[1:], strict=True))
+    return list(itertools.pairwise(ends))
 
 
 def _within(i: int, j: int, lo: tuple[float, float], hi: tuple[float, float]) -> bool:
