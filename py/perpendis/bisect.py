@@ -435,6 +435,7 @@ def bisect(
     info_b: Mapping[str, Mapping[str, Any]] | None = None,
     by_values: bool = True,
     allow_unpaired: bool = False,
+    workers: int = 1,
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
@@ -479,20 +480,25 @@ def bisect(
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
     return BisectReport(
         pairs=[
-            Pair(
-                ea[i].name,
-                eb[j].name,
-                how,
-                _compare_pair(ea[i], eb[j], options),
-                *_described(ea[i].name, eb[j].name, info_a, info_b),
-            )
-            for i, j, how in picked
+            Pair(ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b))
+            for (i, j, how), report in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
         ],
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
     )
+
+
+def _reports(ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int) -> list[Report]:
+    """Each picked pair's report, in order; ``workers`` threads natively (NumPy lets go of the
+    GIL in its loops), one where there are no threads (Pyodide) or progress is reported."""
+    if workers <= 1 or len(picked) < 2:
+        return [_compare_pair(ea[i], eb[j], options) for i, j, _ in picked]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda p: _compare_pair(ea[p[0]], eb[p[1]], options), picked))
 
 
 def _described(a_name: str, b_name: str, info_a: Mapping, info_b: Mapping) -> tuple[str | None, str | None]:

@@ -170,6 +170,16 @@ def _mapping(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _workers() -> int:
+    """Threads to compare layers on: the cores this process may use, at most 4 (memory: one pair each)."""
+    import os
+
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:
+        return max(1, min(4, os.cpu_count() or 1))
+
+
 def bisect_main(argv: Sequence[str] | None = None) -> int:
     """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
     2 on bad input."""
@@ -182,7 +192,8 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
         names_a, names_b = [e.name for e in a], [e.name for e in b]
         info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
         options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
-        result = bisect(a, b, mapping=_mapping(args.map), only=args.only, info_a=info_a, info_b=info_b, **options)
+        pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
+        result = bisect(a, b, workers=_workers(), **pairing, **options)
         if args.isolate:
             from .capture.isolate import isolate
 
