@@ -103,6 +103,7 @@ def test_pairing_without_metadata_finds_the_same_pairs_on_clean_runs(tmp_path, m
     assert {p.paired_by for p in result.pairs} <= {"order and shape", "name"}
 
 
+@pytest.mark.slow
 def test_check_export_runs_both_sides_and_bisects(tmp_path):
     import sys
 
@@ -116,6 +117,7 @@ def test_check_export_runs_both_sides_and_bisects(tmp_path):
     assert report.culprit is None and any(p.isolated for p in report.pairs)
 
 
+@pytest.mark.slow
 def test_check_export_cli_names_the_culprit(capsys):
     code, out, _ = _run(
         capsys, "check-export", HERE / "transformer_eps.onnx", "--input", HERE / "transformer.input.npy",
