@@ -45,14 +45,21 @@ def read_inputs(items: Sequence[str]) -> list[np.ndarray] | dict[str, np.ndarray
     return named or positional
 
 
-def _capture_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m perpendis capture",
-        description="Run an ONNX model in ONNX Runtime with every intermediate value marked as an output, "
-        "and save every value in topological order with its op type and the exporter's module path.",
-    )
-    p.add_argument("model", type=Path, help="the .onnx model (not modified)")
+def _parser(command: str, description: str, model_help: str) -> argparse.ArgumentParser:
+    """The parser of a command run on an ONNX model and its inputs."""
+    p = argparse.ArgumentParser(prog=f"python -m perpendis {command}", description=description)
+    p.add_argument("model", type=Path, help=model_help)
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE", help="an input array (repeatable)")
+    return p
+
+
+def _capture_parser() -> argparse.ArgumentParser:
+    p = _parser(
+        "capture",
+        "Run an ONNX model in ONNX Runtime with every intermediate value marked as an output, "
+        "and save every value in topological order with its op type and the exporter's module path.",
+        "the .onnx model (not modified)",
+    )
     p.add_argument(
         "-o", "--output", type=Path, required=True, help="where to save: .safetensors (keeps op types) or .npz"
     )
@@ -79,13 +86,12 @@ def capture_main(argv: Sequence[str]) -> int:
 def _check_parser() -> argparse.ArgumentParser:
     from .cli import add_tolerance_options
 
-    p = argparse.ArgumentParser(
-        prog="python -m perpendis check-export",
-        description="Run a saved ONNX model in ONNX Runtime and its PyTorch model (or a capture of it) on one "
+    p = _parser(
+        "check-export",
+        "Run a saved ONNX model in ONNX Runtime and its PyTorch model (or a capture of it) on one "
         "input, bisect the two runs layer by layer and run each layer alone to name the culprit.",
+        "the exported .onnx model",
     )
-    p.add_argument("model", type=Path, help="the exported .onnx model")
-    p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE", help="an input array (repeatable)")
     side = p.add_mutually_exclusive_group(required=True)
     side.add_argument("--torch", type=Path, metavar="CAPTURE", help="a capture of the PyTorch run (perpendis.capture)")
     side.add_argument(

@@ -11,23 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.cli import main
+from test_page_bisect import drop_files, run_and_wait
 
 pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "export"
 BUGS = json.loads((HERE / "bugs.json").read_text())
-TIMEOUT_MS = 120_000
-
-
-def choose(page, side: str, paths: list[Path]) -> None:
-    page.get_by_test_id(f"file-{side}").set_input_files([str(p) for p in paths])
-    page.wait_for_selector(f"#chip-{side}:not([hidden])")
-
-
-def compare(page) -> None:
-    page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]')?.remove()")
-    page.get_by_test_id("compare").click()
-    page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
 
 
 def first_row(page) -> dict[str, str]:
@@ -41,9 +30,9 @@ def first_row(page) -> dict[str, str]:
 @pytest.mark.parametrize("with_model", [True, False], ids=["with model", "without model"])
 def test_first_failing_row_is_the_injected_node(ready_page, with_model):
     page, fact = ready_page, BUGS["transformer_eps"]
-    choose(page, "a", [HERE / "transformer.torch.safetensors"])
-    choose(page, "b", [HERE / "transformer_eps.ort.npz", *([HERE / "transformer_eps.onnx"] if with_model else [])])
-    compare(page)
+    drop_files(page, "a", [HERE / "transformer.torch.safetensors"])
+    drop_files(page, "b", [HERE / "transformer_eps.ort.npz", *([HERE / "transformer_eps.onnx"] if with_model else [])])
+    run_and_wait(page)
     row = first_row(page)
     assert row["a"] == fact["module"] and row["b"].startswith(fact["value"])
     if with_model:
@@ -61,8 +50,8 @@ def first_index(page) -> str:
 
 def test_two_captures_on_one_box_are_the_pair(ready_page):
     page, fact = ready_page, BUGS["cnn_bias"]
-    choose(page, "a", [HERE / "cnn.torch.safetensors", HERE / "cnn_bias.ort.safetensors"])
-    compare(page)
+    drop_files(page, "a", [HERE / "cnn.torch.safetensors", HERE / "cnn_bias.ort.safetensors"])
+    run_and_wait(page)
     row = first_row(page)
     assert (row["a"], row["op"]) == (fact["module"], "Conv")
 
@@ -73,8 +62,8 @@ def test_command_line_isolated_results_show_the_culprit(ready_page, tmp_path, ca
                  "--isolate", "--model", str(HERE / "transformer_gelu.onnx"), "--json"])
     assert code == 1
     (tmp_path / "bisect.json").write_text(capsys.readouterr().out)
-    choose(page, "a", [tmp_path / "bisect.json"])
-    compare(page)
+    drop_files(page, "a", [tmp_path / "bisect.json"])
+    run_and_wait(page)
     own = page.locator("[data-testid=bisect-alone][data-own=true]")
     assert own.count() == 1 and own.text_content() == "culprit"
     culprit_row = own.locator("xpath=ancestor::tr")
@@ -89,13 +78,13 @@ def test_the_override_editor_pairs_what_nothing_else_does_and_compare_uses_it(re
     values = np.random.default_rng(1).standard_normal(5).astype(np.float32)
     np.savez(tmp_path / "left.npz", left=values, extra=values[:3])
     np.savez(tmp_path / "right.npz", right=values + 9, other=values[:2])
-    choose(page, "a", [tmp_path / "left.npz"])
-    choose(page, "b", [tmp_path / "right.npz"])
-    compare(page)
+    drop_files(page, "a", [tmp_path / "left.npz"])
+    drop_files(page, "b", [tmp_path / "right.npz"])
+    run_and_wait(page)
     assert "No tensor of A pairs" in page.get_by_test_id("bisect-summary").text_content()
     assert page.get_by_test_id("mapping").is_visible()
     page.get_by_test_id("mapping").fill("left = right")
-    compare(page)  # Compare, not only "Apply", uses the mapping
+    run_and_wait(page)  # Compare, not only "Apply", uses the mapping
     row = page.locator("[data-testid=bisect-row]")
     assert row.count() == 1 and row.get_attribute("data-name") == "left"
     assert row.locator("[data-testid=bisect-how]").text_content() == "mapped"
