@@ -74,9 +74,11 @@ class ResNet50(nn.Module):
 
 
 def timed(label: str, fn):
-    start = time.perf_counter()
+    """Wall seconds, and this process's CPU seconds beside them: on a shared machine the wall
+    figure says how busy the others were, the CPU figure what the step costs."""
+    start, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    print(f"{label}: {time.perf_counter() - start:.1f} s", flush=True)
+    print(f"{label}: {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu:.1f} s CPU", flush=True)
     return out
 
 
@@ -124,15 +126,15 @@ def main() -> None:
         ort_run.arrays.clear()
         gc.collect()
         a_path, b_path = folder / "torch.safetensors", folder / "ort.safetensors"
-        result = timed("bisect by metadata (pair + compare every layer)", lambda: bisect(
-            path_entries(a_path), path_entries(b_path), info_b=path_info(b_path)))
+        result = timed("bisect by metadata (pair + compare every layer, 2 threads)", lambda: bisect(
+            path_entries(a_path), path_entries(b_path), info_b=path_info(b_path), workers=2))
         print(f"  total capture + pair + bisect: {time.perf_counter() - start_all:.1f} s (export excluded)")
         truth = {p.a_name: p.b_name for p in result.pairs}
         verdicts = {p.verdict for p in result.pairs}
         first = result.first_failing
         print(f"  {len(result.pairs)} pairs, verdicts {sorted(verdicts)}, first failing {first and first.a_name}")
         plain = timed("bisect from values, order and shape (npz, no metadata)",
-                      lambda: bisect(path_entries(a_path), path_entries(folder / "ort.npz")))
+                      lambda: bisect(path_entries(a_path), path_entries(folder / "ort.npz"), workers=2))
         found = {p.a_name: p.b_name for p in plain.pairs}
         right = sum(found.get(a) == b for a, b in truth.items())
         wrong = sum(truth.get(a) != b for a, b in found.items())
