@@ -7,9 +7,11 @@ statistics from two training batches: nothing downloaded) is exported by torch.o
 tensor counts and sizes, seconds for each step, the bisect with the exporter's metadata
 and from values alone, pairing accuracy (the metadata pairs taken as right, each checked
 to agree), and, unless ``--no-page``, Compare-to-table seconds in the built page
-(Chromium) on the two captures.  Not a test: timings on a shared machine are noisy.
+(Chromium) on the two captures, with the longest gap between animation frames meanwhile
+(the page works in a Web Worker; a frozen tab would show a gap as long as the work).
+Not a test: timings on a shared machine are noisy; CPU seconds are printed beside wall ones.
 
-Usage: ``python bench/capture_resnet.py [--gigabytes 1] [--no-page]``
+Usage: ``python bench/capture_resnet.py [--gigabytes 1] [--no-page | --page-only]``
 """
 
 from __future__ import annotations
@@ -82,10 +84,52 @@ def timed(label: str, fn):
     return out
 
 
+# Presses Compare; resolves with [ms until the bisect table shows, the longest gap between two
+# animation frames meanwhile]: a page that froze would show a gap as long as the work.
+TIME_COMPARE_FRAMES_JS = """() => new Promise((resolve, reject) => {
+  const start = performance.now();
+  let last = start, longest = 0, done = false;
+  const frame = (now) => {
+    longest = Math.max(longest, now - last);
+    last = now;
+    if (!done) requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+  const observer = new MutationObserver(() => {
+    const error = document.querySelector('[data-testid="error"]');
+    if (document.querySelector('[data-testid="bisect-summary"]')) {
+      done = true;
+      observer.disconnect();
+      resolve([performance.now() - start, longest]);
+    } else if (error && !error.hidden) {
+      done = true;
+      observer.disconnect();
+      reject(new Error(error.textContent));
+    }
+  });
+  observer.observe(document.body, { childList: true, subtree: true, attributes: true });
+  document.querySelector('[data-testid="compare"]').click();
+})"""
+
+
+def page_figures(site: Path, a: Path, b: Path) -> tuple[float, float]:
+    """Seconds from Compare to the table in the built page, and the longest frame gap (ms)."""
+    from bisect_page import open_captures, served_page
+    from startup import READY_AT_JS
+
+    with served_page(site) as (page, url):
+        page.goto(url)
+        page.evaluate(READY_AT_JS)
+        open_captures(page, a, b)
+        total, gap = page.evaluate(TIME_COMPARE_FRAMES_JS)
+    return total / 1000, gap
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gigabytes", type=float, default=1.0, help="float32 gigabytes per side (default 1)")
     parser.add_argument("--no-page", action="store_true", help="skip the page measurement")
+    parser.add_argument("--page-only", action="store_true", help="only the captures and the page (no native bisects)")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -126,6 +170,9 @@ def main() -> None:
         ort_run.arrays.clear()
         gc.collect()
         a_path, b_path = folder / "torch.safetensors", folder / "ort.safetensors"
+        if args.page_only:
+            _page(folder, a_path, b_path)
+            return
         result = timed("bisect by metadata (pair + compare every layer, 2 threads)", lambda: bisect(
             path_entries(a_path), path_entries(b_path), info_b=path_info(b_path), workers=2))
         print(f"  total capture + pair + bisect: {time.perf_counter() - start_all:.1f} s (export excluded)")
@@ -140,13 +187,15 @@ def main() -> None:
         wrong = sum(truth.get(a) != b for a, b in found.items())
         print(f"  pairing without the model: {right}/{len(truth)} right, {wrong} wrong")
         if not args.no_page:
-            from bisect_page import page_seconds
+            _page(folder, a_path, b_path)
 
-            import build
 
-            build.build(folder / "dist")
-            times = page_seconds(folder / "dist", a_path, b_path, 1)
-            print(f"page, Compare pressed to table shown: {times[0]:.1f} s")
+def _page(folder: Path, a_path: Path, b_path: Path) -> None:
+    import build
+
+    build.build(folder / "dist")
+    total, gap = page_figures(folder / "dist", a_path, b_path)
+    print(f"page, Compare pressed to table shown: {total:.1f} s; longest gap between frames {gap:.0f} ms")
 
 
 if __name__ == "__main__":
