@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "py"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / p) for p in ("", "py", "bench", "scripts", "tests/browser")]
 
 import perpendis  # noqa: E402
 from perpendis.bisect import bisect, path_entries, path_info  # noqa: E402
