@@ -18,10 +18,12 @@ the reason it was made:
     for what is left, a tensor of A pairs with a tensor of B of the same shape whose
     values agree far better than chance: two unrelated tensors of one shape differ by
     about as much as they hold (relative error ``|a - b| / |b|`` near or above 1), a
-    pair of the same layer by rounding, or by a bug that still leaves most of the
-    signal (an epsilon, a dropped bias).  The bar is a relative error of at most
-    ``AGREE``, on a fixed sample of each tensor's elements.  Among candidates, the best
-    agreement wins, then the nearest place in execution order.
+    pair of the same layer by rounding.  Those agreeing to ``CLOSE`` are landmarks;
+    between two landmarks (in both orders), pairs agreeing to ``AGREE`` (a layer a bug
+    changed but left most of the signal of: an epsilon), then the rest in order by
+    shape (a dropped bias can leave less agreement than chance).  Values are compared on
+    a fixed sample of each tensor's elements; among candidates the best agreement wins,
+    then the nearest place in execution order (:func:`_by_values`).
 """
 
 from __future__ import annotations
