@@ -24,6 +24,7 @@ Usage::
     python bench/run.py --quick       # sizes up to 16M, 2 x 256 MB streamed: under five minutes
     python bench/run.py --json        # also print all figures as one JSON object (last line)
     python bench/run.py --no-browser  # native figures only
+    python bench/run.py --only startup  # start-up alone: ready cold/warm, against the floor, first visits
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ import serve  # noqa: E402
 from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
 from perpendis import api, stream  # noqa: E402
 from perpendis.parse import parse_text  # noqa: E402
-from startup import READY_AT_JS, SERVICE_WORKER_JS  # noqa: E402
+from startup import READY_AT_JS, SERVICE_WORKER_JS, add_floor, floor_figures  # noqa: E402
 
 import build  # noqa: E402
 
@@ -62,6 +63,11 @@ TARGETS = {
     "interactive_ms": ("<=", 300),
     "ready_cold_s": ("<=", 3.0),
     "ready_warm_s": ("<=", 1.5),
+    "ready_vs_floor_cold": ("<=", 1.05),
+    "ready_vs_floor_warm": ("<=", 1.05),
+    "first_visit_50mbit_s": ("<=", 3.0),
+    "first_visit_20mbit_s": ("<=", 6.0),
+    "first_visit_mb": ("<=", 9.0),
     "report_16m_vs_js": ("<=", 3.0),
     "report_16m_tab_vs_native": ("<=", 1.0),
     "parse_1m_tab_ms": ("<=", 1000),
@@ -347,8 +353,9 @@ new PerformanceObserver((list) => {
 
 
 @contextmanager
-def served_site(data: dict[str, Path]) -> Iterator[tuple[str, Path]]:
-    """The built site plus the benchmark's files, served on a free port of 127.0.0.1."""
+def served_site(data: dict[str, Path]) -> Iterator[tuple[str, Path, Any]]:
+    """The built site plus the benchmark's files, served on a free port of 127.0.0.1:
+    (its URL, a temporary folder for profiles, the server, which counts the bytes it sent)."""
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "dist"
         build.build(site)
@@ -357,12 +364,13 @@ def served_site(data: dict[str, Path]) -> Iterator[tuple[str, Path]]:
         (extra / "jsdiff.js").write_text(JS_DIFF_WORKER)
         (extra / "pyworker.js").write_text(PY_WORKER)
         (extra / "stream.html").write_text(STREAM_PAGE)
+        add_floor(site)
         for name, path in data.items():
             (extra / name).symlink_to(path)
         httpd = serve.make_server(site, port=0)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         try:
-            yield f"http://127.0.0.1:{httpd.server_address[1]}/", Path(tmp)
+            yield f"http://127.0.0.1:{httpd.server_address[1]}/", Path(tmp), httpd
         finally:
             httpd.shutdown()
             httpd.server_close()
@@ -629,7 +637,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes and files (under five minutes)")
     parser.add_argument("--json", action="store_true", help="also print every figure as one JSON object")
     parser.add_argument("--no-browser", action="store_true", help="native figures only")
+    parser.add_argument("--only", choices=["startup"], help="measure only this part")
+    parser.add_argument("--runs", type=int, default=None, help="start-up runs (default 3, 1 with --quick)")
     args = parser.parse_args(argv)
+    runs = args.runs or (1 if args.quick else 3)
+    if args.only == "startup":
+        return print_figures(startup_only(runs), args.json)
     sizes = [M, 4 * M, 16 * M] if args.quick else [M, 4 * M, 16 * M, 64 * M]
     big_n = (256 if args.quick else 3 * 1024) * M // 4  # float32 elements per streamed file
     figures: dict[str, Any] = {}
@@ -652,9 +665,11 @@ def main(argv: list[str] | None = None) -> int:
             from playwright.sync_api import sync_playwright
 
             served = {p.name: p for pair in pairs.values() for p in pair} | {"text1m.txt": data / "text1m.txt"}
-            with served_site(served) as (url, profiles), sync_playwright() as pw:
+            with served_site(served) as (url, profiles, httpd), sync_playwright() as pw:
                 log("start-up in the tab")
-                started, longest = startup(pw, url, profiles, runs=1 if args.quick else 3)
+                started, longest = startup(pw, url, profiles, runs=runs)
+                log("start-up against its floor, and first visits over emulated links")
+                started |= floor_figures(pw, url, httpd, profiles / "floor", runs=runs)
                 log("reports, parsing, memory and streaming in the tab")
                 worked, longest_work = tab_figures(pw, url, profiles, pairs, big)
             figures |= started | worked
@@ -668,11 +683,28 @@ def main(argv: list[str] | None = None) -> int:
         per_m = [figures[k] / (n // M) for n in sizes if (k := f"report_{n // M}m_{where}_ms") in figures]
         if per_m:
             figures[f"report_{where}_ms_per_m_spread"] = max(per_m) / min(per_m)
+    return print_figures(figures, args.json)
+
+
+def startup_only(runs: int) -> dict[str, Any]:
+    """The start-up figures alone (``--only startup``), as the full run measures them."""
+    from playwright.sync_api import sync_playwright
+
+    with served_site({}) as (url, profiles, httpd), sync_playwright() as pw:
+        log("start-up in the tab")
+        figures, longest = startup(pw, url, profiles, runs=runs)
+        log("start-up against its floor, and first visits over emulated links")
+        figures |= floor_figures(pw, url, httpd, profiles / "floor", runs=runs)
+    figures |= {f"longest_task_{phase}_ms": ms for phase, ms in longest.items()}
+    return figures
+
+
+def print_figures(figures: dict[str, Any], as_json: bool) -> int:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         shown = f"{value:12.2f}" if isinstance(value, float) else f"{value!s:>12}"
         print(f"{key:<{width}}  {shown}  {verdict(key, value)}")
-    if args.json:
+    if as_json:
         print(json.dumps(figures))
     return 0
 

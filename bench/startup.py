@@ -1,4 +1,4 @@
-"""Measure navigation → "core ready" in headless Chromium, cold and warm.
+"""Measure navigation → "core ready" in headless Chromium, cold and warm, against its floor.
 
 Cold is a fresh profile (empty HTTP cache, no service worker); warm is a second navigation
 in the same profile, once the service worker the first visit installed controls the page
@@ -7,14 +7,26 @@ shown and accept typing: module scripts never block parsing) and → DOMContentL
 page's scripts have run too). Prints the median and all runs, in seconds, with the
 machine's load average: timings on a shared machine are noisy, so nothing here asserts.
 
+The floor is a bare page added to the served site (``bench/floor.html``): a worker that
+loads the same served Pyodide files with the same lock and imports NumPy, nothing else.
+The page's own start-up is judged by its ratio to the floor, run for run, cold and warm
+(``ready_vs_floor_cold``, ``ready_vs_floor_warm``): on a loaded machine the ratio moves
+far less than either time.  A first visit over a real link is a fresh profile under
+Chromium's network emulation (CDP ``Network.emulateNetworkConditions``, 30 ms latency),
+timed to ready (``first_visit_50mbit_s``, ``first_visit_20mbit_s``); ``first_visit_mb``
+is what the server sent for it (bodies and headers, as encoded on the wire), counted by
+``scripts/serve.py`` until the service worker has cached the site.
+
 Usage: ``python bench/startup.py [--runs 5] [--site DIR]`` (builds to a temporary folder
-unless ``--site`` names a built one).
+unless ``--site`` names a built one); ``python bench/run.py --only startup`` measures the
+same figures as the full benchmark does.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -56,6 +68,114 @@ SERVICE_WORKER_JS = """() => Promise.race([
 ])"""
 
 
+# The floor: the same served Pyodide files and lock, NumPy imported, nothing of the project.
+FLOOR_PAGE = """<!doctype html>
+<meta charset="utf-8"><title>start-up floor</title>
+<script type="module" src="floor_page.js"></script>
+"""
+FLOOR_PAGE_JS = """window.__floorReady = new Promise((resolve, reject) => {
+  const worker = new Worker(new URL("floor_worker.js", import.meta.url));
+  worker.onmessage = (event) => (event.data === "ready" ? resolve(performance.now()) : reject(new Error(event.data)));
+  worker.onerror = (event) => reject(new Error(event.message || "the floor worker failed"));
+});
+"""
+FLOOR_WORKER_JS = """const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
+importScripts(PYODIDE_URL + "pyodide.js");
+loadPyodide({ indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy"] })
+  .then((pyodide) => { pyodide.runPython("import numpy"); self.postMessage("ready"); })
+  .catch((err) => self.postMessage(String((err && err.message) || err)));
+"""
+FLOOR_URL = "bench/floor.html"
+FLOOR_READY_JS = "() => window.__floorReady"
+LINKS_MBIT = (50, 20)
+LATENCY_MS = 30
+
+
+def add_floor(site: Path) -> None:
+    """Writes the floor page into ``site/bench/`` (outside the service worker's file list)."""
+    bench = site / "bench"
+    bench.mkdir(exist_ok=True)
+    (bench / "floor.html").write_text(FLOOR_PAGE)
+    (bench / "floor_page.js").write_text(FLOOR_PAGE_JS)
+    (bench / "floor_worker.js").write_text(FLOOR_WORKER_JS)
+
+
+def fresh_context(pw, profile: Path):
+    if profile.exists():
+        shutil.rmtree(profile)
+    context = pw.chromium.launch_persistent_context(str(profile), executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    return context, context.pages[0] if context.pages else context.new_page()
+
+
+def floor_vs_page(pw, url: str, profiles: Path, runs: int) -> dict[str, list[float]]:
+    """Cold and warm ready times of the floor and of the page, alternating run by run, so
+    both meet the same load on a shared machine."""
+    times: dict[str, list[float]] = {f"{who}_{kind}": [] for who in ("floor", "page") for kind in ("cold", "warm")}
+    for run in range(runs):
+        for who in ("floor", "page"):
+            context, page = fresh_context(pw, profiles / f"{who}{run}")
+            for kind in ("cold", "warm"):
+                if who == "floor":
+                    page.goto(url + FLOOR_URL)
+                    times[f"floor_{kind}"].append(page.evaluate(FLOOR_READY_JS) / 1000)
+                else:
+                    if kind == "warm":
+                        page.evaluate(SERVICE_WORKER_JS)  # a returning visit: the service worker controls it
+                    page.goto(url)
+                    times[f"page_{kind}"].append(page.evaluate(READY_AT_JS) / 1000)
+            context.close()
+    return times
+
+
+def first_visit(pw, url: str, server, profiles: Path, mbit: float) -> tuple[float, float, float]:
+    """A fresh profile over an emulated link of ``mbit`` Mbit/s and 30 ms latency: (seconds
+    to ready, MB the server sent by then, MB it sent until the service worker had cached the site)."""
+    context, page = fresh_context(pw, profiles / f"link{mbit}")
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    rate = mbit * 1e6 / 8  # bytes per second
+    cdp.send("Network.emulateNetworkConditions",
+             {"offline": False, "latency": LATENCY_MS, "downloadThroughput": rate, "uploadThroughput": rate})
+    start = server.bytes_sent
+    page.goto(url)
+    ready = page.evaluate(READY_AT_JS) / 1000
+    at_ready = server.bytes_sent - start
+    page.evaluate(SERVICE_WORKER_JS)
+    total = server.bytes_sent - start
+    context.close()
+    return ready, at_ready / 1e6, total / 1e6
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def floor_figures(pw, url: str, server, profiles: Path, runs: int) -> dict[str, float]:
+    """The figures of issue "first visit": ratios to the floor and first visits over real links,
+    medians of ``runs`` runs; each run's values are logged to stderr."""
+    times = floor_vs_page(pw, url, profiles, runs)
+    figures: dict[str, float] = {}
+    for kind in ("cold", "warm"):
+        ratios = [p / f for p, f in zip(times[f"page_{kind}"], times[f"floor_{kind}"], strict=True)]
+        figures[f"ready_vs_floor_{kind}"] = statistics.median(ratios)
+        figures[f"floor_{kind}_s"] = statistics.median(times[f"floor_{kind}"])
+        figures[f"page_{kind}_s"] = statistics.median(times[f"page_{kind}"])
+        print(f"ready {kind}: page {spread(times[f'page_{kind}'])} s, floor {spread(times[f'floor_{kind}'])} s, "
+              f"ratio {spread(ratios)}", file=sys.stderr)
+    sent, by_ready = [], []
+    for mbit in LINKS_MBIT:
+        visits = [first_visit(pw, url, server, profiles, mbit) for _ in range(runs)]
+        figures[f"first_visit_{mbit}mbit_s"] = statistics.median(v[0] for v in visits)
+        sent += [v[2] for v in visits]
+        by_ready += [v[1] for v in visits]
+        print(f"first visit at {mbit} Mbit/s: ready {spread([v[0] for v in visits])} s, "
+              f"sent {spread([v[1] for v in visits])} MB by ready, {spread([v[2] for v in visits])} MB in all",
+              file=sys.stderr)
+    figures["first_visit_mb"] = statistics.median(sent)
+    figures["first_visit_ready_mb"] = statistics.median(by_ready)
+    return figures
+
+
 def load(page, url: str) -> tuple[float, float, float]:
     """(painted, scripts run, core ready) in seconds since navigation start."""
     page.goto(url)
@@ -75,10 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=None)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        site = args.site
-        if site is None:
-            site = Path(tmp) / "dist"
+        site = Path(tmp) / "dist"
+        if args.site is None:
             build.build(site)
+        else:
+            shutil.copytree(args.site, site)  # the floor page is added to a copy
+        add_floor(site)
         httpd = serve.make_server(site, port=0)
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{httpd.server_address[1]}/"
@@ -101,12 +223,15 @@ def main(argv: list[str] | None = None) -> int:
                 for event, seconds in zip(("painted", "scripts run", "ready"), load(page, url), strict=True):
                     times[f"{event} warm"].append(seconds)
                 context.close()
+            floor = floor_figures(pw, url, httpd, Path(tmp) / "floor", args.runs)
         loads.append(os.getloadavg()[0])
         httpd.shutdown()
         size = sum(path.stat().st_size for path in site.rglob("*") if path.is_file())
     for name, values in times.items():
         print(summary(name, values, loads))
     print(f"warm runs under the service worker: {controlled} of {args.runs}")
+    for name, value in floor.items():
+        print(f"{name}: {value:.2f}")
     print(f"dist size: {size / 1e6:.1f} MB; cpus: {os.cpu_count()}")
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -39,6 +40,38 @@ def cache_control(path: str) -> str:
     return "no-cache"
 
 
+class CountingWriter:
+    """A response stream that adds every byte written to its server's ``bytes_sent``:
+    what a visit really transfers, headers and encoding included (``bench/startup.py``)."""
+
+    def __init__(self, stream, server: CountingServer):
+        self.stream = stream
+        self.server = server
+
+    def write(self, data) -> int:
+        written = self.stream.write(data)
+        self.server.count(len(data))
+        return written
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+class CountingServer(ThreadingHTTPServer):
+    """A threading server that counts the bytes its responses carried."""
+
+    daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bytes_sent = 0
+        self._lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        with self._lock:
+            self.bytes_sent += n
+
+
 class Handler(SimpleHTTPRequestHandler):
     extensions_map: ClassVar[dict[str, str]] = {
         **SimpleHTTPRequestHandler.extensions_map,
@@ -56,6 +89,10 @@ class Handler(SimpleHTTPRequestHandler):
         self.log_file = log_file
         super().__init__(*args, **kwargs)
 
+    def setup(self) -> None:
+        super().setup()
+        self.wfile = CountingWriter(self.wfile, self.server)
+
     def end_headers(self) -> None:
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("Cache-Control", cache_control(self.path))
@@ -69,15 +106,13 @@ class Handler(SimpleHTTPRequestHandler):
             self.log_file.flush()
 
 
-def make_server(directory: Path, port: int = 8000, log_path: Path | None = None) -> ThreadingHTTPServer:
+def make_server(directory: Path, port: int = 8000, log_path: Path | None = None) -> CountingServer:
     """A server bound to 127.0.0.1 only (port 0 picks a free one); call ``serve_forever``."""
     if not (directory / "index.html").is_file():
         raise SystemExit(f"{directory} holds no index.html: run `python build.py` first")
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115 - lives as long as the server
     handler = functools.partial(Handler, directory=str(directory), log_file=log_file)
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    return server
+    return CountingServer(("127.0.0.1", port), handler)
 
 
 def main(argv: list[str] | None = None) -> int:
