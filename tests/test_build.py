@@ -4,6 +4,7 @@ headers the page relies on."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -71,11 +72,16 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     original = build.CACHE / "pyodide" / name
     assert hashlib.sha256(original.read_bytes()).hexdigest() == official["numpy"]["sha256"]
     with zipfile.ZipFile(original) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
-        for member in before.namelist():
+        kept = set(before.namelist()) & set(after.namelist())
+        for member in kept:
             assert after.read(member) == before.read(member), member
         added = set(after.namelist()) - set(before.namelist())
-    assert "numpy/__pycache__/__init__.cpython-312.pyc" in added
-    assert all("/__pycache__/" in member and member.endswith(".cpython-312.pyc") for member in added)
+        dropped = set(before.namelist()) - set(after.namelist())
+    # Bytecode beside the module, where its source was: the importer's place for a module without source.
+    assert "numpy/__init__.pyc" in added and "numpy/__init__.py" in dropped
+    assert all(member.endswith(".pyc") and member[:-1] in dropped for member in added)
+    assert all(member.endswith((".py", *build.NUMPY_UNUSED_SUFFIXES)) for member in dropped), dropped
+    assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in kept
 
 
 def test_stdlib_gets_bytecode_for_zipimport(site: Path):
@@ -84,7 +90,7 @@ def test_stdlib_gets_bytecode_for_zipimport(site: Path):
         added = set(after.namelist()) - set(before.namelist())
         # PEP 552 header: magic (4 bytes), then flags 0b01 = hash-based, unchecked.
         header = after.read("json/__init__.pyc")[:8]
-    assert {"os.pyc", "json/__init__.pyc"} <= added
+    assert {"ast.pyc", "json/__init__.pyc"} <= added
     assert int.from_bytes(header[4:8], "little") == 0b01
 
 
@@ -198,6 +204,69 @@ def test_types_and_caching_headers(served, site: Path):
     assert head(base + "/pyodide/" + project["file_name"])["Cache-Control"] == "no-cache"
 
 
+def get(url: str, accept_encoding: str | None):
+    request = urllib.request.Request(url, headers={"Accept-Encoding": accept_encoding} if accept_encoding else {})
+    with urllib.request.urlopen(request) as response:
+        return response.headers, response.read()
+
+
+@pytest.mark.parametrize("path", ["/pyodide/pyodide.asm.wasm", "/", "/app/main.js", "/sw.js"])
+def test_gzip_copies_are_sent_to_browsers_that_accept_gzip(served, site: Path, path: str):
+    base, _ = served
+    on_disk = site / (path.lstrip("/") or "index.html")
+    assert (on_disk.parent / (on_disk.name + ".gz")).is_file(), "build.py wrote no gzip'd copy"
+    headers, body = get(base + path, "gzip, deflate, br")
+    assert headers["Content-Encoding"] == "gzip"
+    assert headers["Vary"] == "Accept-Encoding"
+    assert headers["Content-Type"] == head(base + path)["Content-Type"]
+    assert int(headers["Content-Length"]) == len(body) < on_disk.stat().st_size
+    assert gzip.decompress(body) == on_disk.read_bytes()
+    for refusing in (None, "identity", "gzip;q=0"):
+        headers, body = get(base + path, refusing)
+        assert headers["Content-Encoding"] is None, refusing
+        assert body == on_disk.read_bytes()
+
+
+def test_a_plain_server_ignores_the_gzip_copies(site: Path):
+    httpd = serve.make_server(site, port=0, compress=False)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        headers, body = get(f"http://127.0.0.1:{httpd.server_address[1]}/pyodide/pyodide.asm.wasm", "gzip")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert headers["Content-Encoding"] is None
+    assert body == (site / "pyodide" / "pyodide.asm.wasm").read_bytes()
+    assert httpd.bytes_sent > len(body)
+
+
+def test_a_gzip_copy_older_than_its_file_is_not_sent(site: Path, tmp_path: Path):
+    copy = tmp_path / "dist"
+    shutil.copytree(site / "app", copy / "app")
+    shutil.copyfile(site / "index.html", copy / "index.html")
+    changed = copy / "app" / "main.js"
+    changed.write_text(changed.read_text() + "\n// edited after the build\n")
+    httpd = serve.make_server(copy, port=0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        headers, body = get(f"http://127.0.0.1:{httpd.server_address[1]}/app/main.js", "gzip")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert headers["Content-Encoding"] is None
+    assert body == changed.read_bytes()
+
+
+def test_gzip_copies_are_only_of_files_they_shrink(site: Path):
+    copies = list(site.rglob("*" + build.PRECOMPRESSED_SUFFIX))
+    assert copies
+    for copy in copies:
+        original = copy.with_name(copy.name.removesuffix(build.PRECOMPRESSED_SUFFIX))
+        assert gzip.decompress(copy.read_bytes()) == original.read_bytes(), copy
+        assert copy.stat().st_size <= build.PRECOMPRESS_MAX_RATIO * original.stat().st_size
+    assert not (site / "pyodide" / "python_stdlib.zip.gz").exists(), "a zip is already compressed"
+
+
 def test_access_log_records_paths(served):
     base, log_path = served
     with urllib.request.urlopen(base + "/index.html?probe=1") as response:
@@ -217,7 +286,8 @@ def sw_manifest(site: Path) -> dict:
 def test_service_worker_is_at_the_root_and_lists_every_file_with_its_hash(site: Path):
     assert not (site / "app" / "sw.js").exists(), "a second copy under app/ would have the wrong scope"
     files = {file["path"]: file for file in sw_manifest(site)["files"]}
-    on_disk = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()} - {"sw.js"}
+    on_disk = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()
+               and path.suffix != build.PRECOMPRESSED_SUFFIX} - {"sw.js"}
     assert set(files) == on_disk
     for path, file in files.items():
         digest = hashlib.sha256((site / path).read_bytes()).digest()
@@ -287,3 +357,79 @@ def test_start_up_imports_use_the_shipped_bytecode(site: Path):
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["modules"] > 100, outcome
     assert outcome["compiled"] == [], "compiled from source instead of the shipped .pyc"
+
+
+# --- what the build leaves out
+
+
+def test_stdlib_keeps_what_is_imported_and_leaves_out_the_rest(site: Path):
+    with zipfile.ZipFile(build.NPM_PYODIDE / "python_stdlib.zip") as before, \
+            zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
+        names, original = set(after.namelist()), set(before.namelist())
+        left_out = set(after.read(build.TRIMMED_LIST).decode().split())
+    for module in ("json/__init__", "zipfile/__init__", "encodings/latin_1", "pyodide/__init__", "ast", "struct"):
+        assert module + ".pyc" in names and module + ".py" not in names, module
+    assert "sitecustomize.pyc" in names
+    # Named in the list only if the release had it; what is listed is gone.
+    assert {"email.mime", "tkinter", "unittest", "xmlrpc.client", "sqlite3"} & left_out
+    for module in left_out:
+        path = module.replace(".", "/")
+        assert {f"{path}.py", f"{path}/__init__.py"} & original, module
+        assert not {f"{path}.pyc", f"{path}/__init__.pyc"} & names, module
+    assert not [name for name in names if name.endswith(".py")], "sources beside bytecode are left out"
+
+
+def copy_npm_pyodide(tmp_path: Path) -> Path:
+    copy = tmp_path / "pyodide"
+    shutil.copytree(build.NPM_PYODIDE, copy)
+    return copy
+
+
+def test_a_changed_release_file_stops_the_build_before_anything_is_derived(tmp_path, monkeypatch):
+    npm = copy_npm_pyodide(tmp_path)
+    stdlib = npm / "python_stdlib.zip"
+    data = bytearray(stdlib.read_bytes())
+    data[100] ^= 0xFF
+    stdlib.write_bytes(bytes(data))
+    monkeypatch.setattr(build, "NPM_PYODIDE", npm)
+    with pytest.raises(build.BuildError) as caught:
+        build.build_pyodide(tmp_path / "out", None)
+    assert "python_stdlib.zip" in str(caught.value)
+    assert build.CORE_SHA256["python_stdlib.zip"] in str(caught.value)
+
+
+# A module the build left out, imported in the built runtime: the error names it and says
+# what to do, and is printed too (a caller catching ImportError would otherwise hide it).
+LEFT_OUT_JS = """
+import { loadPyodide } from "pyodide";
+const dir = process.argv[1];
+const printed = [];
+const pyodide = await loadPyodide({
+  indexURL: dir, stdLibURL: dir + "python_stdlib.zip", stderr: (text) => printed.push(text),
+});
+const caught = pyodide.runPython(`
+errors = []
+for name in ("xmlrpc.client", "no_such_module_anywhere"):
+    try:
+        __import__(name)
+    except ModuleNotFoundError as err:
+        errors.append([name, str(err), err.name])
+errors
+`).toJs();
+console.log(JSON.stringify({ caught, printed }));
+"""
+
+
+def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
+    with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
+        assert {"xmlrpc", "xmlrpc.client"} <= set(after.read(build.TRIMMED_LIST).decode().split())
+    result = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", LEFT_OUT_JS, f"{(site / 'pyodide').resolve()}/"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    (_, left_message, left_name), (_, absent_message, _) = outcome["caught"]
+    assert left_name == "xmlrpc"  # its package is the first import to miss
+    assert "'xmlrpc'" in left_message and "STDLIB_KEEP in build.py" in left_message
+    assert absent_message == "No module named 'no_such_module_anywhere'"
+    assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome

@@ -108,6 +108,7 @@ def test_a_new_build_replaces_the_cached_one(page, server: Server, site: Path, t
     styles.write_text(styles.read_text() + "\n/* next build */\n")
     old = build_manifest(site)
     build.write_service_worker(next_site, {Path(file["path"]) for file in old["files"] if file["immutable"]})
+    build.precompress(next_site)
     new = build_manifest(next_site)
     assert new["version"] != old["version"]
 

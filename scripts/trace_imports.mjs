@@ -1,0 +1,110 @@
+// Lists the standard-library modules the page can import, so build.py can leave the rest
+// of Pyodide's standard library out of the site. Runs Pyodide's own CPython under Node.js
+// on a built pyodide/ folder (full standard library, the served lock and wheels), then:
+//   1. loads NumPy and perpendis from the lock, as the page's worker does;
+//   2. imports every module of perpendis (so modules added later count without a list);
+//   3. runs perpendis.api.warm_up, the made-up comparisons the page runs at start;
+//   4. imports, until nothing new comes, every module named by an import statement (at
+//      the top or inside a function) in any loaded module of the packages SCANNED names
+//      (perpendis by default; "stdlib" stands for the standard library): what a later call
+//      could import on first use. Imports inside functions of NumPy and the standard
+//      library are left out by default (they would keep unittest, doctest, pdb, email and
+//      http for np.info and np.testing); one the page ever makes meets build.py's guard.
+// Prints one JSON object: {"modules": [standard-library module names], "failed": [...]}.
+//
+// Usage: node scripts/trace_imports.mjs DIST/pyodide/ [SCANNED, comma-separated]
+
+import { loadPyodide } from "pyodide";
+
+const TRACE = `
+import ast
+import importlib
+import json
+import pkgutil
+import sys
+
+STDLIB = "/lib/python312.zip/"
+SCANNED = set(SCANNED_JS.split(","))
+
+
+def origin(module):
+    spec = getattr(module, "__spec__", None)
+    return (getattr(spec, "origin", None) or "") if spec else ""
+
+
+def named(module):
+    """Absolute module names the module's source imports, wherever the statement is."""
+    loader = getattr(module, "__loader__", None)
+    try:
+        source = loader.get_source(module.__name__)
+    except Exception:
+        return set()
+    if not source:
+        return set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                head = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{head}.{base}" if base else head
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+failed = set()
+
+
+def attempt(name):
+    if name in sys.modules or name in failed:
+        return
+    try:
+        importlib.import_module(name)
+    except BaseException:  # optional imports of absent packages (torch, onnx, ...) and the like
+        failed.add(name)
+
+
+import perpendis
+
+for info in pkgutil.walk_packages(perpendis.__path__, "perpendis.", onerror=lambda name: failed.add(name)):
+    if info.name.rpartition(".")[2] != "__main__":  # runs the command line
+        attempt(info.name)
+try:
+    from perpendis import api
+
+    warm_up = getattr(api, "warm_up", None)
+    if warm_up is not None:
+        warm_up()
+except BaseException as exc:
+    failed.add(f"perpendis.api.warm_up: {exc!r}")
+
+scanned = set()
+while todo := [name for name in list(sys.modules) if name not in scanned]:
+    for name in todo:
+        scanned.add(name)
+        module = sys.modules.get(name)
+        kind = "stdlib" if origin(module).startswith(STDLIB) else name.split(".")[0]
+        if module is not None and kind in SCANNED:
+            for imported in sorted(named(module)):
+                attempt(imported)
+
+modules = sorted(name for name, m in sys.modules.items() if origin(m).startswith(STDLIB))
+json.dumps({"modules": modules, "failed": sorted(failed)})
+`;
+
+const dir = process.argv[2];
+const scanned = process.argv[3] || "perpendis";
+const pyodide = await loadPyodide({ indexURL: dir, stdLibURL: dir + "python_stdlib.zip", lockFileURL: dir + "pyodide-lock.json" });
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+pyodide.globals.set("SCANNED_JS", scanned);
+console.log(pyodide.runPython(TRACE));
