@@ -61,7 +61,9 @@ CORE_SHA256 = {
     "pyodide.asm.wasm": "a50dd1843f805a0b7c45b61037ee0d7b26dfe85efe0e18ef95a34ad24e401f5f",
     "python_stdlib.zip": "16611534726e5d8ac2bd8f926410b2dcb8d6f49aa24913463533b457a2115c16",
 }
-PINNED_PACKAGES = ("numpy", "micropip", "packaging")
+# Only what the page loads: micropip (and its packaging) could reach no index under the
+# page's Content-Security-Policy, and would need standard-library modules the page does not.
+PINNED_PACKAGES = ("numpy",)
 PROJECT_PACKAGE = "perpendis"
 # Archives whose imports happen at every start: shipped with bytecode (scripts/precompile.mjs).
 PRECOMPILE_SCRIPT = ROOT / "scripts" / "precompile.mjs"
@@ -111,6 +113,9 @@ SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 # writes the file list over this exact line of the source.
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
+# The start-up script of the workers, told which wheels to fetch at once.
+BOOT_SCRIPT = Path("app") / "boot.js"
+BOOT_PREFETCH_LINE = "const PREFETCH = []; // build.py: wheels"
 
 
 # Precompressed copies: a host sends ``name.gz`` for ``name`` to a browser that accepts gzip.
@@ -355,7 +360,7 @@ def rewrite_zip(
             return []
         gone = {name for name, _ in removed}
         part = path.with_name(path.name + ".part")
-        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as target:
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as target:
             for info in infos:
                 if info.filename not in gone:
                     data = source.read(info)
@@ -464,6 +469,18 @@ def trim_stdlib(path: Path, traced: set[str]) -> None:
     rewrite_zip(path, lambda name, _: name != TRIM_GUARD)
 
 
+def write_prefetch_list(out: Path) -> None:
+    """Name in ``app/boot.js`` the wheels the core loads at start (NumPy and perpendis)."""
+    boot = out / BOOT_SCRIPT
+    source = boot.read_text()
+    if source.count(BOOT_PREFETCH_LINE) != 1:
+        raise BuildError(f"{BOOT_SCRIPT} must hold this line exactly once, for the build to fill in: "
+                         f"{BOOT_PREFETCH_LINE}")
+    lock = json.loads((out / "pyodide" / "pyodide-lock.json").read_text())["packages"]
+    wheels = [lock[name]["file_name"] for name in ("numpy", PROJECT_PACKAGE)]
+    boot.write_text(source.replace(BOOT_PREFETCH_LINE, f"const PREFETCH = {json.dumps(wheels)};"))
+
+
 def write_service_worker(out: Path, immutable: set[Path]) -> None:
     """Publish ``app/sw.js`` as ``out/sw.js`` listing every file of the site with its
     integrity hash. Its cache name is a hash of that list, so any rebuilt file makes a new
@@ -512,6 +529,7 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     shutil.copyfile(ROOT / "index.html", out / "index.html")
     shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
     immutable = build_pyodide(out / "pyodide", pyodide_dist)
+    write_prefetch_list(out)
     write_service_worker(out, {Path("pyodide", name) for name in immutable})
     packed = precompress(out)
     before, after = sum(size for _, size, _ in packed), sum(size for _, _, size in packed)

@@ -4,6 +4,21 @@
 
 const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 
+// The wheels the core loads (build.py writes their names over this line). Pyodide fetches
+// the runtime, the standard library and the lock as soon as loadPyodide is called, but the
+// wheels only once Python is up, a second or more later: fetched here at once, they
+// download meanwhile, and Pyodide's own requests find them in the HTTP cache. Only the
+// core's worker does it: its helpers (fold_worker.js) start once everything is cached.
+const PREFETCH = []; // build.py: wheels
+
+if (!self.location.pathname.endsWith("/fold_worker.js")) {
+  for (const name of PREFETCH) {
+    fetch(PYODIDE_URL + name)
+      .then((response) => response.arrayBuffer())
+      .catch(() => {}); // Pyodide's own request reports a failure
+  }
+}
+
 importScripts(PYODIDE_URL + "pyodide.js");
 
 self.bootPython = () =>

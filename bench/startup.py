@@ -153,6 +153,7 @@ def spread(values: list[float]) -> str:
 def floor_figures(pw, url: str, server, profiles: Path, runs: int) -> dict[str, float]:
     """The figures of issue "first visit": ratios to the floor and first visits over real links,
     medians of ``runs`` runs; each run's values are logged to stderr."""
+    load_before = os.getloadavg()[0]
     times = floor_vs_page(pw, url, profiles, runs)
     figures: dict[str, float] = {}
     for kind in ("cold", "warm"):
@@ -173,6 +174,9 @@ def floor_figures(pw, url: str, server, profiles: Path, runs: int) -> dict[str, 
               file=sys.stderr)
     figures["first_visit_mb"] = statistics.median(sent)
     figures["first_visit_ready_mb"] = statistics.median(by_ready)
+    figures["load_average"] = max(load_before, os.getloadavg()[0])
+    print(f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+          f"on {os.cpu_count()} CPUs", file=sys.stderr)
     return figures
 
 

