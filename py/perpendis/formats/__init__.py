@@ -6,13 +6,16 @@ so :func:`read` looks at the bytes: the ``.npy`` magic, a zip archive (``.npz`` 
 and last, since protobuf has no magic number, an ONNX ``TensorProto`` that decodes
 cleanly.  Text is not a file form here: :func:`looks_like_text` lets the caller send it
 to the text parser instead.
+
+The readers are imported on first use, not with the package: the page's core imports
+this package at start (for :mod:`.buffer`), and a reader it has not needed yet is start-up
+time spent for nothing.
 """
 
 from __future__ import annotations
 
 from ..errors import InputError
 from ..tensor import Tensor
-from . import npy, npz, onnx_pb, polygraphy, safetensors, torchsave
 from .buffer import BytesLike, as_view
 from .zipview import ZIP_MAGIC, open_zip
 
@@ -30,6 +33,8 @@ def looks_like_text(data: BytesLike) -> bool:
     Text has no control characters but tabs and line breaks, which every binary form
     here has in its first bytes; Polygraphy JSON is text too but is a file form.
     """
+    from . import polygraphy
+
     view = as_view(data)
     if _TEXT_CONTROLS.intersection(bytes(view[:4096])):  # binary forms show it early: spare the 64 KiB scan
         return False
@@ -51,6 +56,8 @@ def read(data: BytesLike, name: str | None = None, *, void_format: str | None = 
     each tensor after its member or key.  ``void_format`` chooses how anonymous void
     ``.npy`` elements are read (see :data:`npy.VOID_FORMATS`).
     """
+    from . import npy, onnx_pb, polygraphy, safetensors, torchsave
+
     view = as_view(data)
     if not len(view):
         raise InputError("the file is empty")
@@ -80,6 +87,8 @@ def read(data: BytesLike, name: str | None = None, *, void_format: str | None = 
 
 
 def _read_zip(view: memoryview, name: str | None, void_format: str | None) -> list[Tensor]:
+    from . import npz, torchsave
+
     _, members = open_zip(view, "zip archive")
     names = [info.filename for info in members]
     if torchsave.is_torch_zip(names):
