@@ -441,3 +441,49 @@ def test_the_core_fetches_the_served_wheels_at_once(site: Path):
     assert match, "build.py did not name the wheels in app/boot.js"
     assert json.loads(match.group(1)) == [lock["numpy"]["file_name"], lock[build.PROJECT_PACKAGE]["file_name"]]
     assert build.BOOT_PREFETCH_LINE not in boot
+
+
+# Every fixture file read and compared with itself in the built runtime, through the worker's
+# entry point: an import the trace missed would print the guard's message.
+FIXTURES_JS = """
+import { loadPyodide } from "pyodide";
+const [dir, fixtures] = process.argv.slice(1);
+const printed = [];
+const pyodide = await loadPyodide({
+  indexURL: dir, stdLibURL: dir + "python_stdlib.zip", stderr: (text) => printed.push(text),
+});
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+pyodide.FS.mkdir("/fixtures");
+pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: fixtures }, "/fixtures");
+const outcome = pyodide.runPython(`
+import json, os
+from perpendis import api
+answers = {}
+for folder, _, files in os.walk("/fixtures"):
+    for name in sorted(files):
+        if name.endswith((".py", ".md")):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        request = {"op": "compare", "inputs": {"a": {"name": name, "data": "a"}, "b": {"name": name, "data": "b"}}}
+        result = api.handle(request, {"a": data, "b": data})
+        answers[path] = "ok" if result["ok"] else result["error"]["message"]
+json.dumps(answers)
+`);
+console.log(JSON.stringify({ answers: JSON.parse(outcome), printed }));
+"""
+
+
+def test_every_fixture_is_read_in_the_trimmed_runtime_without_a_left_out_import(site: Path):
+    result = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", FIXTURES_JS, f"{(site / 'pyodide').resolve()}/",
+         str(ROOT / "tests" / "fixtures")],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    answers = outcome["answers"]
+    assert len(answers) > 100, len(answers)
+    assert sum(answer == "ok" for answer in answers.values()) > 100, answers
+    assert not [line for line in outcome["printed"] if "build.py left it out" in line], outcome["printed"]
+    assert not [a for a in answers.values() if "internal error" in a or "No module named" in a], answers
