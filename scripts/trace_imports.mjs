@@ -19,6 +19,7 @@ import { loadPyodide } from "pyodide";
 const TRACE = `
 import ast
 import importlib
+import importlib.util
 import json
 import pkgutil
 import sys
@@ -32,20 +33,13 @@ def origin(module):
     return (getattr(spec, "origin", None) or "") if spec else ""
 
 
-def named(module):
-    """Absolute module names the module's source imports, wherever the statement is."""
-    loader = getattr(module, "__loader__", None)
-    try:
-        source = loader.get_source(module.__name__)
-    except Exception:
-        return set()
-    if not source:
-        return set()
+def named(name, source, is_package):
+    """Absolute module names the source imports, wherever the statement is."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return set()
-    package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+    package = name if is_package else name.rpartition(".")[0]
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -62,6 +56,15 @@ def named(module):
     return names
 
 
+def source_of(name):
+    """A module's source without running it (a module whose import fails is still scanned)."""
+    try:
+        spec = importlib.util.find_spec(name)
+        return spec.loader.get_source(name), spec.submodule_search_locations is not None
+    except Exception:
+        return None, False
+
+
 failed = set()
 
 
@@ -76,9 +79,10 @@ def attempt(name):
 
 import perpendis
 
-for info in pkgutil.walk_packages(perpendis.__path__, "perpendis.", onerror=lambda name: failed.add(name)):
-    if info.name.rpartition(".")[2] != "__main__":  # runs the command line
-        attempt(info.name)
+project = [info.name for info in pkgutil.walk_packages(perpendis.__path__, "perpendis.", onerror=failed.add)]
+for name in project:
+    if name.rpartition(".")[2] != "__main__":  # runs the command line
+        attempt(name)
 try:
     from perpendis import api
 
@@ -88,6 +92,11 @@ try:
 except BaseException as exc:
     failed.add(f"perpendis.api.warm_up: {exc!r}")
 
+for name in project:  # imported or not (one may need the page's JavaScript to import)
+    source, is_package = source_of(name)
+    for imported in sorted(named(name, source, is_package) if source else ()):
+        attempt(imported)
+
 scanned = set()
 while todo := [name for name in list(sys.modules) if name not in scanned]:
     for name in todo:
@@ -95,7 +104,8 @@ while todo := [name for name in list(sys.modules) if name not in scanned]:
         module = sys.modules.get(name)
         kind = "stdlib" if origin(module).startswith(STDLIB) else name.split(".")[0]
         if module is not None and kind in SCANNED:
-            for imported in sorted(named(module)):
+            source, is_package = source_of(name)
+            for imported in sorted(named(name, source, is_package) if source else ()):
                 attempt(imported)
 
 modules = sorted(name for name, m in sys.modules.items() if origin(m).startswith(STDLIB))
