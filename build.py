@@ -71,10 +71,10 @@ STDLIB_AT = "/lib/python312.zip"
 TRACE_SCRIPT = ROOT / "scripts" / "trace_imports.mjs"
 # Standard-library modules (or whole packages) kept besides those the trace finds. Add one
 # here when the page's console says "build.py left it out": an import the trace cannot see
-# (a name built at run time, a function of NumPy or of the standard library first called).
-# `encodings`: codecs are imported by name when text is decoded; `pyodide`, `_pyodide`:
-# Pyodide's JavaScript calls into them by name.
-STDLIB_KEEP = ("encodings", "pyodide", "_pyodide")
+# (a name built at run time, a function of NumPy or of the standard library first called;
+# a codec named at run time, `encodings.<name>`). `pyodide`, `_pyodide`: Pyodide's
+# JavaScript calls into them by name.
+STDLIB_KEEP = ("pyodide", "_pyodide")
 # Written into the trimmed standard library: the guard (imported by `site` at every start)
 # and the names of the modules left out, which it reads only when an import misses.
 TRIM_GUARD = "sitecustomize.py"

@@ -4,7 +4,9 @@
 //   1. loads NumPy and perpendis from the lock, as the page's worker does;
 //   2. imports every module of perpendis (so modules added later count without a list);
 //   3. runs perpendis.api.warm_up, the made-up comparisons the page runs at start;
-//   4. imports, until nothing new comes, every module named by an import statement (at
+//   4. looks up every text encoding named in perpendis's sources (`.decode("latin-1")`,
+//      `encoding="..."`): codecs are imported by name when first used;
+//   5. imports, until nothing new comes, every module named by an import statement (at
 //      the top or inside a function) in any loaded module of the packages SCANNED names
 //      (perpendis by default; "stdlib" stands for the standard library): what a later call
 //      could import on first use. Imports inside functions of NumPy and the standard
@@ -18,6 +20,7 @@ import { loadPyodide } from "pyodide";
 
 const TRACE = `
 import ast
+import codecs
 import importlib
 import importlib.util
 import json
@@ -42,6 +45,11 @@ def named(name, source, is_package):
     package = name if is_package else name.rpartition(".")[0]
     names = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            texts = [arg for arg in node.args[:1] if isinstance(node.func, ast.Attribute)
+                     and node.func.attr in ("decode", "encode")]
+            texts += [kw.value for kw in node.keywords if kw.arg == "encoding"]
+            ENCODINGS.update(t.value for t in texts if isinstance(t, ast.Constant) and isinstance(t.value, str))
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -66,6 +74,7 @@ def source_of(name):
 
 
 failed = set()
+ENCODINGS = set()
 
 
 def attempt(name):
@@ -96,6 +105,12 @@ for name in project:  # imported or not (one may need the page's JavaScript to i
     source, is_package = source_of(name)
     for imported in sorted(named(name, source, is_package) if source else ()):
         attempt(imported)
+
+for encoding in sorted(ENCODINGS):
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        failed.add(f"encoding {encoding}")
 
 scanned = set()
 while todo := [name for name in list(sys.modules) if name not in scanned]:
