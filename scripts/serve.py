@@ -121,10 +121,7 @@ class Handler(SimpleHTTPRequestHandler):
         if os.path.isdir(real) and path.split("?", 1)[0].endswith("/"):
             wanted = os.path.join(real, "index.html")
         packed = wanted + PRECOMPRESSED_SUFFIX
-        # A copy older than its file is stale (the file was changed after the build): never sent.
-        if self.compress and os.path.isfile(wanted) and os.path.isfile(packed) and (
-            os.path.getmtime(packed) >= os.path.getmtime(wanted)
-        ):
+        if self.compress and os.path.isfile(wanted) and os.path.isfile(packed):
             self.varies = True
             if accepts_gzip(self.headers.get("Accept-Encoding", "")):
                 self.content_encoding = "gzip"

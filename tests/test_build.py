@@ -239,23 +239,6 @@ def test_a_plain_server_ignores_the_gzip_copies(site: Path):
     assert httpd.bytes_sent > len(body)
 
 
-def test_a_gzip_copy_older_than_its_file_is_not_sent(site: Path, tmp_path: Path):
-    copy = tmp_path / "dist"
-    shutil.copytree(site / "app", copy / "app")
-    shutil.copyfile(site / "index.html", copy / "index.html")
-    changed = copy / "app" / "main.js"
-    changed.write_text(changed.read_text() + "\n// edited after the build\n")
-    httpd = serve.make_server(copy, port=0)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        headers, body = get(f"http://127.0.0.1:{httpd.server_address[1]}/app/main.js", "gzip")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-    assert headers["Content-Encoding"] is None
-    assert body == changed.read_bytes()
-
-
 def test_gzip_copies_are_only_of_files_they_shrink(site: Path):
     copies = list(site.rglob("*" + build.PRECOMPRESSED_SUFFIX))
     assert copies
