@@ -365,7 +365,7 @@ def rewrite_zip(
                 if info.filename not in gone:
                     data = source.read(info)
                     info.filename = rename(info.filename, names)
-                    target.writestr(info, data)
+                    target.writestr(info, data, compresslevel=9)
             for name, data in (add or {}).items():
                 target.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
     part.replace(path)
