@@ -11,13 +11,21 @@ const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 // core's worker does it: its helpers (fold_worker.js) start once everything is cached.
 const PREFETCH = []; // build.py: wheels
 
-if (!self.location.pathname.endsWith("/fold_worker.js")) {
+// A returning visit has the site in the service worker's cache (app/sw.js names its caches
+// so): nothing to fetch ahead then, and requests through the service worker would only cost.
+const OFFLINE_CACHE_PREFIX = "perpendis-";
+
+async function prefetchWheels() {
+  const names = self.caches ? await self.caches.keys().catch(() => []) : [];
+  if (names.some((name) => name.startsWith(OFFLINE_CACHE_PREFIX))) return;
   for (const name of PREFETCH) {
     fetch(PYODIDE_URL + name)
       .then((response) => response.arrayBuffer())
       .catch(() => {}); // Pyodide's own request reports a failure
   }
 }
+
+if (!self.location.pathname.endsWith("/fold_worker.js")) prefetchWheels();
 
 importScripts(PYODIDE_URL + "pyodide.js");
 
