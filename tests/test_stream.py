@@ -21,9 +21,11 @@ from perpendis import stream
 from perpendis.compare import CHUNK, compare
 from perpendis.errors import InputError
 from perpendis.load import load_path
+from perpendis.signatures.catalogue import kinds as signature_kinds
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
 # and bounded samples depend on where chunks start, so they are compared separately).
+LAYOUT_KINDS = signature_kinds() | {"precision", "deep_rounding", "not_rounding"}
 EXACT_FIELDS = (
     "a", "b", "shape_match", "dtype_match", "compared_as", "compared_shape", "n_elements", "identical",
     "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff", "n_nan_mismatch",
@@ -36,6 +38,11 @@ def save(directory: Path, name: str, array: np.ndarray) -> Path:
     path = directory / name
     np.save(path, array)
     return path
+
+
+def _sees_layout(report: dict) -> bool:
+    """Whether an in-memory report holds a finding of a structure test a stream cannot run."""
+    return any(f["kind"] in LAYOUT_KINDS for f in report["findings"])
 
 
 def in_memory(path_a: Path, path_b: Path, **options):
@@ -126,11 +133,16 @@ def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
                 streamed(pa, pb)
             return
         got = streamed(pa, pb, chunk=chunk).to_dict()
+    judged = {"findings", "verdict", "headline"}
+    if _sees_layout(expected):
+        # The structure tests that read the arrays' layout run in memory only
+        # (docs/signatures.md): everything but their findings and what follows from them agrees.
+        got, expected = ({k: v for k, v in d.items() if k not in judged} for d in (got, expected))
     if chunk == CHUNK:
         assert got == expected
     else:
         assert {k: got[k] for k in EXACT_FIELDS} == {k: expected[k] for k in EXACT_FIELDS}
-        assert got["tolerance"] == expected["tolerance"] and got["verdict"] == expected["verdict"]
+        assert got["tolerance"] == expected["tolerance"] and got.get("verdict") == expected.get("verdict")
         assert got["stats"].keys() == expected["stats"].keys()
         for key, value in expected["stats"].items():
             if isinstance(value, float):

@@ -16,11 +16,12 @@ import numpy as np
 from . import bits
 from .bits import Format, format_of
 from .report import AxisFailures, Finding, Report, passing_tolerance, place, shape_text
-from .tolerance import print_slack, printed_digits
+from .signatures import catalogue, pair_of, precision
+from .signatures.model import ROUNDOFF_FACTOR
+from .tolerance import PRESETS, print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
 # (one float32 ULP is 1 to 2 units of roundoff, so 8 allows a few ULP at depth 1).
-ROUNDOFF_FACTOR = 8.0
 ROUNDING_SHARE = 0.99  # share of differing elements that must be within that bound
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 REGION_SHARE = 0.9  # share of failures the top indices of an axis must hold
@@ -33,8 +34,9 @@ _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
 # shows B rounding-equivalent to A they drop one severity.  A difference large for its
 # magnitude is still rounding where the value itself came from cancellation, which only
 # the reference can see.
-_OUTWEIGHED_BY_REFERENCE = {"tolerance", "region", "sign_flip", "offset", "scale", "not_rounding"}
+_OUTWEIGHED_BY_REFERENCE = {"tolerance", "region", "sign_flip", "offset", "scale", "not_rounding", "precision"}
 _DEMOTED = {"error": "warning", "warning": "info"}
+_SEVERITY = {"error": 0, "warning": 1, "info": 2}
 
 
 def _index_ranges(indices: list[int], bucket: int) -> str:
@@ -119,15 +121,17 @@ def _shape_findings(r: Report) -> list[Finding]:
 
 
 def _dtype_findings(r: Report) -> list[Finding]:
+    """Two float formats are judged in the narrower (info: the headline says so); a float
+    against an integer or bool is a real mismatch (error)."""
     if r.dtype_match:
         return []
-    return [
-        Finding(
-            "dtype",
-            "error",
-            f"A is {r.a['dtype']} but B is {r.b['dtype']}; values were compared as {r.compared_as}",
-        )
-    ]
+    fa, fb = format_of(r.a["dtype"]), format_of(r.b["dtype"])
+    both_float = fa.is_float and fb.is_float
+    message = f"A is {r.a['dtype']} but B is {r.b['dtype']}; values were compared as {r.compared_as}"
+    if both_float:
+        message += ", the narrower format, as if both had been computed in it"
+    causes = [] if both_float else ["a cast missing on one side", "an index or mask tensor compared with values"]
+    return [Finding("dtype", "info" if both_float else "error", message, None, causes)]
 
 
 def _nonfinite_findings(r: Report) -> list[Finding]:
@@ -283,8 +287,14 @@ def _tolerance_findings(r: Report) -> list[Finding]:
     return out
 
 
-def _rounding(r: Report, depth: float) -> list[Finding]:
-    """Info when the differences look like rounding; a warning when they are bigger than that.
+def _rounding(
+    r: Report, depth: float, narrow: tuple[str, float] | None = None, structured: bool = False
+) -> list[Finding]:
+    """Info when the differences look like rounding; when they are bigger than that inside
+    the tolerance, a warning if a structure test found why, else info that they are
+    rounding of a deeper computation (no structure was found, so nothing contradicts a
+    rounding verdict).  ``narrow`` is (name, unit roundoff) of the narrower format one side
+    was found computed in, which the differences are then measured against.
 
     A rounding error is relative to the terms a value was computed from, not to the value:
     an output that cancels (a dot product near zero) keeps the absolute error of its terms.
@@ -302,18 +312,20 @@ def _rounding(r: Report, depth: float) -> list[Finding]:
         return []
     a, b = a[usable], b[usable]
     scale = np.maximum(np.abs(b), r.samples.get("b_rms", 0.0))
-    u = fmt.unit_roundoff
+    u = fmt.unit_roundoff if narrow is None else narrow[1]
     bound = ROUNDOFF_FACTOR * u * depth
     slack = _print_slack(r, fmt, a, b)
     share = float(np.mean(np.abs(a - b) <= bound * scale + slack))
     scaled = np.abs(a - b) / scale
     typical = float(np.quantile(scaled, ROUNDING_SHARE))
-    u_text = f"u = 2^-{fmt.man_bits + 1} for {fmt.name}"
+    u_name = fmt.name if narrow is None else narrow[0]
+    u_text = f"u = 2^-{round(-math.log2(u))} for {u_name}"
     measure = "of |B| (or of B's RMS where |B| is smaller, as for sums that cancel)"
     if share >= ROUNDING_SHARE:
         printed = ", or within what the printed digits resolve" if np.any(slack) else ""
         message = (
-            f"the differences look like rounding: {share:.1%} of differing elements are within "
+            f"the differences look like rounding{'' if narrow is None else ' in ' + narrow[0]}: "
+            f"{share:.1%} of differing elements are within "
             f"{ROUNDOFF_FACTOR:g}·u·depth {measure}{printed} ({u_text}, depth {depth:g}); the largest is "
             f"{scaled.max() / u:.3g} u"
         )
@@ -321,12 +333,29 @@ def _rounding(r: Report, depth: float) -> list[Finding]:
     if not tol.passed:
         return []  # the tolerance finding already says this is more than rounding
     needed = math.ceil(typical / (ROUNDOFF_FACTOR * u))
+    plausible = 2.0 ** (round(-math.log2(u)) / 2)  # sqrt(1/u) roundings: 4096 for float32
+    if not structured and needed > plausible:
+        # Only a tolerance set this loose passes it; the tolerance is the user's call, so
+        # this stays a warning, and the headline says the pass is the tolerance's alone.
+        message = (
+            f"the differences are too large for rounding at any plausible depth: the 99th percentile is "
+            f"{typical:.3g} {measure} ({typical / u:.3g} u, {u_text}), rounding only for a computation "
+            f"{needed} roundings deep, past sqrt(1/u) = {plausible:.0f}; only the tolerance given passes them"
+        )
+        return [Finding("not_rounding", "warning", message)]
+    if structured:
+        message = (
+            f"the differences are larger than rounding at depth {depth:g}: the 99th percentile is {typical:.3g} "
+            f"{measure} ({typical / u:.3g} u, {u_text}); that is rounding only for a computation about "
+            f"{needed} roundings deep"
+        )
+        return [Finding("not_rounding", "warning", message)]
     message = (
-        f"the differences are larger than rounding at depth {depth:g}: the 99th percentile is {typical:.3g} "
-        f"{measure} ({typical / u:.3g} u, {u_text}); that is rounding only for a computation about "
-        f"{needed} roundings deep (set depth)"
+        f"the differences show no structure (no scale, offset, reordering, clip, grid or bias), and their 99th "
+        f"percentile is {typical:.3g} {measure} ({typical / u:.3g} u, {u_text}): rounding of a computation about "
+        f"{needed} roundings deep (set depth {needed} to judge it so)"
     )
-    return [Finding("not_rounding", "warning", message)]
+    return [Finding("deep_rounding", "info", message)]
 
 
 def _print_slack(r: Report, fmt: Format, a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
@@ -387,21 +416,78 @@ def _reference(r: Report, findings: list[Finding]) -> list[Finding]:
     return [Finding("reference", "error", message)]
 
 
+def _structure(report: Report, depth: float) -> tuple[list[Finding], Finding | None, tuple[str, float] | None]:
+    """The structure tests' findings, the precision finding (severity by the tolerance)
+    and the narrower format the differences are measured in, if one was found."""
+    pair = pair_of(report, depth)
+    if pair is None:
+        return [], None, None
+    fp = None if pair.printed else precision.fingerprint(pair)
+    u = None
+    narrow = None
+    if fp is not None:
+        chosen = [fp.exact[1]] if fp.exact else fp.candidates
+        u = max(n.unit_roundoff for n in chosen)
+        narrow = (" or ".join(n.name for n in chosen), u)
+    structural = catalogue.run(pair, u)
+    found = None
+    if fp is not None:
+        tol = report.tolerance
+        passed = tol is not None and tol.passed
+        found = precision.finding(pair, fp, "info" if passed else "error", _preset_text(report, fp))
+    return structural, found, narrow
+
+
+def _preset_text(report: Report, fp: precision.Fingerprint) -> str:
+    """Which tolerance preset fits the precision found, checked on the sampled failures
+    (all of them while they number at most the sample's cap)."""
+    tol = report.tolerance
+    names = precision.presets(fp)
+    if tol is not None and tol.passed:
+        return f"the tolerance used ({tol.preset or 'custom'}) passes; the preset for it is {' or '.join(names)}"
+    rows = report.samples.get("fails")
+    for name in names:
+        preset = PRESETS.get(name)
+        if preset is None or rows is None:
+            continue
+        a, b = rows[:, 1], rows[:, 2]
+        if len(rows) and np.all(np.abs(a - b) <= preset.atol + preset.rtol * np.abs(b)):
+            every = "every failing element" if report.tolerance and report.tolerance.n_fail <= len(rows) else (
+                f"all {len(rows)} sampled failing elements")
+            return f"preset {name} (atol {preset.atol:g}, rtol {preset.rtol:g}) passes {every}"
+    return f"even preset {names[0]} fails some elements, so not only precision differs"
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
+    """Most severe first, keeping the order of the checks within a severity."""
+    return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
+
+
 def diagnose(report: Report, *, depth: float = 1.0) -> None:
-    """Fill ``report.findings`` and ``report.verdict`` from its numbers and samples."""
+    """Fill ``report.findings`` (most telling first) and ``report.verdict`` from its numbers,
+    its samples and the structure tests (:mod:`perpendis.signatures`).
+
+    Any error-level structural finding makes the verdict ``investigate`` even when every
+    element passes the tolerance; a precision finding leads when nothing structural does.
+    """
     findings = _shape_findings(report) + _dtype_findings(report)
     if report.compared_shape is not None and report.n_bitwise_diff:
         findings += _nonfinite_findings(report)
+        structural, found_precision, narrow = _structure(report, depth)
+        findings += structural
+        if found_precision is not None:
+            findings.append(found_precision)
         region_findings, region = _region(report)
         findings += region_findings
-        findings += _pattern(report, region, region_findings[0].where if region_findings else None)
+        if not structural:
+            findings += _pattern(report, region, region_findings[0].where if region_findings else None)
         findings += _tolerance_findings(report)
-        findings += _rounding(report, depth)
+        findings += _rounding(report, depth, narrow, bool(structural))
     elif report.tolerance is not None and report.tolerance.warning:
         findings += _tolerance_findings(report)
     findings += _lossy(report)
     findings += _reference(report, findings)
-    report.findings = findings
+    report.findings = _sorted(findings)
     if report.identical:
         report.verdict = "identical"
     elif any(f.severity == "error" for f in findings) or report.compared_shape is None:

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .report import Finding, Report
 
-# Kinds that judge the structure of the difference rather than its size: an error among
-# them makes the verdict ``investigate`` even inside the tolerance.
 PRECISION_KIND = "precision"
 
 
@@ -55,9 +53,7 @@ def _narrower(r: Report) -> str | None:
     """The one sentence a dtype mismatch gets: both sides judged in the narrower format."""
     if r.dtype_match or r.compared_shape is None:
         return None
-    return (
-        f"A is {r.a['dtype']} and B is {r.b['dtype']}, so both were judged in {r.compared_as}, the narrower format."
-    )
+    return f"A is {r.a['dtype']} and B is {r.b['dtype']}, so both were judged in {r.compared_as}, the narrower format."
 
 
 def _first(findings: list[Finding], kind: str) -> Finding | None:
@@ -88,6 +84,17 @@ def headline(r: Report) -> str:
             text = "Rounding at lower precision: " + _sentence(precision.message)
         elif r.n_bitwise_diff == 0:
             text = f"Equal values: all {r.n_elements} elements agree in value."
+        elif _first(r.findings, "not_rounding") is not None:
+            text = (
+                f"Within the tolerance given, but not like rounding: {r.n_bitwise_diff} of {r.n_elements} elements "
+                f"differ, by up to {r.max_rel_diff:.3g} relative, with no structure found; only the loose tolerance "
+                "passes them."
+            )
+        elif _first(r.findings, "deep_rounding") is not None:
+            text = (
+                f"Rounding of a deep computation: {r.n_bitwise_diff} of {r.n_elements} elements differ, by at most "
+                f"{r.max_ulp} ULP, more than one rounding but with no structure a bug would leave."
+            )
         else:
             text = (
                 f"Rounding: {r.n_bitwise_diff} of {r.n_elements} elements differ, by at most "
