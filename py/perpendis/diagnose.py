@@ -427,9 +427,13 @@ def _structure(report: Report, depth: float) -> tuple[list[Finding], Finding | N
     narrow = None
     if fp is not None:
         chosen = [fp.exact[1]] if fp.exact else fp.candidates
-        u = max(n.unit_roundoff for n in chosen)
-        narrow = (" or ".join(n.name for n in chosen), u)
+        narrow = (" or ".join(n.name for n in chosen), max(n.unit_roundoff for n in chosen))
+        u = narrow[1]
     structural = catalogue.run(pair, u)
+    if structural and fp is not None and fp.exact is None:
+        # Without exact representability the fingerprint is only an error size, which a
+        # systematic difference (an approximated activation, a quantised grid) also has.
+        fp, narrow = None, None
     found = None
     if fp is not None:
         tol = report.tolerance
@@ -474,6 +478,8 @@ def diagnose(report: Report, *, depth: float = 1.0) -> None:
     if report.compared_shape is not None and report.n_bitwise_diff:
         findings += _nonfinite_findings(report)
         structural, found_precision, narrow = _structure(report, depth)
+        if any(f.kind == "layout" for f in findings):
+            structural = [f for f in structural if f.kind != "transposed"]  # align named it already
         findings += structural
         if found_precision is not None:
             findings.append(found_precision)

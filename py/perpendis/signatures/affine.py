@@ -51,7 +51,7 @@ def _systematic(dev: np.ndarray, signed: np.ndarray, bound: float, one: float) -
     return None
 
 
-def _global(pair: Pair) -> list[Finding]:
+def _global(pair: Pair) -> list[tuple[Finding, float]]:
     a, b = pair.values()
     if a.size < MIN_FIT or pair.b_rms <= 0:
         return []
@@ -73,7 +73,7 @@ def _global(pair: Pair) -> list[Finding]:
     if has_scale and not has_offset and abs(s + 1) <= one:
         kind, rule, causes = "sign_flip", "A ≈ −B", list(why.SIGN_FLIP)
     elif has_scale and not has_offset:
-        kind, rule = "scale", f"A ≈ B × {s:.6g}"
+        kind, rule = "scale", f"A ≈ B × {s:.5g}"
         causes = why.for_scale(float(s), pair.shape)
     elif has_offset and not has_scale:
         kind, rule = "offset", f"A ≈ B + {c:.6g}"
@@ -89,7 +89,7 @@ def _global(pair: Pair) -> list[Finding]:
     else:
         message = f"{rule} everywhere ({rel})"
         where = place("everywhere", **amount)
-    return [Finding(kind, "error", message, where, causes)]
+    return [(Finding(kind, "error", message, where, causes), float(resid / raw))]
 
 
 def _fibre_spread(pair: Pair, s: float) -> tuple[float, int | None]:
@@ -191,20 +191,15 @@ def _span(x: np.ndarray) -> str:
 def _fibre_finding(
     pair: Pair, axis: int, s: np.ndarray, c: np.ndarray, hit: np.ndarray, share: float, with_offset: bool
 ) -> Finding:
+    """Each row along ``axis`` its own map of B's: one constant scale when the per-row factors
+    agree to a tenth of their distance from 1 (the unbiased variance), a per-row scale when
+    they differ (an epsilon that weighs more on low-variance rows), else a per-row offset."""
     n = pair.shape[axis]
+    noun = axis_noun(pair.shape, axis)
     rows = int(hit.sum())
-    message = (
-        f"along axis {axis} ({n} elements), each row of A is that row of B scaled by its own factor "
-        f"({np.min(s[hit]):.6g} to {np.max(s[hit]):.6g}, mostly {'below' if np.median(s[hit]) < 1 else 'above'} 1"
-        f"{', with an offset' if with_offset else ''}; {rows} of {len(s)} sampled rows; residual {share:.1%})"
-    )
-    where = place(
-        f"every row along axis {axis} ({n} elements)",
-        axis=axis,
-        axis_size=n,
-        scale=[float(x) for x in s[:64]],
-        spread=float(np.std(s)),
-    )
+    sh, ch = s[hit], c[hit]
+    mean, spread = float(np.mean(sh)), float(np.std(sh))
+    scaled = bool(np.any(np.abs(sh - 1) * pair.b_rms > np.abs(ch)))
     evidence = {
         "picture": "per_slice",
         "axis": axis,
@@ -212,15 +207,45 @@ def _fibre_finding(
         "scale": s.tolist()[:256],
         "offset": c.tolist()[:256],
     }
-    return Finding("row_scale", "error", message, where, why.ROW_SCALE, evidence)
+    text = f"every row along axis {axis} ({n} {noun}s)"
+    common = f"{rows} of {len(s)} sampled rows; residual {share:.1%} of the raw difference"
+    if scaled and not with_offset and spread <= 0.1 * abs(mean - 1):
+        message = f"along axis {axis} ({n} {noun}s), each row of A is B × {mean:.5g} (spread {spread:.2g}; {common})"
+        where = place(text, axis=axis, axis_size=n, scale=mean, spread=spread)
+        return Finding("scale", "error", message, where, why.for_scale(mean, pair.shape), evidence)
+    if scaled:
+        side = "below" if np.median(sh) < 1 else "above"
+        message = (
+            f"along axis {axis} ({n} {noun}s), each row of A is that row of B scaled by its own factor "
+            f"({np.min(sh):.6g} to {np.max(sh):.6g}, mostly {side} 1{', with an offset' if with_offset else ''}; "
+            f"{common})"
+        )
+        where = place(text, axis=axis, axis_size=n, scale=[float(x) for x in s[:64]], spread=spread)
+        return Finding("row_scale", "error", message, where, list(why.ROW_SCALE), evidence)
+    message = (
+        f"along axis {axis} ({n} {noun}s), each row of A is that row of B plus its own offset "
+        f"({np.min(ch):.4g} to {np.max(ch):.4g}; {common})"
+    )
+    where = place(text, axis=axis, axis_size=n, offset=[float(x) for x in c[:64]])
+    return Finding("row_offset", "error", message, where, list(why.OFFSET), evidence)
 
 
 def find(pair: Pair) -> list[Finding]:
-    """The best-fitting scale/offset relation: global first, else per slice or per row."""
+    """The best-fitting scale/offset relation: global, unless one per slice or per row
+    explains the difference four times better (:func:`_per_axis`)."""
     found = _global(pair)
-    if found or not pair.in_memory or len(pair.shape) < 1:
-        return found
-    best: tuple[float, Finding] | None = None
+    if not pair.in_memory or not pair.shape:
+        return [f for f, _ in found]
+    local = _per_axis(pair)
+    if not found:
+        return [] if local is None else [local[1]]
+    if local is not None and local[0] * 4 < found[0][1]:
+        return [local[1]]
+    return [found[0][0]]
+
+
+def _per_axis(pair: Pair) -> tuple[float, Finding] | None:
+    best: tuple[tuple[int, bool, float], Finding] | None = None
     for axis, n in enumerate(pair.shape):
         if n < MIN_SLICES and n < MIN_FIT:
             continue
@@ -230,6 +255,13 @@ def find(pair: Pair) -> list[Finding]:
             if mode == "fibre" and n < MIN_FIT:
                 continue
             got = _per_slice(pair, axis, mode)
-            if got is not None and (best is None or got[0] < best[0]):
-                best = got
-    return [best[1]] if best else []
+            if got is None:
+                continue
+            # The relation with the fewest fitted values wins (one per channel beats one
+            # per row within each channel, which any per-channel map also fits), then the
+            # smaller residual; slices before fibres at a tie.
+            fits = n if mode == "slice" else math.prod(pair.shape) // n
+            key = (fits, mode != "slice", got[0])
+            if best is None or key < best[0]:
+                best = (key, got[1])
+    return None if best is None else (best[0][2], best[1])

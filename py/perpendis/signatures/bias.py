@@ -2,14 +2,15 @@
 value nor on the position; a significant departure is a finding with its statistic.
 
 * Sign bias: the sign test's ``z`` over the differing sample.
-* Dependence on B: Spearman's correlation of A − B with B, as ``z = r·sqrt(n-1)``.
-* Dependence on position: the same, of the relative difference with the index along each
-  axis (flat sample, in memory only).
+* Dependence on B: the relative difference's mean in 16 bins of B's value, as a
+  chi-square ``z`` (:func:`~.model.binned_z`), which catches a dependence of any shape.
+* Dependence on position: the same, in bins of the index along each axis (flat sample, in
+  memory only).
 
-Each needs ``|z| >`` :data:`~.model.Z` and an effect beyond one rounding at depth
-(:func:`~.model.rounding_bound`): the median relative difference for the sign test, ``|r|``
-times the median absolute relative difference for the correlations (medians, so a few
-wrong elements do not lend their size to rounding elsewhere), so a biased rounding of a last
+Each needs ``z >`` :data:`~.model.Z` and an effect beyond one rounding at depth
+(:func:`~.model.rounding_bound`): the median relative difference for the sign test (a
+median, so a few wrong elements do not lend their size to rounding elsewhere), the RMS of
+the bin means for the dependences, so a biased rounding of a last
 bit, real but harmless, is not named.
 """
 
@@ -19,14 +20,16 @@ import numpy as np
 
 from ..report import Finding, place
 from . import causes as why
-from .model import MIN_FIT, Z, correlation_z, rounding_bound, sign_z
+from .model import BINS, MIN_FIT, Z, binned_z, rounding_bound, sign_z
 from .sample import Pair
 
 
-def find(pair: Pair, u: float | None = None) -> list[Finding]:
-    """``u`` overrides the compared format's unit roundoff (a side computed narrower)."""
-    u = pair.u if u is None else u
-    bound = rounding_bound(u, pair.depth)
+def find(pair: Pair, u_position: float | None = None) -> list[Finding]:
+    """``u_position``: the unit roundoff the position test is judged at, when one side was
+    computed narrower.  Rounded weights leave each output column its own fixed error at
+    that level, a real dependence on position that is still rounding; they leave no sign
+    bias and no dependence on the value, which are judged at the compared format's."""
+    bound = rounding_bound(pair.u, pair.depth)
     a, b = pair.differing()
     if a.size < 4 * MIN_FIT:
         return []
@@ -34,7 +37,6 @@ def find(pair: Pair, u: float | None = None) -> list[Finding]:
     rel = d / pair.scale_of(b)
     z = sign_z(d)
     mean = float(np.median(rel))  # robust: a few wrong elements must not lend their size to the rest
-    size = float(np.median(np.abs(rel)))
     if abs(z) > Z and abs(mean) > bound:
         side = "above" if z > 0 else "below"
         message = (
@@ -42,16 +44,38 @@ def find(pair: Pair, u: float | None = None) -> list[Finding]:
             f"(sign test z = {z:.1f}), median relative difference {mean:.3g}"
         )
         return [Finding("sign_bias", "error", message, place("every element", z=z, mean=mean), list(why.SIGN_BIAS))]
-    r, z = correlation_z(b, d)
-    if abs(z) > Z and abs(r) * size > bound:
-        message = f"A − B depends on B's value (Spearman r = {r:.2f}, z = {z:.1f}): rounding does not"
-        return [
-            Finding("value_dependence", "error", message, place("every element", r=r, z=z), list(why.VALUE_DEPENDENCE))
-        ]
-    return _position(pair, bound)
+    # Position first: a dependence on where an element is names an axis, and an error that
+    # grows along it (a rotary base) also shows as a dependence on the value.
+    found = _position(pair, max(pair.u, u_position or 0.0))
+    if found:
+        return found
+    z, effect = binned_z(b, rel)
+    if z > Z and effect > bound:
+        message = (
+            f"A − B depends on B's value: the mean relative difference moves by {effect:.3g} (RMS over "
+            f"{BINS} bins of B's value; chi-square z = {z:.1f}), where rounding's stays at zero"
+        )
+        where = place("every element", z=z, effect=effect)
+        evidence = _curve(b, rel)
+        return [Finding("value_dependence", "error", message, where, list(why.VALUE_DEPENDENCE), evidence)]
+    return []
 
 
-def _position(pair: Pair, bound: float) -> list[Finding]:
+def _curve(key: np.ndarray, rel: np.ndarray) -> dict:
+    """Bin centres and mean relative differences, for a picture of the dependence."""
+    order = np.argsort(key, kind="stable")
+    groups = np.array_split(order, BINS)
+    return {
+        "picture": "curve",
+        "x": [float(np.median(key[g])) for g in groups],
+        "y": [float(np.mean(rel[g])) for g in groups],
+    }
+
+
+def _position(pair: Pair, u: float) -> list[Finding]:
+    """The axis along which the difference depends most on the position: its signed mean
+    (past one rounding of ``u`` at depth), or its size (past the bound of a reduction over the longest axis,
+    since rounding's size may grow along an axis that sums more terms, but not by that)."""
     got = pair.flat
     if got is None:
         return []
@@ -62,15 +86,25 @@ def _position(pair: Pair, bound: float) -> list[Finding]:
     flat, a, b = flat[ok], a[ok], b[ok]
     rel = (a - b) / pair.scale_of(b)
     index = np.unravel_index(flat, pair.shape)
+    bound = rounding_bound(u, pair.depth)
+    size_bound = rounding_bound(u, pair.depth, max(pair.shape))
+    best: tuple[float, int, float, str] | None = None
     for axis, n in enumerate(pair.shape):
         if n < MIN_FIT:
             continue
-        r, z = correlation_z(index[axis].astype(np.float64), rel)
-        if abs(z) > Z and abs(r) * float(np.median(np.abs(rel))) > bound:
-            message = (
-                f"A − B drifts along axis {axis} ({n} entries): Spearman r = {r:.2f} with the index (z = {z:.1f}); "
-                "rounding has no preferred position"
-            )
-            where = place(f"along axis {axis}", axis=axis, axis_size=n, r=r, z=z)
-            return [Finding("position_dependence", "error", message, where, list(why.POSITION_DEPENDENCE))]
-    return []
+        key = index[axis].astype(np.float64)
+        for what, values, limit in (("mean", rel, bound), ("size", np.abs(rel), size_bound)):
+            z, effect = binned_z(key, values)
+            if z > Z and effect > limit and (best is None or z > best[0]):
+                best = (z, axis, effect, what)
+    if best is None:
+        return []
+    z, axis, effect, what = best
+    n = pair.shape[axis]
+    measure = "mean relative difference" if what == "mean" else "size of the relative difference"
+    message = (
+        f"A − B depends on the position along axis {axis} ({n} entries): the {measure} moves by {effect:.3g} "
+        f"across it (chi-square z = {z:.1f}); rounding has no preferred position"
+    )
+    where = place(f"along axis {axis}", axis=axis, axis_size=n, z=z, effect=effect)
+    return [Finding("position_dependence", "error", message, where, list(why.POSITION_DEPENDENCE))]

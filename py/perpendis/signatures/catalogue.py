@@ -3,8 +3,8 @@ they are tried, and the one function that runs them (:func:`run`).
 
 ``docs/signatures.md`` is this table in prose; a test checks they name the same kinds.
 Relations that say exactly what one side is in terms of the other (a transpose, a
-reordering, dropout, a clip, a grid) come first; the scale/offset fit runs when none
-holds, and the bias and dependence statistics last, when nothing more specific explains
+reordering, dropout, a clip) come first; the scale/offset fit runs when none holds, then
+the grid, and the bias and dependence statistics last, when nothing more specific explains
 the difference.
 """
 
@@ -66,20 +66,30 @@ CATALOGUE: list[Signature] = [
         clip.find,
     ),
     Signature(
-        ("grid",),
-        "approximate GCD of the gaps between one side's distinct values (per last-axis slice)",
-        "every gap within 2% of a multiple; step ≥ 64 × the format's spacing; other side off it",
-        tuple(causes.GRID),
-        False,
-        grid.find,
-    ),
-    Signature(
-        ("scale", "offset", "affine", "row_scale", "slice_scale", "slice_offset", "slice_affine"),
+        (
+            "scale",
+            "offset",
+            "affine",
+            "sign_flip",
+            "row_scale",
+            "row_offset",
+            "slice_scale",
+            "slice_offset",
+            "slice_affine",
+        ),
         "least-squares A ≈ s·B + c globally, per slice along each axis, per row across it",
         "residual ≤ 25% of the raw RMS; deviation past 8·u·depth·sqrt(m) or one-signed beyond Z",
         tuple(causes.OFFSET + causes.ROW_SCALE + causes.SLICE["slice_affine"]),
         False,
         affine.find,
+    ),
+    Signature(
+        ("grid",),
+        "approximate GCD of the gaps between one side's distinct values (per last-axis slice)",
+        "every gap within 2% of a multiple; step ≥ 64 × the format's spacing; other side off it",
+        tuple(causes.GRID),
+        False,
+        None,  # run by :func:`run` after the affine fit, with the fingerprint's unit roundoff
     ),
     Signature(
         ("sign_bias", "value_dependence", "position_dependence"),
@@ -99,13 +109,14 @@ CATALOGUE: list[Signature] = [
     ),
 ]
 
-RELATIONS = [s for s in CATALOGUE if s.find is not None and s.kinds[0] != "scale"]
-AFFINE = next(s for s in CATALOGUE if s.kinds[0] == "scale")
+# Tried first, all of them: each says exactly what one side is in terms of the other.
+RELATIONS = [s for s in CATALOGUE if s.kinds[0] in ("transposed", "reversed", "dropout", "clipped")]
 
 
 def run(pair: Pair, u: float | None = None) -> list[Finding]:
     """Every structural finding for ``pair``, most specific first (see the module doc);
-    ``u`` is the unit roundoff the difference is judged at (a side computed narrower)."""
+    ``u`` is the unit roundoff of a narrower format the difference's size points at, which
+    only the position test reads (:func:`.bias.find`)."""
     found: list[Finding] = []
     for sig in RELATIONS:
         if sig.needs_layout and not pair.in_memory:
@@ -115,9 +126,12 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
         found += sig.find(pair)  # type: ignore[misc]
     if found or pair.printed:
         return found
-    found = affine.find(pair)
-    if found:
-        return found
+    # A per-channel affine map of quantised inputs (wrong normalisation constants on uint8
+    # images) leaves both sides on grids: the affine relation says more, so it goes first.
+    for find in (affine.find, grid.find):
+        found = find(pair)
+        if found:
+            return found
     return bias.find(pair, u)
 
 

@@ -1,11 +1,15 @@
 """A coarse grid: one side's values are whole multiples of a step far coarser than its format.
 
-The step is the approximate greatest common divisor of the gaps between the side's
+The step is the approximate greatest common divisor (Euclid's algorithm on the remainders)
+of the gaps between the side's
 sorted distinct values (per slice along the last axis, which absorbs a per-column offset
 such as a bias added after an int8 matmul).  A grid is named when every gap is within
-:data:`FIT` of a multiple of the step, the step is at least :data:`COARSE` times the
+:data:`FIT` of a multiple of the step (or within the rounding a gap carries,
+``NOISE·u·max|x|``), the step is at least :data:`COARSE` times the
 format's own spacing at the largest value (every float is on the grid of its own ULP), at
-least :data:`MIN_VALUES` distinct values were seen, and the other side is not on it.
+least :data:`MIN_VALUES` distinct values were seen, and the other side is not on it.  The
+format is the narrowest float holding every value of the side (a side computed in float16
+is on float16's grid, a precision matter, not quantisation).
 """
 
 from __future__ import annotations
@@ -15,39 +19,41 @@ import numpy as np
 from ..report import Finding, place
 from . import causes as why
 from .model import MIN_FIT
+from .precision import NARROW, exact_in
 from .sample import Pair
 
 COARSE = 64.0
+NOISE = 8.0
+MAX_DIVISOR = 4096
 FIT = 0.02
 MIN_VALUES = 8
 GRID_SHARE = 0.99
 
 
-def step_of(values: np.ndarray, resolution: float) -> float | None:
-    """The approximate GCD of the gaps between distinct values, or None when it falls to
-    the format's own resolution (no grid)."""
+def step_of(values: np.ndarray, resolution: float, noise: float = 0.0) -> float | None:
+    """The grid step of ``values``, or None: the largest ``q = g/m`` (``g`` the smallest gap
+    between distinct values, ``m`` up to :data:`MAX_DIVISOR`), refitted by least squares to
+    the gaps' nearest multiples, that leaves every gap within FIT of a step or ``noise``
+    (the rounding a gap carries) of its multiple.  None when no such step is coarser than
+    ``resolution``.  Random values pass for some ``m`` with odds about MAX_DIVISOR·(2·FIT)^gaps."""
     gaps = np.diff(np.unique(values))
     gaps = gaps[gaps > resolution]
     if gaps.size < MIN_VALUES - 1:
         return None
-    g = float(gaps.min())
-    for _ in range(16):
-        rem = np.mod(gaps, g)
-        near = np.minimum(rem, g - rem)
-        bad = near > FIT * g
-        if not bad.any():
-            return g
-        # Euclid: gcd(g, gap) = gcd(g, gap mod g); the smallest misfit is the finer step.
-        g = float(near[bad].min())
-        if g <= resolution:
-            return None
-    return None
+    smallest = float(gaps.min())
+    m = np.arange(1, min(MAX_DIVISOR, int(smallest / resolution)) + 1)
+    if m.size == 0:
+        return None
+    n = np.round(gaps[None, :] / (smallest / m)[:, None])
+    q = np.sum(n * gaps, axis=1) / np.sum(n * n, axis=1)
+    fits = np.all(np.abs(gaps - n * q[:, None]) <= np.maximum(FIT * q, noise)[:, None], axis=1)
+    return float(q[np.argmax(fits)]) if fits.any() else None
 
 
-def _on_grid(values: np.ndarray, step: float) -> float:
+def _on_grid(values: np.ndarray, step: float, noise: float) -> float:
     gaps = np.diff(np.unique(values))
     r = gaps / step
-    return float(np.mean(np.abs(r - np.round(r)) <= FIT)) if gaps.size else 0.0
+    return float(np.mean(np.abs(r - np.round(r)) * step <= max(FIT * step, noise))) if gaps.size else 0.0
 
 
 def _rows(pair: Pair) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -61,7 +67,18 @@ def _rows(pair: Pair) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(a, b)]
 
 
+def _unit(x: np.ndarray, u: float) -> float:
+    """The unit roundoff of the narrowest float format holding every value of ``x``: a
+    float16 side lies on float16's own grid, which is not a quantisation."""
+    nonzero = x[x != 0]
+    for n in NARROW:
+        if n.unit_roundoff > u and nonzero.size and exact_in(nonzero, n).all():
+            return n.unit_roundoff
+    return u
+
+
 def find(pair: Pair) -> list[Finding]:
+    u = pair.u
     rows = _rows(pair)
     for side in ("A", "B"):
         steps = []
@@ -71,14 +88,15 @@ def find(pair: Pair) -> list[Finding]:
             x, y = x[ok], y[ok]
             if x.size < MIN_FIT:
                 continue
-            resolution = COARSE * pair.u * float(np.max(np.abs(x), initial=0.0))
-            step = step_of(x, resolution)
-            if step is None or _on_grid(y, step) >= GRID_SHARE:
-                steps = []
-                break
-            steps.append((step, x))
-        if len(steps) < max(1, len(rows) // 2):
-            continue
+            top = float(np.max(np.abs(x), initial=0.0))
+            # Each value carries up to two roundings of u·|x|, each gap two values: 4·u·top,
+            # doubled for slack; the step must be 8 times coarser still (COARSE = 64).
+            noise = NOISE * _unit(x, u) * top
+            step = step_of(x, COARSE * _unit(x, u) * top, noise)
+            if step is not None and _on_grid(y, step, noise) < GRID_SHARE:
+                steps.append((step, x))
+        if len(steps) < max(1, (len(rows) + 1) // 2):
+            continue  # a grid shows in most slices, not in a few by chance
         step = float(np.median([s for s, _ in steps]))
         values = np.concatenate([x for _, x in steps])
         distinct = len(np.unique(values))

@@ -93,6 +93,9 @@ def fingerprint(pair: Pair) -> Fingerprint | None:
     narrower = [n for n in NARROW if n.man_bits < fmt.man_bits]
     exact = _exact_side(pair, narrower)
     near = [n for n in narrower if n.unit_roundoff / NEAR <= median <= NEAR * n.unit_roundoff * pair.depth]
+    # A side that is not exactly float16 was not stored in float16: a float16-level error
+    # with float32 outputs is TF32's (float32 accumulation of 10-bit operands) first.
+    near.sort(key=lambda n: n.name != "TF32")
     if exact is None and not near:
         return None
     bits = -math.log2(median) - 1 if median > 0 else float(fmt.man_bits + 1)
