@@ -8,8 +8,9 @@ such as a bias added after an int8 matmul).  A grid is named when every gap is w
 ``NOISE·u·max|x|``), the step is at least :data:`COARSE` times the
 format's own spacing at the largest value (every float is on the grid of its own ULP), at
 least :data:`MIN_VALUES` distinct values were seen, and the other side is not on it.  The
-format is the narrowest float holding every value of the side (a side computed in float16
-is on float16's grid, a precision matter, not quantisation).
+step must also exceed, at the largest value, the spacing of the narrowest float holding
+every value of the side: a side computed in float16 lies on float16's grid, a precision
+matter, not quantisation.
 """
 
 from __future__ import annotations
@@ -67,14 +68,16 @@ def _rows(pair: Pair) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(a, b)]
 
 
-def _unit(x: np.ndarray, u: float) -> float:
-    """The unit roundoff of the narrowest float format holding every value of ``x``: a
-    float16 side lies on float16's own grid, which is not a quantisation."""
+def _own_spacing(x: np.ndarray, u: float, top: float) -> float:
+    """The spacing, at the largest value, of the narrowest float format holding every value
+    of ``x`` (the compared format's if none narrower does).  A side computed in float16 has
+    float16's grid, whose step grows with the value; a quantisation grid is coarser than
+    that even at the top of the range."""
     nonzero = x[x != 0]
     for n in NARROW:
         if n.unit_roundoff > u and nonzero.size and exact_in(nonzero, n).all():
-            return n.unit_roundoff
-    return u
+            return 2 * n.unit_roundoff * top
+    return 2 * u * top
 
 
 def find(pair: Pair) -> list[Finding]:
@@ -91,8 +94,10 @@ def find(pair: Pair) -> list[Finding]:
             top = float(np.max(np.abs(x), initial=0.0))
             # Each value carries up to two roundings of u·|x|, each gap two values: 4·u·top,
             # doubled for slack; the step must be 8 times coarser still (COARSE = 64).
-            noise = NOISE * _unit(x, u) * top
-            step = step_of(x, COARSE * _unit(x, u) * top, noise)
+            noise = NOISE * u * top
+            step = step_of(x, COARSE * u * top, noise)
+            if step is not None and step <= _own_spacing(x, u, top):
+                step = None
             if step is not None and _on_grid(y, step, noise) < GRID_SHARE:
                 steps.append((step, x))
         if len(steps) < max(1, (len(rows) + 1) // 2):

@@ -5,10 +5,11 @@ An index is *moved* when some other slice of B is at least 8 times closer to A's
 than B's own slice at that index (rounding leaves B's own slice the closest by far; a
 reordering leaves another one at rounding distance).  The axis is reordered when at least
 half its indices move and nine in ten of the matches fit one rule: ``j = n-1-i``
-(reversed), ``j = i + k`` over the overlap (shifted), or a one-to-one map (permuted).
+(reversed), ``j = i + k`` over the overlap, for ``|k|`` up to a quarter of the axis
+(shifted), or a one-to-one map (permuted).
 The test runs where B's own slices are not already at rounding distance
-(:func:`~.model.rounding_bound`), over at most ``ALONG_CAP`` indices (shifts only, on the
-first ones, along longer axes).
+(:func:`~.model.rounding_bound`), on axes of at most ``ALONG_CAP`` (512) entries; longer
+axes are not tested.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def _rule(best: np.ndarray, ok: np.ndarray, n: int) -> tuple[str, int] | None:
     i = np.arange(best.size)
     if best.size == n and np.mean((best == n - 1 - i)[ok]) >= RULE_SHARE and n > 1:
         return "reversed", 0
-    for k in [x for s in range(1, MAX_SHIFT + 1) for x in (s, -s)]:
+    # A shift keeps at least three quarters of the axis in view: a larger "shift" of a
+    # short axis is a permutation that happens to move a few entries together.
+    longest = min(MAX_SHIFT, max(1, best.size // 4))
+    for k in [x for s in range(1, longest + 1) for x in (s, -s)]:
         inside = ok & (i + k >= 0) & (i + k < best.size)
         enough = inside.sum() >= max(2, RULE_SHARE * (best.size - abs(k)))
         if enough and np.mean(best[inside] == i[inside] + k) >= RULE_SHARE:
