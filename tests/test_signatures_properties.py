@@ -83,7 +83,7 @@ def test_clipped_self_is_named_with_its_bound(case, q):
 @given(arrays(), st.integers(4, 32))
 def test_quantised_self_is_named_with_its_step(case, levels):
     b, _, _ = case
-    step = np.float32(2.0**-np.ceil(np.log2(levels)))  # a power of two: the grid is exact in float32
+    step = np.float32(2.0 ** -np.ceil(np.log2(levels)))  # a power of two: the grid is exact in float32
     f = top(judged(np.round(b / step) * step, b))
     assert f.kind == "grid" and abs(f.where["amount"]["step"] / float(step) - 1) < 1e-3
 

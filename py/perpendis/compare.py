@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import bits
+from .adopt import adopt_dtype
 from .align import Aligned, align, compared_format, like_a
 from .bits import Format, format_of
 from .errors import InputError
@@ -1130,11 +1131,12 @@ def prepare(
     """Everything of :func:`compare` before the fold over the elements."""
     if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
         raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
+    a, b, adopted = adopt_dtype(a, b)
     fmt = compared_format(a.fmt, b.fmt)
     tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
     aligned = align(a, b, tol)
     report = _empty_report(a.describe(), b.describe(), None if ref is None else ref.describe(), fmt)
-    report.notes = list(aligned.notes)
+    report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
     if ref is not None:

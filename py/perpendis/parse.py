@@ -140,7 +140,20 @@ def _tensor(piece: Piece) -> Tensor:
     else:
         tensor = Tensor(stored.reshape(shape), fmt.name, source, notes=notes)
     tensor.lossless, tensor.digits = lossless, digits
+    # A library's repr fixes the dtype by convention when it prints none (PyTorch's float32,
+    # NumPy's float64); a print, a list or hex strings say nothing of it.
+    tensor.dtype_assumed = piece.dtype is None and fmt.is_float and form != "wrapped"
+    if not lossless and printer == "fixed":
+        tensor.decimals = _decimals(flat)
     return tensor
+
+
+def _decimals(flat: bytes) -> int | None:
+    """The most digits after the point in a fixed-point print (None if it has exponents)."""
+    text = flat.decode("ascii")
+    if "e" in text or "E" in text:
+        return None
+    return max((len(t.split(".", 1)[1]) for t in text.replace(",", " ").split() if "." in t), default=0)
 
 
 def _form(piece: Piece) -> tuple[str, str, str]:

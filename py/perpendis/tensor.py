@@ -32,6 +32,10 @@ class Tensor:
     lossless: bool = True
     digits: int | None = None
     notes: list[str] = field(default_factory=list)
+    # Text read from a print: the decimals after the point of a fixed-point print (None
+    # otherwise), and whether the dtype was assumed because the text printed none.
+    decimals: int | None = None
+    dtype_assumed: bool = False
 
     def __post_init__(self) -> None:
         fmt = format_of(self.format)
@@ -61,6 +65,8 @@ class Tensor:
             "lossless": self.lossless,
             "digits": self.digits,
             "notes": list(self.notes),
+            **({"decimals": self.decimals} if self.decimals is not None else {}),
+            **({"dtype_assumed": True} if self.dtype_assumed else {}),
         }
 
 
