@@ -43,4 +43,5 @@ def pair_of(report: Report, depth: float) -> Pair | None:
         printed=not (report.a.get("lossless", True) and report.b.get("lossless", True)),
         a_store=a_store,
         b_store=b_store,
+        hot={x.axis: [int(t[0]) for t in x.top[:8]] for x in report.axes if x.bucket == 1},
     )

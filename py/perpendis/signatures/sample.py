@@ -68,6 +68,9 @@ class Pair:
     printed: bool = False  # a side was read from a print too coarse to pin its values
     a_store: np.ndarray | None = None
     b_store: np.ndarray | None = None
+    # Per axis, indices where the tolerance failed most (the fold's per-axis counts): a
+    # long axis's slice view always holds them, so one wrong channel of 1024 is not missed.
+    hot: dict[int, list[int]] = field(default_factory=dict)
     _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(SEED))
     _cache: dict = field(default_factory=dict)
 
@@ -110,6 +113,9 @@ class Pair:
         if not self.in_memory or len(self.shape) < 2:
             return None
         along = _spread(self.shape[axis], ALONG_CAP)
+        if len(along) < self.shape[axis] and self.hot.get(axis):
+            hot = np.asarray(self.hot[axis], dtype=np.intp)
+            along = np.union1d(_spread(self.shape[axis], ALONG_CAP - len(hot)), hot)
         rest = tuple(n for k, n in enumerate(self.shape) if k != axis)
         size = math.prod(rest)
         pos = np.arange(size) if size <= REST_CAP else np.sort(self._rng.choice(size, REST_CAP, replace=False))
