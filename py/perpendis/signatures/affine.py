@@ -179,7 +179,7 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
         "scale": s.tolist()[:256],
         "offset": c.tolist()[:256],
     }
-    causes = why.for_slices(kind)
+    causes = why.for_slices(kind, n)
     return share, Finding(kind, "error", message, where, causes, evidence)
 
 

@@ -113,8 +113,15 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
     ]
 
 
-def for_slices(kind: str) -> list[str]:
-    return list(SLICE[kind])
+def for_slices(kind: str, n: int) -> list[str]:
+    """Per-slice causes; along an axis of 3 or 4 entries (an image's channels) the input's
+    normalisation constants come first."""
+    causes = list(SLICE[kind])
+    constants = next((c for c in causes if "mean/std" in c or "mean in input" in c), None)
+    if n in (3, 4) and constants is not None:
+        causes.remove(constants)
+        causes.insert(0, constants)
+    return causes
 
 
 def for_clip(bound: float) -> list[str]:
