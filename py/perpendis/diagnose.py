@@ -37,6 +37,7 @@ _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
 _OUTWEIGHED_BY_REFERENCE = {"tolerance", "region", "sign_flip", "offset", "scale", "not_rounding", "precision"}
 _DEMOTED = {"error": "warning", "warning": "info"}
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
+_DEPENDENCE = {"sign_bias", "position_dependence", "value_dependence"}
 
 
 def _index_ranges(indices: list[int], bucket: int) -> str:
@@ -480,13 +481,16 @@ def diagnose(report: Report, *, depth: float = 1.0) -> None:
         structural, found_precision, narrow = _structure(report, depth)
         if any(f.kind == "layout" for f in findings):
             structural = [f for f in structural if f.kind != "transposed"]  # align named it already
+        region_findings, region = _region(report)
+        if all(f.kind in _DEPENDENCE for f in structural):
+            # A sign flip, offset or scale of the failing region says more than a dependence
+            # on position or value, which such a region also leaves.
+            pattern = _pattern(report, region, region_findings[0].where if region_findings else None)
+            structural = pattern or structural
         findings += structural
         if found_precision is not None:
             findings.append(found_precision)
-        region_findings, region = _region(report)
         findings += region_findings
-        if not structural:
-            findings += _pattern(report, region, region_findings[0].where if region_findings else None)
         findings += _tolerance_findings(report)
         findings += _rounding(report, depth, narrow, bool(structural))
     elif report.tolerance is not None and report.tolerance.warning:

@@ -121,11 +121,11 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
     for sig in RELATIONS:
         if sig.needs_layout and not pair.in_memory:
             continue
-        if pair.printed and not sig.scale_free:
+        if (pair.printed or not pair.fmt.is_float) and not sig.scale_free:
             continue
         found += sig.find(pair)  # type: ignore[misc]
-    if found or pair.printed:
-        return found
+    if found or pair.printed or not pair.fmt.is_float:
+        return found  # the size tests need a rounding model: integers and coarse prints have none
     # A per-channel affine map of quantised inputs (wrong normalisation constants on uint8
     # images) leaves both sides on grids: the affine relation says more, so it goes first.
     for find in (affine.find, grid.find):

@@ -37,6 +37,8 @@ def step_of(values: np.ndarray, resolution: float, noise: float = 0.0) -> float 
     the gaps' nearest multiples, that leaves every gap within FIT of a step or ``noise``
     (the rounding a gap carries) of its multiple.  None when no such step is coarser than
     ``resolution``.  Random values pass for some ``m`` with odds about MAX_DIVISOR·(2·FIT)^gaps."""
+    if resolution <= 0:
+        return None
     gaps = np.diff(np.unique(values))
     gaps = gaps[gaps > resolution]
     if gaps.size < MIN_VALUES - 1:
