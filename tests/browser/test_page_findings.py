@@ -9,16 +9,22 @@ from made import numpy_text
 REPORT_TIMEOUT_MS = 60_000
 
 
-def test_a_wrong_channel_shows_its_place_causes_and_per_slice_picture(ready_page):
-    page = ready_page
-    b = np.random.default_rng(0).standard_normal((2, 8, 8, 8)).astype(np.float32)
-    a = b.copy()
-    a[:, 2] += np.float32(0.25)
+def first_finding(page, a: np.ndarray, b: np.ndarray):
+    """Paste both sides, compare, and return the first item of the findings list."""
     page.get_by_test_id("paste-a").fill(numpy_text(a))
     page.get_by_test_id("paste-b").fill(numpy_text(b))
     page.get_by_test_id("compare").click()
     first = page.locator("#findings li.finding").first
     first.wait_for(timeout=REPORT_TIMEOUT_MS)
+    return first
+
+
+def test_a_wrong_channel_shows_its_place_causes_and_per_slice_picture(ready_page):
+    page = ready_page
+    b = np.random.default_rng(0).standard_normal((2, 8, 8, 8)).astype(np.float32)
+    a = b.copy()
+    a[:, 2] += np.float32(0.25)
+    first = first_finding(page, a, b)
     assert first.get_attribute("data-kind") == "slice_offset"
     assert first.locator(".where").inner_text() == "channel 2 (axis 1)"
     causes = first.locator(".cause-list li").all_inner_texts()
@@ -31,14 +37,8 @@ def test_a_wrong_channel_shows_its_place_causes_and_per_slice_picture(ready_page
 
 
 def test_a_clip_shows_a_histogram_with_its_bound(ready_page):
-    page = ready_page
     b = (np.random.default_rng(1).standard_normal((16, 32)) * 4).astype(np.float32)
-    a = np.minimum(b, np.float32(6))
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    page.get_by_test_id("compare").click()
-    first = page.locator("#findings li.finding").first
-    first.wait_for(timeout=REPORT_TIMEOUT_MS)
+    first = first_finding(ready_page, np.minimum(b, np.float32(6)), b)
     assert first.get_attribute("data-kind") == "clipped"
     assert first.locator(".evidence-picture rect").count() == 24
     assert "ReLU6" in first.locator(".cause-list li").first.inner_text()

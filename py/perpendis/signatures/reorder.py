@@ -87,39 +87,23 @@ def _axis(pair: Pair, axis: int) -> Finding | None:
         "own": own.tolist()[:256],
         "matched": closest.tolist()[:256],
     }
+    indices = along[moved][:64].tolist()
     if kind == "reversed":
+        message = f"A is B reversed: A[i] matches B[{n - 1}-i] (distance {quality:.2g} of that at the same index)"
+        text, amount, causes = f"axis {axis} reversed", {"permutation": best.tolist()[:64]}, why.REVERSED
+    elif kind == "shifted":
         message = (
-            f"along axis {axis} ({n} entries), A is B reversed: A[i] matches B[{n - 1}-i] "
+            f"A is B shifted by {k}: A[i] matches B[i{k:+d}] for {moved.sum()} of {len(along)} indices "
             f"(distance {quality:.2g} of that at the same index)"
         )
-        where = place(
-            f"axis {axis} reversed",
-            axis=axis,
-            axis_size=n,
-            indices=along[moved][:64].tolist(),
-            permutation=best.tolist()[:64],
-        )
-        return Finding("reversed", "error", message, where, list(why.REVERSED), evidence)
-    if kind == "shifted":
-        message = (
-            f"along axis {axis} ({n} entries), A is B shifted by {k}: A[i] matches B[i{k:+d}] "
-            f"for {moved.sum()} of {len(along)} indices (distance {quality:.2g} of that at the same index)"
-        )
-        where = place(f"axis {axis}, shift {k:+d}", axis=axis, axis_size=n, indices=along[moved][:64].tolist(), shift=k)
-        return Finding("shifted", "error", message, where, list(why.SHIFTED), evidence)
-    first = ", ".join(f"{int(i)}→{int(j)}" for i, j in zip(along[moved][:6], best[moved][:6], strict=True))
-    message = (
-        f"along axis {axis} ({n} entries), A is B permuted: {moved.sum()} entries moved, A[i] matches "
-        f"B[j] for {first}{', …' if moved.sum() > 6 else ''}"
-    )
-    where = place(
-        f"axis {axis} permuted",
-        axis=axis,
-        axis_size=n,
-        indices=along[moved][:64].tolist(),
-        permutation=best.tolist()[:ALONG_CAP],
-    )
-    return Finding("permuted", "error", message, where, list(why.PERMUTED), evidence)
+        text, amount, causes = f"axis {axis}, shift {k:+d}", {"shift": k}, why.SHIFTED
+    else:
+        first = ", ".join(f"{int(i)}→{int(j)}" for i, j in zip(along[moved][:6], best[moved][:6], strict=True))
+        message = f"A is B permuted: {moved.sum()} entries moved, A[i] matches B[j] for {first}"
+        message += ", …" if moved.sum() > 6 else ""
+        text, amount, causes = f"axis {axis} permuted", {"permutation": best.tolist()[:ALONG_CAP]}, why.PERMUTED
+    where = place(text, axis=axis, axis_size=n, indices=indices, **amount)
+    return Finding(kind, "error", f"along axis {axis} ({n} entries), {message}", where, list(causes), evidence)
 
 
 def find(pair: Pair) -> list[Finding]:
