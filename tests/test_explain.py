@@ -21,10 +21,10 @@ def test_sign_flip_in_one_screen():
     assert lines[0] == f"Perpendis: {verdict_line(r)}"
     assert lines[1] == "A (2, 8, 16) float32, B (2, 8, 16) float32: 186 of 256 elements differ bitwise"
     top = main_finding(r.findings)
-    assert top.where_text == "axis 2 index 3" and top.causes
+    assert top.where_text == "feature 3 (axis 2)" and top.causes
     # the headline already says the top finding's message: its kind and place follow
     assert top.message.lower() in r.headline.lower()
-    assert lines[2] == f"top finding [error] {top.kind} at axis 2 index 3"
+    assert lines[2] == f"top finding [error] {top.kind} at feature 3 (axis 2)"
     assert lines[3] == "  likely causes: " + "; ".join(top.causes[:MAX_CAUSES])
     e, fail = r.first_diff, r.tolerance.first_fail
     assert e.ulp == 1 and fail.index == [0, 0, 3]  # the first difference is rounding; the first failure is the flip

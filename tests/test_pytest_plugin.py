@@ -42,7 +42,7 @@ def test_failing_comparison_explains_itself_on_one_screen(pytester):
     assert len(explanation) <= 14
     text = "\n".join(explanation)
     assert "ComparisonError: Perpendis: INVESTIGATE" in text
-    assert "top finding [error] region at axis 2 index 3" in text and "likely causes: " in text
+    assert "top finding [error] sign_flip at feature 3 (axis 2)" in text and "likely causes: " in text
     assert "first difference at (0, 0, 0) (flat 0)" in text and "A bits " in text and "B bits " in text
     # the failure points at the test's own line, not into perpendis
     assert any(line.startswith(">       assert_same(") for line in result.outlines)

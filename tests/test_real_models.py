@@ -87,7 +87,8 @@ def test_constant_offset_is_named_with_its_size():
     offset = finding(report, "offset")
     assert offset.severity == "error"
     # A is the clean run, B the one with the shifted bias: A - B ≈ -offset.
-    assert f"{-pair['offset']:.6g}" in offset.message or f"{-pair['offset']:g}" in offset.message
+    assert offset.where["amount"]["offset"] == pytest.approx(-pair["offset"], rel=1e-4)
+    assert f"B − {pair['offset']:g}" in offset.message
     assert report.tolerance.fraction_fail == 1.0
 
 

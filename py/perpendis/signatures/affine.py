@@ -76,10 +76,10 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
         kind, rule = "scale", f"A ≈ B × {s:.5g}"
         causes = why.for_scale(float(s), pair.shape)
     elif has_offset and not has_scale:
-        kind, rule = "offset", f"A ≈ B + {c:.6g}"
+        kind, rule = "offset", f"A ≈ B {'+' if c >= 0 else '−'} {abs(c):.6g}"
         causes = why.OFFSET
     else:
-        kind, rule = "affine", f"A ≈ B × {s:.6g} + {c:.6g}"
+        kind, rule = "affine", f"A ≈ B × {s:.6g} {'+' if c >= 0 else '−'} {abs(c):.6g}"
         causes = why.for_scale(float(s), pair.shape) + why.OFFSET
     if axis is not None:
         n = pair.shape[axis]
@@ -88,7 +88,7 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
         where = place(text, axis=axis, axis_size=n, **amount, spread=spread)
     else:
         message = f"{rule} everywhere ({rel})"
-        where = place("everywhere", **amount)
+        where = place(None, **amount)  # everywhere: no place, only the amount
     return [(Finding(kind, "error", message, where, causes), float(resid / raw))]
 
 

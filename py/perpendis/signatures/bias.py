@@ -43,7 +43,7 @@ def find(pair: Pair, u_position: float | None = None) -> list[Finding]:
             f"A − B leans one way: A is {side} B at {np.mean(d > 0 if z > 0 else d < 0):.0%} of differing elements "
             f"(sign test z = {z:.1f}), median relative difference {mean:.3g}"
         )
-        return [Finding("sign_bias", "error", message, place("every element", z=z, mean=mean), list(why.SIGN_BIAS))]
+        return [Finding("sign_bias", "error", message, place(None, z=z, mean=mean), list(why.SIGN_BIAS))]
     # Position first: a dependence on where an element is names an axis, and an error that
     # grows along it (a rotary base) also shows as a dependence on the value.
     found = _position(pair, max(pair.u, u_position or 0.0))
@@ -55,7 +55,7 @@ def find(pair: Pair, u_position: float | None = None) -> list[Finding]:
             f"A − B depends on B's value: the mean relative difference moves by {effect:.3g} (RMS over "
             f"{BINS} bins of B's value; chi-square z = {z:.1f}), where rounding's stays at zero"
         )
-        where = place("every element", z=z, effect=effect)
+        where = place(None, z=z, effect=effect)
         evidence = _curve(b, rel)
         return [Finding("value_dependence", "error", message, where, list(why.VALUE_DEPENDENCE), evidence)]
     return []
