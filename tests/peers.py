@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
 from perpendis.compare import compare
 from perpendis.tensor import Tensor, from_numpy
 
@@ -39,6 +38,8 @@ class Said:
     n_fail: int | None = None  # failing elements, when the peer says
     worst: float | None = None  # the greatest |A - B| among failing elements (NaN allowed), when said
     worst_flat: int | None = None  # the flat index of that element, when the peer names it
+    worst_text: str | None = None  # the worst as the peer printed it, when it prints it rounded
+    worst_exact: bool = False  # the peer took that |A - B| in float64 (torch's message of two scalars)
 
 
 def _torch_side(x: np.ndarray, dtype: str) -> torch.Tensor:
@@ -67,7 +68,7 @@ def torch_assert_close(a: np.ndarray, b: np.ndarray, dtype: str, **kwargs: objec
         text = str(error)
         if "Scalars are not" in text:
             found = re.search(r"Absolute difference: (\S+)", text)
-            return Said(False, 1, float(found.group(1)) if found else None, 0)
+            return Said(False, 1, float(found.group(1)) if found else None, 0, worst_exact=True)
         count = re.search(r"Mismatched elements: (\d+) /", text)
         if count is None:  # an attribute (dtype, shape) mismatch: no elements judged
             return Said(False)
@@ -89,7 +90,9 @@ def numpy_assert_allclose(a: np.ndarray, b: np.ndarray) -> Said:
         if count is None:  # "nan location mismatch" / "inf location mismatch": no count
             return Said(False)
         worst = re.search(r"Max absolute difference among violations: (\S+)", text)
-        return Said(False, int(count.group(1)), float(worst.group(1)) if worst else None)
+        if worst is None:
+            return Said(False, int(count.group(1)))
+        return Said(False, int(count.group(1)), float(worst.group(1)), worst_text=worst.group(1))
     return Said(True, 0)
 
 
@@ -120,7 +123,9 @@ def _quiet_polygraphy():
 
 
 def polygraphy_simple(a: np.ndarray, b: np.ndarray) -> Said:
-    """Polygraphy's default comparison, ``CompareFunc.simple()`` (elementwise, atol = rtol = 1e-5).
+    """Polygraphy's default comparison, ``CompareFunc.simple()`` (elementwise, atol = rtol = 1e-5),
+    with ``infinities_compare_equal=True``: by default its |A - B| of two equal infinities is
+    NaN, which fails them; the preset lets an infinity match the same infinity, as that flag does.
 
     The verdict is the real function's on the whole output.  It reports no failing
     count, so the count is the real function's verdict on each element given as its own
@@ -130,7 +135,7 @@ def polygraphy_simple(a: np.ndarray, b: np.ndarray) -> Said:
     from polygraphy.comparator import CompareFunc
     from polygraphy.comparator.struct import IterationResult
 
-    judge = CompareFunc.simple()
+    judge = CompareFunc.simple(infinities_compare_equal=True)
     with _quiet_polygraphy():
         whole = judge(IterationResult({"out": a}, runner_name="A"), IterationResult({"out": b}, runner_name="B"))
         passed = bool(whole["out"])
@@ -142,8 +147,8 @@ def polygraphy_simple(a: np.ndarray, b: np.ndarray) -> Said:
             asked = np.flatnonzero(~((fa == fb) & np.isfinite(fa)) | (np.signbit(fa) != np.signbit(fb)))
         names = [f"e{i}" for i in asked]
         each = judge(
-            IterationResult({n: fa[i : i + 1] for i, n in zip(asked, names)}, runner_name="A"),
-            IterationResult({n: fb[i : i + 1] for i, n in zip(asked, names)}, runner_name="B"),
+            IterationResult({n: fa[i : i + 1] for i, n in zip(asked, names, strict=True)}, runner_name="A"),
+            IterationResult({n: fb[i : i + 1] for i, n in zip(asked, names, strict=True)}, runner_name="B"),
         )
     fails = [k for k, n in enumerate(names) if not bool(each[n])]
     worst = None
