@@ -171,7 +171,7 @@ def preset_label(name: str) -> str:
     """A preset's entry in a list: its name, its numbers, and the peer it mimics."""
     p = PRESETS[name]
     numbers = "by dtype" if math.isnan(p.atol) else f"atol {p.atol:g}, rtol {p.rtol:g}"
-    return f"{name} ({numbers})" + (f" = {p.mimics}" if p.mimics else "")
+    return f"{name} ({numbers})" + (f", as {p.mimics}" if p.mimics else "")
 
 
 _DEFAULT_FOR_FORMAT = {
