@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -32,7 +30,6 @@ else:  # the core of another revision (e.g. main's, unpacked elsewhere)
 
 import peers  # noqa: E402
 from perpendis import tolerance  # noqa: E402
-from perpendis.compare import prepare  # noqa: E402
 
 # The peer each preset mimics, and the (atol, rtol) a user would type for it by hand.
 PEERS = {
@@ -65,60 +62,12 @@ def peer_says(preset: str, a: np.ndarray, b: np.ndarray, dtype: str, ref: np.nda
 
 
 def perpendis_says(preset: str, a: np.ndarray, b: np.ndarray, dtype: str, ref: np.ndarray) -> peers.Said:
-    """The tolerance verdict of the report (the fold and its numbers; the diagnosis is not needed)."""
-    from perpendis.bits import format_of
-    from perpendis.compare import _numbers
-    from perpendis.tensor import from_numpy
-
+    """The tolerance verdict of the report; a preset this revision lacks is typed by hand."""
     kwargs: dict[str, object] = {"preset": preset}
     if preset not in tolerance.PRESETS:
         atol, rtol = PEERS[preset]  # type: ignore[misc]
-        kwargs = {"atol": atol, "rtol": rtol}
-    ref_t = from_numpy(np.array(ref, dtype=np.float64), "ref") if preset == "dynamo" else None
-    sides = peers.perpendis_tensor(a, dtype, "a"), peers.perpendis_tensor(b, dtype, "b")
-    prepared = prepare(*sides, ref=ref_t, **kwargs)
-    report = prepared.report
-    if prepared.a is not None:
-        fmt = format_of(report.compared_as)
-        _numbers(report, prepared.fold(), fmt, prepared._shape(), prepared.tol, getattr(prepared, "rmse", None))
-    t = report.tolerance
-    if t is None:
-        return peers.Said(False)
-    worst = getattr(t, "worst_fail", None)
-    if worst is None:
-        return peers.Said(t.passed, t.n_fail)
-    return peers.Said(t.passed, t.n_fail, math.nan if worst.abs_diff is None else worst.abs_diff, worst.flat)
-
-
-def rounded(value: float, dtype: str) -> float:
-    """``value`` rounded to ``dtype`` (bfloat16 through torch), as the peer's own arithmetic rounds it."""
-    if dtype == "bfloat16":
-        return float(torch.tensor(value, dtype=torch.float64).to(torch.bfloat16).item())
-    with np.errstate(over="ignore"):
-        return float(np.array(value).astype(dtype))
-
-
-def same_worst(ours: peers.Said, theirs: peers.Said, preset: str, dtype: str) -> bool:
-    """The same worst failing |A - B| (and element, where the peer names it).
-
-    Each peer takes |A - B| in its own arithmetic: torch and numpy in the dtype,
-    Polygraphy float16's in float32.  Perpendis holds it exactly in float64, so it is
-    rounded as the peer's was; numpy prints it rounded, so it is printed as numpy does.
-    """
-    if ours.worst is None or theirs.worst is None:
-        return False
-    if math.isnan(ours.worst) or math.isnan(theirs.worst):
-        return math.isnan(ours.worst) and math.isnan(theirs.worst)
-    work = {"complex64": "float32", "int32": "float64"}.get(dtype, dtype)
-    if preset == "polygraphy" and dtype == "float16":
-        work = "float32"
-    if theirs.worst_exact:
-        work = "float64"
-    value = rounded(ours.worst, work)
-    if theirs.worst_text is not None:
-        return np.array2string(np.max(np.array([value], dtype=work))) == theirs.worst_text
-    same_place = theirs.worst_flat is None or theirs.worst_flat == ours.worst_flat
-    return value == theirs.worst and same_place
+        kwargs = {"preset": None, "atol": atol, "rtol": rtol}
+    return peers.perpendis_says(a, b, dtype, ref64=ref if preset == "dynamo" else None, fast=True, **kwargs)
 
 
 def run(presets: list[str], dtypes: list[str], n_pairs: int, seed: int) -> list[dict[str, object]]:
@@ -143,7 +92,7 @@ def run(presets: list[str], dtypes: list[str], n_pairs: int, seed: int) -> list[
                     counts += ours.n_fail == theirs.n_fail
                 if theirs.worst is not None:
                     worsted += 1
-                    worsts += same_worst(ours, theirs, preset, dtype)
+                    worsts += peers.same_worst(ours, theirs, preset, dtype)
             rows.append(
                 {
                     "preset": preset,

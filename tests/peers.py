@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from perpendis.bits import format_of
 from perpendis.compare import compare
 from perpendis.tensor import Tensor, from_numpy
 
@@ -168,11 +169,25 @@ def dynamo_same(a: np.ndarray, b: np.ndarray, dtype: str, ref64: np.ndarray | No
 
 
 def perpendis_says(
-    a: np.ndarray, b: np.ndarray, dtype: str, preset: str, ref64: np.ndarray | None = None, **kwargs: object
+    a: np.ndarray, b: np.ndarray, dtype: str, preset: str | None, ref64: np.ndarray | None = None, **kwargs: object
 ) -> Said:
-    """What Perpendis's report says of the pair under ``preset``."""
+    """What Perpendis's report says of the pair under ``preset`` (or a custom atol/rtol in
+    ``kwargs``).  ``fast=True`` stops after the fold and its numbers, which is all the
+    tolerance verdict needs: the diagnosis is left out (the bench's 300,000 pairs)."""
+    from perpendis.compare import _numbers, prepare
+
+    fast = bool(kwargs.pop("fast", False))
     ref = None if ref64 is None else from_numpy(np.array(ref64, dtype=np.float64), "ref")
-    report = compare(perpendis_tensor(a, dtype, "a"), perpendis_tensor(b, dtype, "b"), preset=preset, ref=ref, **kwargs)
+    sides = perpendis_tensor(a, dtype, "a"), perpendis_tensor(b, dtype, "b")
+    if fast:
+        prepared = prepare(*sides, ref=ref, preset=preset, **kwargs)  # type: ignore[arg-type]
+        report = prepared.report
+        if prepared.a is not None:
+            fmt = format_of(report.compared_as)
+            rmse = getattr(prepared, "rmse", None)  # absent before the dynamo preset
+            _numbers(report, prepared.fold(), fmt, prepared._shape(), prepared.tol, *([rmse] if rmse else []))
+    else:
+        report = compare(*sides, preset=preset, ref=ref, **kwargs)  # type: ignore[arg-type]
     t = report.tolerance
     if t is None:
         return Said(False)
@@ -181,6 +196,37 @@ def perpendis_says(
         return Said(t.passed, t.n_fail)
     value = math.nan if worst.abs_diff is None else worst.abs_diff
     return Said(t.passed, t.n_fail, value, worst.flat)
+
+
+def rounded(value: float, dtype: str) -> float:
+    """``value`` rounded to ``dtype`` (bfloat16 through torch), as the peer's own arithmetic rounds it."""
+    if dtype == "bfloat16":
+        return float(torch.tensor(value, dtype=torch.float64).to(torch.bfloat16).item())
+    with np.errstate(over="ignore"):
+        return float(np.array(value).astype(dtype))
+
+
+def same_worst(ours: Said, theirs: Said, preset: str, dtype: str) -> bool:
+    """The same worst failing |A - B| (and element, where the peer names it).
+
+    Each peer takes |A - B| in its own arithmetic: torch and numpy in the dtype,
+    Polygraphy float16's in float32.  Perpendis holds it exactly in float64, so it is
+    rounded as the peer's was; numpy prints it rounded, so it is printed as numpy does.
+    """
+    if ours.worst is None or theirs.worst is None:
+        return False
+    if math.isnan(ours.worst) or math.isnan(theirs.worst):
+        return math.isnan(ours.worst) and math.isnan(theirs.worst)
+    work = {"complex64": "float32", "int32": "float64"}.get(dtype, dtype)
+    if preset == "polygraphy" and dtype == "float16":
+        work = "float32"
+    if theirs.worst_exact:
+        work = "float64"
+    value = rounded(ours.worst, work)
+    if theirs.worst_text is not None:
+        return np.array2string(np.max(np.array([value], dtype=work))) == theirs.worst_text
+    same_place = theirs.worst_flat is None or theirs.worst_flat == ours.worst_flat
+    return value == theirs.worst and same_place
 
 
 # ---------------------------------------------------------------------------------------
