@@ -224,7 +224,9 @@ def same_worst(ours: Said, theirs: Said, preset: str, dtype: str) -> bool:
         work = "float64"
     value = rounded(ours.worst, work)
     if theirs.worst_text is not None:
-        return np.array2string(np.max(np.array([value], dtype=work))) == theirs.worst_text
+        # numpy subtracts integers as integers (wrapping past the dtype's range; not generated here)
+        printed = np.array([value], dtype=dtype if dtype.startswith("int") else work)
+        return np.array2string(np.max(printed)) == theirs.worst_text
     same_place = theirs.worst_flat is None or theirs.worst_flat == ours.worst_flat
     return value == theirs.worst and same_place
 
