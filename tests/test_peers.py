@@ -189,13 +189,14 @@ def test_equal_nan_false_fails_bit_equal_nans_and_the_default_passes_them():
 def test_the_heatmap_fails_what_the_report_fails_under_equal_nan_false():
     from perpendis import api
 
-    a = [[1.0, float("nan")], [3.0, 4.0]]
-    b = [[1.0, float("nan")], [3.5, 4.0]]
+    a = [[1.0, float("nan")], [3.0, float("inf")]]
+    b = [[1.0, float("nan")], [3.5, float("inf")]]
     request = {"op": "compare", "inputs": {"a": {"text": repr(np.array(a))}, "b": {"text": repr(np.array(b))}}}
-    out = api.handle(request | {"options": {"preset": "torch-default"}}, {})
-    assert out["report"]["tolerance"]["n_fail"] == 2
-    plane = api.handle({"op": "slice", "axes": [0, 1], "index": [0, 0], "metric": "fail", "max_cells": 4}, {})
-    assert plane["slice"]["values"] == [0.0, 1.0, 1.0, 0.0]
+    for preset, fails in (("torch-default", [0.0, 1.0, 1.0, 0.0]), ("fp64", [0.0, 0.0, 1.0, 0.0])):
+        out = api.handle(request | {"options": {"preset": preset}}, {})
+        assert out["report"]["tolerance"]["n_fail"] == sum(fails)
+        plane = api.handle({"op": "slice", "axes": [0, 1], "index": [0, 0], "metric": "fail", "max_cells": 4}, {})
+        assert plane["slice"]["values"] == fails, preset
 
 
 def test_two_dtypes_are_refused_by_the_presets_of_peers_that_refuse_them():

@@ -37,7 +37,7 @@ from .helper import OFFLOADED
 from .load import load_bytes, load_text
 from .report import Report, plain
 from .tensor import Tensor, from_numpy
-from .tolerance import Tolerance, failing, printed_digits
+from .tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
 
 Progress = Callable[[str, float], object]
 
@@ -500,7 +500,9 @@ def _metric(
             raise InputError(f"metric must be one of abs, ulp, rel, fail; got {name!r}")
     same = bits.raw_bits(a, fmt) == bits.raw_bits(b, fmt)
     if name == "fail":  # bit-equal NaNs fail under a rule of equal_nan=False, as the report counts them
-        same &= out == 0
+        nan_fails = np.zeros(same.size, dtype=bool)
+        nan_fails[bit_equal_nan_fails(bits.raw_bits(a, fmt).ravel(), bits.raw_bits(b, fmt).ravel(), fmt, tol)] = True
+        same &= ~nan_fails.reshape(same.shape)
     return np.where(same, 0.0, np.nan_to_num(out, nan=np.inf))
 
 
