@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32}
 
 
@@ -118,7 +118,7 @@ def test_numpy_allclose_says_what_np_allclose_says(dtype, data):
 
 
 @pytest.mark.parametrize("dtype", NUMPY)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_polygraphy_says_what_compare_func_simple_says(dtype, data):
     a, b, _ = data.draw(pairs(dtype))

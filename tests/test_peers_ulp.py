@@ -79,7 +79,7 @@ def finite_pairs(draw: st.DrawFn, width: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("dtype", list(WIDTH))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_ulp_distance_equals_nulp_diff_where_numpy_is_right(dtype, data):
     fmt = bits.format_of(dtype)
