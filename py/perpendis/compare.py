@@ -587,9 +587,7 @@ def _count_fails(
     as the rule computes it (NaN where either side is NaN)."""
     flat = at + start
     fa, fb = ra[at], rb[at]
-    va, vb = bits.to_float64(fa.view(fmt.storage) if fmt.native else fa, fmt), bits.to_float64(
-        fb.view(fmt.storage) if fmt.native else fb, fmt
-    )
+    va, vb = bits.raw_to_float64(fa, fmt), bits.raw_to_float64(fb, fmt)
     p.n_fail = int(at.size)
     p.first_fail = (0.0, int(flat[0]), int(fa[0]), int(fb[0]))
     # The ordered bits of a non-negative float64 rank it; every NaN shares the top key.

@@ -272,10 +272,6 @@ def _scalar(x: float, fmt: Format | None) -> float:
     return x if fmt is None else float(_rounded(np.array([x]), fmt)[0])
 
 
-def _values(raw: np.ndarray, fmt: Format) -> np.ndarray:
-    return bits.to_float64(raw.view(fmt.storage) if fmt.native else raw, fmt)
-
-
 def _peer_test(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[np.ndarray, np.ndarray]:
     """Where a peer's rule fails the pairs, and ``|a - b|`` as the peer computes it.
 
@@ -284,7 +280,7 @@ def _peer_test(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format, tol: Tolerance
     """
     rule = tol.rule
     work, scalar = _working(fmt, rule)
-    x, y = _values(raw_a, fmt), _values(raw_b, fmt)
+    x, y = bits.raw_to_float64(raw_a, fmt), bits.raw_to_float64(raw_b, fmt)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         err = _rounded(np.abs(x - y), work)
         atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
