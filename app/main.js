@@ -657,8 +657,8 @@ async function loadPresets() {
   for (const [name, p] of Object.entries(presets)) {
     const option = document.createElement("option");
     option.value = name;
-    option.textContent = p.atol === null ? `${name} (by dtype)` : `${name} (atol ${p.atol}, rtol ${p.rtol})`;
-    option.title = p.description;
+    option.textContent = p.label; // made in Python: the numbers and the peer the preset mimics
+    option.title = `${p.description}. ${p.formula}`;
     custom.before(option);
   }
 }

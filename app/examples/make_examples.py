@@ -23,7 +23,7 @@ ROOT = HERE.parents[1]
 MODELS = ROOT / "tests" / "fixtures" / "models"
 sys.path.insert(0, str(ROOT / "py"))
 
-from perpendis.tolerance import PRESETS  # noqa: E402
+from perpendis.tolerance import PRESETS, preset_label  # noqa: E402
 
 EXAMPLES = {
     "rounding": {
@@ -58,13 +58,22 @@ def examples() -> dict[str, dict[str, str]]:
 
 
 def presets() -> dict[str, dict[str, object]]:
-    """JSON has no NaN: a preset whose numbers depend on the dtype gets null."""
+    """JSON has no NaN: a preset whose numbers depend on the dtype gets null.  ``label`` is
+    the entry the page's list shows as it is (naming the peer a preset mimics), and
+    ``formula`` the rule it applies."""
 
     def number(x: float) -> float | None:
         return None if math.isnan(x) else x
 
     return {
-        name: {"atol": number(p.atol), "rtol": number(p.rtol), "description": p.description}
+        name: {
+            "atol": number(p.atol),
+            "rtol": number(p.rtol),
+            "description": p.description,
+            "label": preset_label(name),
+            "mimics": p.mimics,
+            "formula": p.formula,
+        }
         for name, p in PRESETS.items()
     }
 

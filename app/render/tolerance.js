@@ -18,5 +18,6 @@ export function renderTolerance(node, report, onPick) {
         formatIndex(t.first_fail.index)))
     : null;
   if (first) first.querySelector("button").addEventListener("click", () => onPick(t.first_fail.flat));
-  fill(node, outcome, facts(rows), first, t.warning ? el("p", { class: "warning" }, t.warning) : null);
+  const notes = [t.refused, t.passed_by && `passes by ${t.passed_by}`, t.warning].filter(Boolean);
+  fill(node, outcome, facts(rows), first, ...notes.map((text) => el("p", { class: "warning" }, text)));
 }

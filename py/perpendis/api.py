@@ -37,7 +37,7 @@ from .helper import OFFLOADED
 from .load import load_bytes, load_text
 from .report import Report, plain
 from .tensor import Tensor, from_numpy
-from .tolerance import Tolerance, failing, printed_digits
+from .tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
 
 Progress = Callable[[str, float], object]
 
@@ -499,6 +499,10 @@ def _metric(
         else:
             raise InputError(f"metric must be one of abs, ulp, rel, fail; got {name!r}")
     same = bits.raw_bits(a, fmt) == bits.raw_bits(b, fmt)
+    if name == "fail":  # bit-equal NaNs fail under a rule of equal_nan=False, as the report counts them
+        nan_fails = np.zeros(same.size, dtype=bool)
+        nan_fails[bit_equal_nan_fails(bits.raw_bits(a, fmt).ravel(), bits.raw_bits(b, fmt).ravel(), fmt, tol)] = True
+        same &= ~nan_fails.reshape(same.shape)
     return np.where(same, 0.0, np.nan_to_num(out, nan=np.inf))
 
 
@@ -546,7 +550,7 @@ def _slice(request: Mapping[str, Any], payloads: Mapping[str, Any], progress: Pr
         if row > col:
             pa, pb = pa.T, pb.T
     t = report.tolerance
-    tol = Tolerance(t.atol, t.rtol) if t is not None else Tolerance(0.0, 0.0)
+    tol = Tolerance(t.atol, t.rtol, t.preset) if t is not None else Tolerance(0.0, 0.0)
     lossy = (printed_digits(report.a), printed_digits(report.b))
     values = _metric(
         str(request.get("metric")), np.ascontiguousarray(pa), np.ascontiguousarray(pb), aligned.fmt, tol, lossy

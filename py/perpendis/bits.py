@@ -222,6 +222,11 @@ def to_float64(array: np.ndarray, fmt: Format) -> np.ndarray:
     return _value_table(fmt)[np.asarray(array).astype(np.intp)]
 
 
+def raw_to_float64(raw: np.ndarray, fmt: Format) -> np.ndarray:
+    """Exact float64 values of raw bits (an array of ``fmt.uint``), as :func:`to_float64` of the array."""
+    return to_float64(raw.view(fmt.storage) if fmt.native else raw, fmt)
+
+
 @cache
 def _rounding_grid(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     """Finite values of a small format sorted ascending, with the codes that hold them."""

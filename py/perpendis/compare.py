@@ -45,7 +45,16 @@ from .report import (
     shape_text,
 )
 from .tensor import Tensor
-from .tolerance import Tolerance, failing, printed_digits, resolve
+from .tolerance import (
+    Tolerance,
+    bit_equal_nan_fails,
+    dynamo_rmse_passes,
+    failing,
+    judged_difference,
+    printed_digits,
+    refusal,
+    resolve,
+)
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
@@ -297,6 +306,8 @@ class Partial:
     errors: Sample = field(default_factory=Sample)  # rows (flat, abs, rel) of non-zero finite errors
     n_fail: int = 0
     first_fail: Pick | None = None
+    worst_fail: Pick | None = None  # metric: the ordered bits of |a - b| as the rule computes it, NaN topmost
+    n_unreachable: int = 0  # failures no tolerance passes: a NaN or an infinity on either side
     axis_fails: list[np.ndarray] = field(default_factory=list)
     n_print_limited: int = 0  # failures within what a lossy print can resolve, counted as passing
     need_atol: float = 0.0
@@ -329,6 +340,8 @@ class Partial:
             errors=self.errors.merge(o.errors, ERROR_SAMPLE_CAP),
             n_fail=self.n_fail + o.n_fail,
             first_fail=_earlier(self.first_fail, o.first_fail),
+            worst_fail=_better(self.worst_fail, o.worst_fail),
+            n_unreachable=self.n_unreachable + o.n_unreachable,
             axis_fails=[x + y for x, y in zip(self.axis_fails, o.axis_fails, strict=True)],
             n_print_limited=self.n_print_limited + o.n_print_limited,
             need_atol=max(self.need_atol, o.need_atol),
@@ -468,7 +481,10 @@ def chunk_partial(
         # Rare: non-finite or huge values.  Redo the sum over finite pairs only.
         s_bb, p.n_excluded = _finite_sum_squares(a, b, fmt)
     p.s_bb = ExactSum.of(s_bb)
+    same_nan = bit_equal_nan_fails(ra, rb, fmt, tol)
     if diff.size == 0:
+        if same_nan.size:
+            _count_fails(p, same_nan, start, ra, rb, fmt, shape, np.full(same_nan.size, math.nan))
         return p
     exact_sum = p.n_excluded == 0
     da, db = ra[diff], rb[diff]
@@ -533,14 +549,14 @@ def chunk_partial(
         p.errors = _sample_of(ERROR_SAMPLE_CAP, fflat, fd, fr)
 
     failed, p.n_print_limited = failing(absd, absb, both_nan, da, db, fmt, tol, lossy)
-    p.n_fail = int(np.count_nonzero(failed))
-    if p.n_fail:
-        i = int(np.argmax(failed))
-        p.first_fail = (0.0, int(flat[i]), int(da[i]), int(db[i]))
-    if p.n_fail and shape:
-        for axis, idx in enumerate(np.unravel_index(flat[failed], shape)):
-            counts = p.axis_fails[axis]
-            counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
+    if failed.any() or same_nan.size:
+        judged = judged_difference(absd[failed], da[failed], db[failed], fmt, tol)
+        at = diff[failed]
+        if same_nan.size:  # bit-equal NaNs the rule fails, in flat order among the others
+            at, judged = np.concatenate([at, same_nan]), np.concatenate([judged, np.full(same_nan.size, math.nan)])
+            order = np.argsort(at, kind="stable")
+            at, judged = at[order], judged[order]
+        _count_fails(p, at, start, ra, rb, fmt, shape, judged)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         p.need_atol = float(np.max(fd - tol.rtol * fbabs, initial=0.0))
         # Pairs within atol give a ratio <= 0, or NaN for 0/0 (a difference of exactly atol
@@ -551,9 +567,39 @@ def chunk_partial(
         if math.isnan(p.need_rtol):
             p.need_rtol = float(np.fmax.reduce(ratio, initial=0.0))
     p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
-    if p.n_fail:
-        p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat[failed], va[failed], vb[failed])
     return p
+
+
+_NAN_KEY = 0x7FF8_0000_0000_0000  # above every other |a - b|: the peers' max puts NaN first
+
+
+def _count_fails(
+    p: Partial,
+    at: np.ndarray,
+    start: int,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    fmt: Format,
+    shape: tuple[int, ...],
+    judged: np.ndarray,
+) -> None:
+    """Count the failures at chunk positions ``at`` (ascending): first and worst, per axis,
+    those no tolerance passes, and a sample of rows.  ``judged`` is each one's ``|a - b|``
+    as the rule computes it (NaN where either side is NaN)."""
+    flat = at + start
+    fa, fb = ra[at], rb[at]
+    va, vb = bits.raw_to_float64(fa, fmt), bits.raw_to_float64(fb, fmt)
+    p.n_fail = int(at.size)
+    p.first_fail = (0.0, int(flat[0]), int(fa[0]), int(fb[0]))
+    # The ordered bits of a non-negative float64 rank it; every NaN shares the top key.
+    key = np.where(np.isnan(judged), np.uint64(_NAN_KEY), bits.magnitude(judged).view(np.uint64))
+    p.worst_fail = _pick(key, None, flat, fa, fb)
+    p.n_unreachable = int((~(np.isfinite(va) & np.isfinite(vb))).sum())
+    if shape:
+        for axis, idx in enumerate(np.unravel_index(flat, shape)):
+            counts = p.axis_fails[axis]
+            counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
+    p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
 
 
 def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK, offset: int = 0) -> Iterator[Chunk]:
@@ -590,12 +636,12 @@ def fold(
 # ---------------------------------------------------------------------------------------
 # Folding a share of the elements elsewhere (another worker): what it needs, and its partial.
 
-_PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail")
+_PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail", "worst_fail")
 _SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "s_bb", "d_aa", "d_ab")
 _SAMPLE_FIELDS = ("errors", "diffs", "fails")
 _SCALAR_FIELDS = (
     "n", "n_diff", "n_nan", "nan_flat", "n_inf", "inf_flat", "n_signed_zero", "ulp_nonfinite", "n_excluded",
-    "n_fail", "n_print_limited", "need_atol", "need_rtol",
+    "n_fail", "n_unreachable", "n_print_limited", "need_atol", "need_rtol",
 )  # fmt: skip
 
 
@@ -885,8 +931,16 @@ def _histogram(p: Partial) -> Histogram:
     return Histogram(ulp_edges(used), p.hist[:used].tolist(), p.ulp_nonfinite)
 
 
-def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], tol: Tolerance) -> None:
-    """Fill the report's numeric fields from the merged partial."""
+def _numbers(
+    report: Report,
+    p: Partial,
+    fmt: Format,
+    shape: tuple[int, ...],
+    tol: Tolerance,
+    rmse: tuple[float, float] | None = None,
+) -> None:
+    """Fill the report's numeric fields from the merged partial; ``rmse`` holds A's and B's
+    RMSE against a float64 reference when the tolerance's rule can pass by them (dynamo)."""
 
     def element(pick: Pick | None) -> Element | None:
         return None if pick is None else make_element(pick[1], pick[2], pick[3], fmt, shape)
@@ -905,20 +959,30 @@ def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], to
     report.n_signed_zero_diff = p.n_signed_zero
     report.stats = _stats(p)
     report.ulp_histogram = _histogram(p)
+    refused = refusal(tol, str(report.a["dtype"]), str(report.b["dtype"]), fmt.name)
+    # dynamo's RMSE rule may pass failing elements, never a NaN or an infinity A and B disagree on.
+    by_rmse = bool(p.n_fail and rmse is not None and not p.n_unreachable and dynamo_rmse_passes(*rmse, fmt, shape, tol))
     report.tolerance = ToleranceResult(
         atol=tol.atol,
         rtol=tol.rtol,
         preset=tol.preset,
         n_fail=p.n_fail,
         fraction_fail=p.n_fail / p.n if p.n else 0.0,
-        passed=p.n_fail == 0,
+        passed=(p.n_fail == 0 or by_rmse) and refused is None,
         first_fail=element(p.first_fail),
         warning=tol.warning,
+        worst_fail=element(p.worst_fail),
+        refused=refused,
+        passed_by=(
+            f"its RMSE rule: RMSE(ref, A) = {rmse[0]:.3g} within that rule's bound on RMSE(ref, B) = {rmse[1]:.3g}"
+            if by_rmse and rmse is not None
+            else None
+        ),
     )
     # One step up, so that the reported tolerance passes despite rounding in atol + rtol*|b|.
     need_atol = float(np.nextafter(p.need_atol, math.inf)) if p.need_atol > 0 else 0.0
     need_rtol = float(np.nextafter(p.need_rtol, math.inf)) if p.need_rtol > 0 else 0.0
-    report.min_tolerance = MinTolerance(need_atol, need_rtol if math.isfinite(need_rtol) else None)
+    report.min_tolerance = MinTolerance(need_atol, need_rtol if math.isfinite(need_rtol) else None, p.n_unreachable)
     if p.n_print_limited:
         report.notes.append(
             f"{p.n_print_limited} element(s) differ by more than the tolerance but by less than the printed digits "
@@ -1014,9 +1078,27 @@ def _side_error(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> tuple[float
     return (math.sqrt(sq / count) if count else 0.0), (worst if worst >= 0 else None), unlike
 
 
-def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
-    """Each side's error against ``ref`` in the compared format, and whether B's is within
-    REF_FACTOR of A's."""
+def _rmse_every(side: np.ndarray, fmt: Format, ref64: np.ndarray) -> float:
+    """``sqrt(mean((ref - side)**2))`` over every element, as ``torch._dynamo.utils.rmse``
+    takes it: a NaN or an infinity on either side makes it NaN or inf."""
+    total, flat_side, flat_ref = 0.0, side.reshape(-1), ref64.reshape(-1)
+    for start in range(0, flat_side.size, CHUNK):
+        with np.errstate(over="ignore", invalid="ignore"):
+            err = flat_ref[start : start + CHUNK] - bits.to_float64(flat_side[start : start + CHUNK], fmt)
+            total += float(np.dot(err, err))
+    return math.sqrt(total / flat_side.size) if flat_side.size else math.nan
+
+
+def _dynamo_rmse(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> tuple[float, float] | None:
+    """A's and B's RMSE against the float64 reference, as compared (None: no shape to compare)."""
+    ref64 = _aligned_reference(a, b, ref, aligned)
+    if ref64 is None or aligned.a is None or aligned.b is None:
+        return None
+    return _rmse_every(aligned.a, aligned.fmt, ref64), _rmse_every(aligned.b, aligned.fmt, ref64)
+
+
+def _aligned_reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> np.ndarray | None:
+    """The reference's float64 values laid out as the compared elements (None: nothing compared)."""
     shape = aligned.shape
     if shape is None:
         return None
@@ -1030,7 +1112,15 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
             f"{shape_text(b.shape)}; give a reference of the same shape as A or B",
             side="ref",
         )
-    ref64 = bits.to_float64(np.ascontiguousarray(r), ref.fmt)
+    return bits.to_float64(np.ascontiguousarray(r), ref.fmt)
+
+
+def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference | None:
+    """Each side's error against ``ref`` in the compared format, and whether B's is within
+    REF_FACTOR of A's."""
+    ref64 = _aligned_reference(a, b, ref, aligned)
+    if ref64 is None:
+        return None
     # Both sides as they were compared: with a dtype mismatch, A is judged as if it too had
     # been computed in the narrower format, which is the question the comparison asks.
     a_rmse, a_ulp, a_unlike = _side_error(aligned.a, aligned.fmt, ref64)  # type: ignore[arg-type]
@@ -1062,6 +1152,7 @@ class Prepared:
     a: np.ndarray | None = None  # flat C-order elements in the compared format's storage
     b: np.ndarray | None = None
     read: Callable[[int, int], Iterable[Chunk]] | None = None  # chunks of elements start..stop, when not held
+    rmse: tuple[float, float] | None = None  # A's and B's RMSE against a float64 reference, for dynamo's rule
 
     @property
     def size(self) -> int:
@@ -1112,7 +1203,7 @@ class Prepared:
         from .diagnose import diagnose
 
         if partial is not None:
-            _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol)
+            _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
         diagnose(self.report, depth=self.depth)
         return self.report
 
@@ -1139,9 +1230,11 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
+    prepared = Prepared(report, tol, depth)
     if ref is not None:
         report.reference = _reference(a, b, ref, aligned)
-    prepared = Prepared(report, tol, depth)
+        if tol.rule.rmse and ref.format == "float64" and report.reference is not None:
+            prepared.rmse = _dynamo_rmse(a, b, ref, aligned)
     if aligned.shape is not None and aligned.a is not None and aligned.b is not None:
         report.compared_shape = list(aligned.shape)
         prepared.a = np.ascontiguousarray(aligned.a).reshape(-1)

@@ -274,15 +274,14 @@ def _tolerance_findings(r: Report) -> list[Finding]:
     out = []
     if not tol.passed:
         first = tol.first_fail
-        out.append(
-            Finding(
-                "tolerance",
-                "error",
-                f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
-                f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); {passing_tolerance(r)}",
-                None if first is None else place(shape_text(first.index), element=first.index),
-            )
+        message = (
+            f"{tol.n_fail} of {r.n_elements} elements ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
+            f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); {passing_tolerance(r)}"
         )
+        if tol.refused:  # a peer preset that refuses two dtypes: the elements may all pass
+            message = tol.refused if not tol.n_fail else f"{tol.refused}; {message}"
+        where = None if first is None else place(shape_text(first.index), element=first.index)
+        out.append(Finding("tolerance", "error", message, where))
     if tol.warning:
         out.append(Finding("tolerance_warning", "warning", tol.warning))
     return out

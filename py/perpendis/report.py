@@ -71,12 +71,20 @@ class ToleranceResult:
     passed: bool
     first_fail: Element | None
     warning: str | None
+    worst_fail: Element | None = None  # the failing element of greatest |A - B| (NaN first), as the peers name it
+    refused: str | None = None  # why the preset's peer refuses the pair outright (two dtypes): it fails
+    passed_by: str | None = None  # how a preset passed failing elements (dynamo's RMSE rule)
 
 
 @dataclass
 class MinTolerance:
+    """The smallest atol (at the rtol used) and rtol (at the atol used) that pass the pairs
+    finite on both sides; ``n_unreachable`` failures are beyond every tolerance (a NaN
+    or an infinity A and B disagree on, or a NaN the preset fails as equal_nan=False)."""
+
     atol_at_rtol: float
     rtol_at_atol: float | None
+    n_unreachable: int = 0
 
 
 @dataclass
@@ -229,6 +237,7 @@ class Report:
         if d.get("tolerance") is not None:
             t = dict(d["tolerance"])
             t["first_fail"] = _element_in(t.get("first_fail"))
+            t["worst_fail"] = _element_in(t.get("worst_fail"))
             d["tolerance"] = ToleranceResult(**t)
         d["min_tolerance"] = MinTolerance(**{k: _float_in(v) for k, v in d["min_tolerance"].items()})
         d["axes"] = [AxisFailures(**x) for x in d["axes"]]
@@ -359,20 +368,25 @@ def _tolerance_line(r: Report) -> str | None:
     if t is None:
         return None
     state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {r.n_elements} elements ({t.fraction_fail:.3%})"
+    if t.passed and t.passed_by:
+        state = f"PASS by {t.passed_by}, though {t.n_fail} of {r.n_elements} elements fail its allclose"
     line = f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): {state}"
+    if t.refused:
+        line = f"{line}; {t.refused}"
     return f"{line}; {passing_tolerance(r)}"
 
 
 def passing_tolerance(r: Report) -> str:
     """The smallest atol (at the rtol used) or rtol (at the atol used) that passes, in words.
 
-    ``min_tolerance`` is taken over pairs finite on both sides; a NaN or an infinity on one
-    side only fails at any tolerance, and the words say so rather than claim a pass.
+    ``min_tolerance`` is taken over pairs finite on both sides; a NaN or an infinity A and
+    B disagree on (or any NaN, for a preset of equal_nan=False) fails at any tolerance, and
+    the words say so rather than claim a pass.
     """
     m = r.min_tolerance
     rtol = f" or rtol {number_text(m.rtol_at_atol)}" if m.rtol_at_atol is not None else ""
     text = f"would pass at atol {number_text(m.atol_at_rtol)}{rtol}"
-    nonfinite = r.n_nan_mismatch + r.n_inf_mismatch
+    nonfinite = m.n_unreachable or r.n_nan_mismatch + r.n_inf_mismatch
     if nonfinite:
         return f"no tolerance passes its {nonfinite} NaN or inf mismatch(es); the other elements {text}"
     return f"it {text}"

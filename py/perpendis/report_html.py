@@ -102,6 +102,7 @@ def _verdict(r: Report) -> str:
     t = r.tolerance
     if t is not None:
         state = "passes" if t.passed else f"fails at {t.n_fail} element(s)"
+        state += f" by {t.passed_by}" if t.passed_by else f" ({t.refused})" if t.refused else ""
         facts.append(
             f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}) "
             f"{state}; {passing_tolerance(r)}"
