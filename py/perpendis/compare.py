@@ -11,6 +11,13 @@ bits, and all float, ULP and relative-error maths runs only on the differing ele
 The one full pass of float maths is ``sum(b**2)`` (a BLAS dot product), which the cosine
 similarity and SNR need; it is written so that its rounding only scales the tiny
 deviation of the cosine from 1, never swamps it.
+
+Why this module is long: its sections (samples; the partial of one chunk and merging;
+a share folded by another worker and its partial as bytes; from the merged partial to the
+report's numbers; the reference; prepare, fold, finish) are one contract.  A field added
+to :class:`Partial` must be computed per chunk, merged, written to and read from bytes,
+and turned into a number, in the same change; kept together, a reader sees every place
+at once and a forgotten one stands out.  Each section is marked by a rule and a heading.
 """
 
 from __future__ import annotations
@@ -965,9 +972,12 @@ def prepare_chunks(
     *,
     tolerance: Tolerance | None = None,
     depth: float = 1.0,
+    notes: Iterable[str] = (),
 ) -> Prepared:
-    """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``."""
+    """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``;
+    ``notes`` are what aligning the inputs said."""
     report = _empty_report(a_info, b_info, None, fmt)
+    report.notes = list(notes)
     report.compared_shape = list(shape)
     report.layout = {"kind": "same"}
     return Prepared(report, tolerance or resolve(fmt), depth, read=read)
@@ -1107,13 +1117,15 @@ class Prepared:
         """The raw bytes of a share's elements of A and B (views, no copy)."""
         return tuple(x[share.start : share.stop].view(np.uint8) for x in (self.a, self.b))  # type: ignore[return-value,index]
 
-    def finish(self, partial: Partial | None) -> Report:
-        """The diagnosed report, from the merged partial of all elements (None: nothing was compared)."""
+    def finish(self, partial: Partial | None, notes: Iterable[str] = ()) -> Report:
+        """The diagnosed report, from the merged partial of all elements (None: nothing was
+        compared); ``notes`` are the caller's, said after the comparison's own."""
         from .diagnose import diagnose
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol)
         diagnose(self.report, depth=self.depth)
+        self.report.notes += notes
         return self.report
 
 
