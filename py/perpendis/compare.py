@@ -30,7 +30,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def _priority(flat: np.ndarray) -> np.ndarray:
 
     A sample keeps the rows whose indices have the smallest priorities (a bottom-k
     sample): uniform, and the same rows whatever the chunks were and in whatever
-    grouping their partials merged, so a comparison split across workers or streamed
+    grouping their partials merged, so a comparison shared across workers or streamed
     from disk keeps exactly the rows of the one made in memory.
     """
     z = flat.astype(np.uint64)
@@ -261,20 +261,26 @@ class ExactSum:
 # ---------------------------------------------------------------------------------------
 # The partial result of one chunk, and merging.
 
-Pick = tuple[float, int, int, int]  # (metric, flat, raw a, raw b)
+class Pick(NamedTuple):
+    """One element picked out by a metric (the worst, the first): where it is and its bits."""
+
+    metric: float
+    flat: int
+    raw_a: int
+    raw_b: int
 
 
 def _better(p: Pick | None, q: Pick | None) -> Pick | None:
     """The larger metric, the earlier element on ties."""
     if p is None or q is None:
         return p if q is None else q
-    return q if (q[0], -q[1]) > (p[0], -p[1]) else p
+    return q if (q.metric, -q.flat) > (p.metric, -p.flat) else p
 
 
 def _earlier(p: Pick | None, q: Pick | None) -> Pick | None:
     if p is None or q is None:
         return p if q is None else q
-    return p if p[1] <= q[1] else q
+    return p if p.flat <= q.flat else q
 
 
 @dataclass
@@ -298,9 +304,9 @@ class Partial:
     sum_abs: ExactSum = field(default_factory=ExactSum)
     sum_rel: ExactSum = field(default_factory=ExactSum)
     sum_sq: ExactSum = field(default_factory=ExactSum)
-    s_bb: ExactSum = field(default_factory=ExactSum)
-    d_aa: ExactSum = field(default_factory=ExactSum)
-    d_ab: ExactSum = field(default_factory=ExactSum)
+    sum_bb: ExactSum = field(default_factory=ExactSum)
+    sum_aa_minus_bb: ExactSum = field(default_factory=ExactSum)
+    sum_ab_minus_bb: ExactSum = field(default_factory=ExactSum)
     errors: Sample = field(default_factory=Sample)  # rows (flat, abs, rel) of non-zero finite errors
     n_fail: int = 0
     first_fail: Pick | None = None
@@ -330,9 +336,9 @@ class Partial:
             sum_abs=self.sum_abs + o.sum_abs,
             sum_rel=self.sum_rel + o.sum_rel,
             sum_sq=self.sum_sq + o.sum_sq,
-            s_bb=self.s_bb + o.s_bb,
-            d_aa=self.d_aa + o.d_aa,
-            d_ab=self.d_ab + o.d_ab,
+            sum_bb=self.sum_bb + o.sum_bb,
+            sum_aa_minus_bb=self.sum_aa_minus_bb + o.sum_aa_minus_bb,
+            sum_ab_minus_bb=self.sum_ab_minus_bb + o.sum_ab_minus_bb,
             errors=self.errors.merge(o.errors, ERROR_SAMPLE_CAP),
             n_fail=self.n_fail + o.n_fail,
             first_fail=_earlier(self.first_fail, o.first_fail),
@@ -433,7 +439,7 @@ def _pick(metric: np.ndarray, mask: np.ndarray | None, flat: np.ndarray, da: np.
         return None
     else:
         i = int(np.flatnonzero(mask)[np.argmax(metric[mask])])
-    return (metric[i].item(), int(flat[i]), int(da[i]), int(db[i]))
+    return Pick(metric[i].item(), int(flat[i]), int(da[i]), int(db[i]))
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -474,7 +480,7 @@ def chunk_partial(
     if not math.isfinite(s_bb):
         # Rare: non-finite or huge values.  Redo the sum over finite pairs only.
         s_bb, p.n_excluded = _finite_sum_squares(a, b, fmt)
-    p.s_bb = ExactSum.of(s_bb)
+    p.sum_bb = ExactSum.of(s_bb)
     if diff.size == 0:
         return p
     exact_sum = p.n_excluded == 0
@@ -497,7 +503,7 @@ def chunk_partial(
     defined = None if finite is None else defined_mask
 
     p.n_diff = int(diff.size)
-    p.first_diff = (0.0, int(flat[0]), int(da[0]), int(db[0]))
+    p.first_diff = Pick(0.0, int(flat[0]), int(da[0]), int(db[0]))
     both_nan = None
     if finite is not None:
         nan_a, nan_b = np.isnan(va), np.isnan(vb)
@@ -523,7 +529,7 @@ def chunk_partial(
             if (~finite & np.isfinite(vb)).any():
                 # B is finite where A is not: its b² leaves the sum.  Summed again rather than
                 # subtracted, which cancels to nothing when that b² dwarfs the rest.
-                p.s_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
+                p.sum_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
     # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
     with np.errstate(over="ignore", invalid="ignore"):
         sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), _dot(fd, fd)
@@ -531,7 +537,7 @@ def chunk_partial(
         # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
         d_aa, d_ab = _dot(fsigned, fa + fb), _dot(fsigned, fb)
     p.sum_abs, p.sum_rel, p.sum_sq = ExactSum.of(sum_abs), ExactSum.of(sum_rel), ExactSum.of(sum_sq)
-    p.d_aa, p.d_ab = ExactSum.of(d_aa), ExactSum.of(d_ab)
+    p.sum_aa_minus_bb, p.sum_ab_minus_bb = ExactSum.of(d_aa), ExactSum.of(d_ab)
     fflat = flat if finite is None else flat[finite]
     if n_equal:
         nonzero = fd > 0
@@ -543,7 +549,7 @@ def chunk_partial(
     p.n_fail = int(np.count_nonzero(failed))
     if p.n_fail:
         i = int(np.argmax(failed))
-        p.first_fail = (0.0, int(flat[i]), int(da[i]), int(db[i]))
+        p.first_fail = Pick(0.0, int(flat[i]), int(da[i]), int(db[i]))
     if p.n_fail and shape:
         for axis, idx in enumerate(np.unravel_index(flat[failed], shape)):
             counts = p.axis_fails[axis]
@@ -598,7 +604,7 @@ def fold(
 # Folding a share of the elements elsewhere (another worker): what it needs, and its partial.
 
 _PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail")
-_SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "s_bb", "d_aa", "d_ab")
+_SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "sum_bb", "sum_aa_minus_bb", "sum_ab_minus_bb")
 _SAMPLE_FIELDS = ("errors", "diffs", "fails")
 _SCALAR_FIELDS = (
     "n", "n_diff", "n_nan", "nan_flat", "n_inf", "inf_flat", "n_signed_zero", "ulp_nonfinite", "n_excluded",
@@ -663,7 +669,7 @@ def partial_from_bytes(data: BytesLike) -> Partial:
     for k in _SCALAR_FIELDS:
         setattr(p, k, meta[k])
     for k in _PICK_FIELDS:
-        setattr(p, k, None if meta[k] is None else tuple(meta[k]))
+        setattr(p, k, None if meta[k] is None else Pick(*meta[k]))
     for k in _SUM_FIELDS:
         setattr(p, k, ExactSum(*meta[k]))
     for name in _SAMPLE_FIELDS:
@@ -861,8 +867,8 @@ def _stats(p: Partial) -> Stats:
     for kind, column in ERROR_COLUMNS.items():
         found = ranks.quantiles(p.errors.order_statistics(column, ranks.wanted()))
         pct |= {f"{k}_{kind}": v for k, v in zip(QUANTILES, found, strict=True)}
-    s_bb, sum_sq = p.s_bb.value(), p.sum_sq.value()
-    s_aa, s_ab = (p.s_bb + p.d_aa).value(), (p.s_bb + p.d_ab).value()
+    s_bb, sum_sq = p.sum_bb.value(), p.sum_sq.value()
+    s_aa, s_ab = (p.sum_bb + p.sum_aa_minus_bb).value(), (p.sum_bb + p.sum_ab_minus_bb).value()
     cosine = _cosine(s_ab, s_aa, s_bb)
     snr = _snr_db(s_bb, sum_sq)
     return Stats(
@@ -896,16 +902,16 @@ def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], to
     """Fill the report's numeric fields from the merged partial."""
 
     def element(pick: Pick | None) -> Element | None:
-        return None if pick is None else make_element(pick[1], pick[2], pick[3], fmt, shape)
+        return None if pick is None else make_element(pick.flat, pick.raw_a, pick.raw_b, fmt, shape)
 
     report.n_elements = p.n
     report.n_bitwise_diff = p.n_diff
     report.identical = p.n_diff == 0 and report.shape_match and report.dtype_match
     report.first_diff = element(p.first_diff)
     report.worst = {"abs": element(p.worst_abs), "ulp": element(p.worst_ulp), "rel": element(p.worst_rel)}
-    report.max_ulp = int(p.worst_ulp[0]) if p.worst_ulp else 0
-    report.max_abs_diff = p.worst_abs[0] if p.worst_abs else 0.0
-    report.max_rel_diff = p.worst_rel[0] if p.worst_rel else 0.0
+    report.max_ulp = int(p.worst_ulp.metric) if p.worst_ulp else 0
+    report.max_abs_diff = p.worst_abs.metric if p.worst_abs else 0.0
+    report.max_rel_diff = p.worst_rel.metric if p.worst_rel else 0.0
     report.n_nan_mismatch, report.n_inf_mismatch = p.n_nan, p.n_inf
     report.nan_mismatch_indices = [_index(f, shape) for f in p.nan_flat]
     report.inf_mismatch_indices = [_index(f, shape) for f in p.inf_flat]
@@ -938,7 +944,7 @@ def _numbers(report: Report, p: Partial, fmt: Format, shape: tuple[int, ...], to
         "fails": p.fails.rows(),
         "n_diffs": p.diffs.count,
         # over pairs finite on both sides
-        "b_rms": math.sqrt(max(p.s_bb.value(), 0.0) / n_finite) if n_finite > 0 else 0.0,
+        "b_rms": math.sqrt(max(p.sum_bb.value(), 0.0) / n_finite) if n_finite > 0 else 0.0,
     }
 
 
@@ -1061,7 +1067,7 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
 class Prepared:
     """A comparison up to its numbers: the report so far and the aligned elements to fold.
 
-    The fold can run here (:meth:`fold`) or be split into :meth:`shares` folded by other
+    The fold can run here (:meth:`fold`) or be cut into :meth:`shares` folded by other
     workers (:class:`perpendis.helper.Helper`); :meth:`finish` takes the merged partial either way, and
     the report is the same.
     """
