@@ -415,10 +415,8 @@ def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
         ta = a.load()
     with blame("b", b.name):
         tb = b.load()
-    report = compare(ta, tb, **options)
     # Every pair's report is kept: holding its aligned tensors too would keep every layer decoded.
-    report.aligned = None
-    return report
+    return compare(ta, tb, **options, keep_aligned=False)
 
 
 def bisect(

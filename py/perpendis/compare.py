@@ -1123,15 +1123,19 @@ class Prepared:
         """The raw bytes of a share's elements of A and B (views, no copy)."""
         return tuple(x[share.start : share.stop].view(np.uint8) for x in (self.a, self.b))  # type: ignore[return-value,index]
 
-    def finish(self, partial: Partial | None, notes: Iterable[str] = ()) -> Report:
+    def finish(self, partial: Partial | None, notes: Iterable[str] = (), *, keep_aligned: bool = True) -> Report:
         """The diagnosed report, from the merged partial of all elements (None: nothing was
-        compared); ``notes`` are the caller's, said after the comparison's own."""
+        compared); ``notes`` are the caller's, said after the comparison's own.  Without
+        ``keep_aligned`` the report lets go of the aligned tensors (a bisect keeps every
+        pair's report, and holding their tensors would keep every layer decoded)."""
         from .diagnose import diagnose
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol)
         diagnose(self.report, depth=self.depth)
         self.report.notes += notes
+        if not keep_aligned:
+            self.report.aligned = None
         return self.report
 
 
@@ -1178,19 +1182,21 @@ def compare(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
+    keep_aligned: bool = True,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
     ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
     the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
-    number of roundings that separate the two computations).
+    number of roundings that separate the two computations).  ``keep_aligned`` is as for
+    :meth:`Prepared.finish`.
     """
     prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth)
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
-        return prepared.finish(None)
-    return prepared.finish(prepared.fold(progress=progress))
+        return prepared.finish(None, keep_aligned=keep_aligned)
+    return prepared.finish(prepared.fold(progress=progress), keep_aligned=keep_aligned)
 
 
 class _CallableModule(types.ModuleType):
