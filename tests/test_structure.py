@@ -3,7 +3,8 @@ reason.
 
 The import graph is read from the source with :mod:`ast`, every ``import`` counted
 wherever it is written (a function-level import that closes a circle is still a circle:
-it only hides it until that function runs).  ``from package import name`` is an edge to
+it only hides it until that function runs), except under ``if TYPE_CHECKING:``, which
+never runs.  ``from package import name`` is an edge to
 the submodule ``package.name`` when there is one, else to the package.
 """
 
@@ -30,7 +31,16 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of the package that module ``name`` imports, anywhere in its source."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -93,7 +103,8 @@ def test_the_graph_reader_finds_a_cycle_through_a_function_level_import(tmp_path
     (package / "a.py").write_text("from .sub import b\n")
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "b.py").write_text("def f():\n    from ..a import thing\n")
-    (package / "c.py").write_text("from . import a\n")
+    type_only = "if TYPE_CHECKING:\n    from .sub import b\n"  # never runs: no edge
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nfrom . import a\n" + type_only)
     monkeypatch.setattr(__import__(__name__), "PACKAGE", package)
     graph = import_graph()
     assert graph["perpendis.c"] == {"perpendis.a"}

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .headline import main_finding  # noqa: F401  (re-exported: the finding a table row shows)
+
 SCHEMA = 1
 INTERNAL = {"internal": True}
 
@@ -330,15 +332,6 @@ def shape_text(shape: Sequence[int], sep: str = ", ") -> str:
     """``(2, 3)``, as NumPy prints a shape (``(5)`` for one axis, so an index reads the same);
     ``sep=","`` gives the compact ``(2,3)`` a table column has room for."""
     return "(" + sep.join(str(n) for n in shape) + ")"
-
-
-_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
-
-
-def main_finding(findings: Sequence[Finding]) -> Finding | None:
-    """The most severe finding, the first of its severity (diagnose lists them most telling
-    first): the one a table row has room for."""
-    return min(findings, key=lambda f: _SEVERITY_RANK.get(f.severity, len(_SEVERITY_RANK)), default=None)
 
 
 def _shape(info: dict[str, Any]) -> str:
