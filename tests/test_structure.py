@@ -125,3 +125,21 @@ def test_a_module_over_500_lines_says_why_in_its_docstring():
         if source.count("\n") > LONG_MODULE_LINES and LONG_MODULE_REASON not in docstring:
             unexplained.append(f"{name} ({source.count(chr(10))} lines)")
     assert unexplained == [], f"split these, or say {LONG_MODULE_REASON!r} in their docstring"
+
+
+REPORT_WRITERS = {"perpendis.compare", "perpendis.report"}
+"""The report is built by compare (which puts in the diagnosis' findings and verdict) and
+by its own class; everyone else reads it."""
+
+
+def test_only_compare_writes_a_report():
+    writes = []
+    for name, path in modules().items():
+        if name in REPORT_WRITERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and "report" in ast.unparse(target.value).lower():
+                    writes.append(f"{name}:{node.lineno}: {ast.unparse(target)}")
+    assert writes == []

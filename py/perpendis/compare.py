@@ -1132,7 +1132,7 @@ class Prepared:
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol)
-        diagnose(self.report, depth=self.depth)
+        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
         self.report.notes += notes
         if not keep_aligned:
             self.report.aligned = None

@@ -468,9 +468,10 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
 
 
-def diagnose(report: Report, *, depth: float = 1.0) -> None:
-    """Fill ``report.findings`` (most telling first) and ``report.verdict`` from its numbers,
-    its samples and the structure tests (:mod:`perpendis.signatures`).
+def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]:
+    """The findings (most telling first) and the verdict of a report, from its numbers, its
+    samples and the structure tests (:mod:`perpendis.signatures`); the report's one writer
+    (:meth:`perpendis.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every
     element passes the tolerance; a precision finding leads when nothing structural does.
@@ -497,10 +498,9 @@ def diagnose(report: Report, *, depth: float = 1.0) -> None:
         findings += _tolerance_findings(report)
     findings += _lossy(report)
     findings += _reference(report, findings)
-    report.findings = _sorted(findings)
+    findings = _sorted(findings)
     if report.identical:
-        report.verdict = "identical"
-    elif any(f.severity == "error" for f in findings) or report.compared_shape is None:
-        report.verdict = "investigate"
-    else:
-        report.verdict = "rounding"
+        return findings, "identical"
+    if any(f.severity == "error" for f in findings) or report.compared_shape is None:
+        return findings, "investigate"
+    return findings, "rounding"
