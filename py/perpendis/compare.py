@@ -51,7 +51,7 @@ from .report import (
     ToleranceResult,
     shape_text,
 )
-from .tensor import Tensor
+from .tensor import Tensor, as_tensor
 from .tolerance import Tolerance, failing, printed_digits, resolve
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
@@ -1199,19 +1199,43 @@ def compare(
     return prepared.finish(prepared.fold(progress=progress), keep_aligned=keep_aligned)
 
 
+def compare_values(
+    a: Any,
+    b: Any,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    *,
+    depth: float = 1.0,
+    ref: Any = None,
+    sources: tuple[str, str] = ("A", "B"),
+) -> Report:
+    """The report of A against B (``b`` the expected value: the tolerance scales with
+    ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
+    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
+    return compare(
+        as_tensor(a, sources[0]),
+        as_tensor(b, sources[1]),
+        ref=None if ref is None else as_tensor(ref, "reference"),
+        preset=preset,
+        atol=atol,
+        rtol=rtol,
+        depth=depth,
+    )
+
+
+
 class _CallableModule(types.ModuleType):
     """``perpendis.compare(a, b, ...)``, the notebook's one call, is this module called.
 
     The name is this module's, so the package attribute is the module whichever was
     imported first; calling it hands NumPy arrays or torch tensors to
-    :func:`perpendis.testing.compare`, which reads them into :class:`Tensor` objects and
-    calls :func:`compare` here.
+    :func:`compare_values` (``perpendis.testing.compare``), which reads them into
+    :class:`Tensor` objects and calls :func:`compare`.
     """
 
     def __call__(self, a: Any, b: Any, *args: Any, **kwargs: Any) -> Report:
-        from .testing import compare as compare_arrays  # here: testing imports this module
-
-        return compare_arrays(a, b, *args, **kwargs)
+        return compare_values(a, b, *args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule
