@@ -143,3 +143,16 @@ def test_only_compare_writes_a_report():
                 if isinstance(target, ast.Attribute) and "report" in ast.unparse(target.value).lower():
                     writes.append(f"{name}:{node.lineno}: {ast.unparse(target)}")
     assert writes == []
+
+
+def test_only_the_boundary_turns_bad_input_into_an_answer():
+    """``InputError.to_answer`` is called in ``service.boundary`` alone, and no other module
+    builds an error answer of its own."""
+    found = []
+    for name, path in modules().items():
+        source = path.read_text()
+        if name != "perpendis.service.boundary" and ".to_answer(" in source:
+            found.append(f"{name} calls to_answer")
+        if name != "perpendis.errors" and '"ok": False' in source:
+            found.append(f"{name} builds an error answer")
+    assert found == []
