@@ -103,6 +103,11 @@ def _run(
     workers: int,
     ahead: Mapping[str, np.ndarray] | None,
 ) -> dict[str, Any]:
+    if isinstance(request, requests.CheckpointsRequest):
+        # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
+        from ..checkpoints.page import answer as checkpoints_answer
+
+        return checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress)
     job = plan(request, payloads, files, ahead)
     if isinstance(job, Captures):
         if isinstance(request, requests.BisectRequest):

@@ -154,6 +154,15 @@ class RunsRequest:
 
 
 @dataclass(frozen=True)
+class CheckpointsRequest:
+    """Two checkpoints (folders of files handed over unread), compared tensor by tensor."""
+
+    inputs: Mapping[str, Any]
+    options: Options
+    rename: list[str]
+
+
+@dataclass(frozen=True)
 class ReserveRequest:
     """Grow the heap for a comparison of inputs of ``bytes``."""
 
@@ -171,6 +180,7 @@ Request = (
     | BisectPairRequest
     | BisectOrderRequest
     | RunsRequest
+    | CheckpointsRequest
     | ReserveRequest
 )
 
@@ -200,6 +210,13 @@ def _runs(request: Mapping[str, Any]) -> RunsRequest:
     return RunsRequest(runs, (request.get("options") or {}).get("reference"), _bisect(request))
 
 
+def _checkpoints(request: Mapping[str, Any]) -> CheckpointsRequest:
+    rules = (request.get("options") or {}).get("rename") or []
+    if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+        raise InputError("rename rules are a list of PAT=REPL strings", where="rename")
+    return CheckpointsRequest(request.get("inputs") or {}, Options.of(request), rules)
+
+
 def _reserve(request: Mapping[str, Any]) -> ReserveRequest:
     size = request.get("bytes")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
@@ -221,6 +238,7 @@ _PARSERS = {
     "bisect_pair": lambda r: BisectPairRequest(r.get("index")),
     "bisect_order": _order,
     "runs": _runs,
+    "checkpoints": _checkpoints,
 }
 
 OPS = tuple(_PARSERS)
