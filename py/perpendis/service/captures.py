@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..bisect import Entry, as_entries, bisect, bisect_runs, read_single
+from ..bisect_inputs import pairing_info, sort_inputs
 from ..errors import InputError
 from ..tensor import Tensor
 from . import boxes
@@ -62,7 +63,8 @@ def bisect_entries(
     session: Session, ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None
 ) -> dict[str, Any]:
     """Bisect two captures' entries and keep the result for :func:`open_pair` and :func:`reorder`."""
-    result = bisect(_counting(ea, len(ea), progress), eb, **options)
+    # Nothing paired is an answer here, not an error: the page shows both sides' names to pair by hand.
+    result = bisect(_counting(ea, len(ea), progress), eb, allow_unpaired=True, **options)
     # The entries re-decode their tensor when a row is opened; the result's reports hold no tensors.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
     session.bisected = Bisected(result, [(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options)
@@ -80,8 +82,11 @@ def switch_to_bisect(
 def bisect_boxes(
     session: Session, request: BisectRequest, payloads: Mapping[str, Any], progress: Progress | None, workers: int
 ) -> dict[str, Any]:
-    ea, eb = entries(request.inputs.get("a"), payloads, "a"), entries(request.inputs.get("b"), payloads, "b")
-    return bisect_entries(session, ea, eb, request.engine(), progress)
+    # The .onnx model may be among the files of either box, and both captures in one box.
+    a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
+    ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
+    info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
+    return bisect_entries(session, ea, eb, {**request.engine(), **info}, progress)
 
 
 def open_pair(
@@ -93,7 +98,7 @@ def open_pair(
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pairs):
         raise InputError(f"index must be a pair number from 0 to {len(pairs) - 1}, got {index!r}")
     ea, eb = pairs[index]
-    options = {k: v for k, v in bisected.options.items() if k not in ("mapping", "only")}
+    options = {k: v for k, v in bisected.options.items() if k not in ("mapping", "only", "info_a", "info_b")}
     session.pair = KeptPair(ea.load(), eb.load(), None, options)
     return judge_kept_pair(session, progress, workers)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..bisect_inputs import pairing_info
 from ..errors import InputError
 from . import boxes, captures
 from .fold import Progress
@@ -40,7 +41,8 @@ def compare_boxes(
     else:
         b_list = boxes.load(inputs.get("b"), payloads, "b", void.get("b"))
         if boxes.several(len(a_list), len(b_list)):
-            return captures.switch_to_bisect(session, a_list, b_list, request.bisect_engine(), progress)
+            info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])
+            return captures.switch_to_bisect(session, a_list, b_list, {**request.bisect_engine(), **info}, progress)
         a, b = boxes.single(a_list, "a"), boxes.single(b_list, "b")
     ref = None
     if not boxes.is_empty(inputs.get("ref")):
