@@ -5,6 +5,11 @@ leave structure: a wrong shape or dtype, NaN on one side, a whole channel or row
 while the rest matches, a sign flip, a constant offset, a scale factor.  Each check here
 reads the report's numbers and the bounded samples compare kept, and adds a
 :class:`Finding`; the verdict follows from their severities.
+
+Why this module is long: every check's place in the order of the findings, and how one
+check's finding silences another (a layout align named, a structure that makes a precision
+fingerprint moot), is decided here in one reading; the structure tests themselves live in
+:mod:`perpendis.signatures`.
 """
 
 from __future__ import annotations
