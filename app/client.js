@@ -38,7 +38,7 @@ export class CoreClient {
   }
 
   /**
-   * Sends one job; resolves with `api.handle`'s dict (`{ok: true, ...}` or `{ok: false, error}`).
+   * Sends one job; resolves with the service's answer (`perpendis.service.serve`) (`{ok: true, ...}` or `{ok: false, error}`).
    * Buffers in `transfer` are moved, not copied: they are unusable here afterwards.
    * Requests sent before the core is ready wait in the worker's queue.
    */

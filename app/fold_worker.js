@@ -1,11 +1,12 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
 // a big comparison and sends the partial result back as bytes, then may select order
-// statistics of the errors (perpendis.helper.Helper, which keeps the last partial for that).
+// statistics of the errors (perpendis.service.bridge.HelperWorker over perpendis.helper.Helper,
+// which keeps the last partial for that).
 // Messages in:
 //   {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]}: fold the share, whose
-//     bytes lie at `at` in a and b (Helper.fold);
+//     bytes lie at `at` in a and b (HelperWorker.fold);
 //   {id, share, files: [Blob, Blob], void: JSON}: fold the share of two big .npy files it
-//     reads itself, a slice at a time (Helper.fold_files);
+//     reads itself, a slice at a time (HelperWorker.fold_files);
 //   {id, ranks: JSON, values: ArrayBuffer, pooled}: order statistics of the errors `values`
 //     (Helper.select), or of those and the errors of the share it folded last, `ranks` then
 //     being those of `values` (Helper.select_pooled).
@@ -16,38 +17,12 @@
 
 importScripts("boot.js");
 
-const GLUE = `
-import numpy as np
-from js import readSlice
-from perpendis import heap
-from perpendis.helper import Helper
-
-helper = Helper()
-
-def from_js(view):
-    array = np.empty(view.byteLength, dtype=np.uint8)
-    view.assign_to(array)
-    return array
-
-def run(share, a, b):
-    return helper.fold(share, from_js(a), from_js(b))
-
-def run_files(share, void, blob_a, blob_b):
-    files = [(lambda offset, length, blob=blob: from_js(readSlice(blob, offset, length)), int(blob.size))
-             for blob in (blob_a, blob_b)]
-    return helper.fold_files(share, void, *files)
-
-def select(ranks, values, pooled):
-    return (helper.select_pooled if pooled else helper.select)(ranks, from_js(values))
-
-run, run_files, select, heap.reserve
-`;
-
+// The Python side is perpendis.service.bridge.HelperWorker (named methods, plain data).
 // Ready (so given shares) only once warmed up.
 const ready = bootPython().then(async (pyodide) => {
-  const glue = pyodide.runPython(GLUE).toJs({ depth: 1 });
+  const helper = pyodide.pyimport("perpendis.service.bridge").HelperWorker(self.readSlice);
   await warmUp(pyodide);
-  return glue;
+  return helper;
 });
 ready.then(
   () => self.postMessage({ type: "ready" }),
@@ -74,12 +49,12 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const [run, runFiles, select, reserve] = await ready;
-    if (event.data.reserve !== undefined) return reserve(event.data.reserve);
+    const helper = await ready;
+    if (event.data.reserve !== undefined) return helper.reserve(event.data.reserve);
     let out;
-    if (ranks) out = select(ranks, new Uint8Array(values), pooled);
-    else if (files) out = runFiles(share, event.data.void, files[0], files[1]);
-    else out = run(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
+    if (ranks) out = helper.select(ranks, new Uint8Array(values), Boolean(pooled));
+    else if (files) out = helper.fold_files(share, event.data.void, files[0], files[1]);
+    else out = helper.fold(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const { buffer, length } = copyOut(out, answerBuffer);
     self.postMessage({ id, bytes: buffer, length }, [buffer]);
   } catch (err) {

@@ -10,87 +10,13 @@ importScripts("boot.js");
 const TEXT_AS_BYTES = 1 << 16;
 const UTF8 = new TextEncoder();
 
-// Glue run once in Python: copy each transferred buffer into a NumPy array in one memcpy
-// (`assign_to`), put long texts back as str, then call the one entry point (`stream.serve`
-// when the page handed over files unread: it streams big .npy pairs, reads the rest whole).
-const GLUE = `
-import json
-import numpy as np
-from js import readSlice
-from pyodide.ffi import JsException
-from perpendis import api, stream
-from perpendis.errors import InputError
-from perpendis.formats.buffer import view_reader
-
-def blob_reader(blob):
-    def read(offset, length):
-        array = np.empty(length, dtype=np.uint8)
-        try:
-            readSlice(blob, offset, length).assign_to(array)
-        except JsException as err:
-            name = getattr(blob, "name", None) or "a chosen file"
-            raise InputError(f"{name} could not be read ({err.name}): it was changed, moved or deleted after it "
-                             "was chosen; choose it again") from None
-        return array
-    return read
-
-def with_texts(value, payloads):
-    if isinstance(value, list):
-        return [with_texts(item, payloads) for item in value]
-    if not isinstance(value, dict):
-        return value
-    if "utf8" in value:
-        rest = {k: v for k, v in value.items() if k != "utf8"}
-        return {**rest, "text": payloads.pop(value["utf8"]).tobytes().decode("utf-8")}
-    return {k: with_texts(v, payloads) for k, v in value.items()}
-
-def from_js(view):
-    array = np.empty(view.byteLength, dtype=np.uint8)
-    view.assign_to(array)
-    return array
-
-held = {}  # a split request's payloads, until it is finished: share_places looks in them
-ahead = {}  # files read before Compare was pressed (op "prefetch"), by id, while the page lists them
-
-def keep_ahead(ident, view):
-    copy = from_js(view)
-    copy.flags.writeable = False  # shared by every comparison of this file: none may change it
-    ahead[ident] = copy
-
-def drop_ahead(ident):
-    ahead.pop(ident, None)
-
-def serve(request_json, buffers, blobs, early, progress, workers):
-    request = json.loads(request_json)
-    api.forget(request.get("op"))
-    held.clear()
-    payloads = {key: from_js(view) for key, view in buffers}
-    request = with_texts(request, payloads)
-    if blobs:
-        read = {key: ahead[ident] for key, ident in early if ident in ahead}
-        files = {key: view_reader(read[key]) if key in read else (blob_reader(blob), int(blob.size))
-                 for key, blob in blobs}
-        result = stream.serve(request, payloads, files, progress, workers, read)
-        if "stream" not in result:
-            payloads = {**payloads, **read}
-    else:
-        result = api.handle(request, payloads, progress, workers=workers)
-    if "split" in result:
-        held.update(payloads)
-    return json.dumps(result, allow_nan=False)
-
-def merge_split(parts):
-    held.clear()
-    return json.dumps(api.merge_split([None if part is None else from_js(part) for part in parts]))
-
-def finish_split(found):
-    return json.dumps(api.finish_split(None if found is None else from_js(found)), allow_nan=False)
-
-def share_places(index):
-    return json.dumps(api.share_places(index, held))
-
-serve, api.share_bytes, share_places, api.fold_own, api.pool_own, merge_split, api.offload_values, api.select_here, finish_split, stream.read_ahead, keep_ahead, drop_ahead
-`;
+// The Python side of this worker is perpendis.service.bridge.CoreWorker: it copies each
+// transferred buffer into a NumPy array in one memcpy, puts long texts back as str, reads
+// unread files a slice at a time (readSlice, app/boot.js), and runs the request through the
+// service layer; a big comparison it shares with the helpers is stepped through its
+// FoldCoordinator (docs/contracts.md, "Parallel fold"). Only named methods are called here,
+// with plain data: JSON strings, byte views, Blobs.
+let core = null;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
 // start once this core is ready, so they never slow its start; a comparison uses those
@@ -167,18 +93,6 @@ class Helper {
 let helpers = [];
 
 
-let serve = null;
-let shareBytes = null;
-let sharePlaces = null;
-let foldOwn = null;
-let poolOwn = null;
-let mergeSplit = null;
-let offloadValues = null;
-let selectHere = null;
-let finishSplit = null;
-let worthReadingAhead = null;
-let keepAhead = null;
-let dropAhead = null;
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
 function status(state, message, fraction) {
@@ -186,13 +100,13 @@ function status(state, message, fraction) {
 }
 
 // Replaces every {name, buffer} and {name, file} in the inputs by {name, data: key}, the
-// shape api.handle expects, collecting buffers and unread files (Blobs); a long {text}
+// shape the service expects, collecting buffers and unread files (Blobs); a long {text}
 // becomes {utf8: key} with its bytes among the buffers. A file the page numbered for reading
 // ahead ({file, ahead}) is listed in `tags` as [key, ahead]. Walks nested lists too (bisect
 // takes lists of files).
-function splitPayloads(value, buffers, blobs, tags = []) {
+function takePayloads(value, buffers, blobs, tags = []) {
   const key = () => `p${buffers.length + blobs.length}`;
-  if (Array.isArray(value)) return value.map((item) => splitPayloads(item, buffers, blobs, tags));
+  if (Array.isArray(value)) return value.map((item) => takePayloads(item, buffers, blobs, tags));
   if (value && typeof value === "object") {
     if (value.buffer instanceof ArrayBuffer) {
       const k = key();
@@ -211,13 +125,13 @@ function splitPayloads(value, buffers, blobs, tags = []) {
       const { text, ...rest } = value;
       return { ...rest, utf8: k };
     }
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, splitPayloads(v, buffers, blobs, tags)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, takePayloads(v, buffers, blobs, tags)]));
   }
   return value;
 }
 
 // Files the page chose, read before Compare is pressed (op "prefetch"), by the number the
-// page gave each choice: {file, buffer}. Python holds a read-only copy of each (the glue's
+// page gave each choice: {file, buffer}. Python holds a read-only copy of each (CoreWorker's
 // `ahead`, by that number) for every request whose input names it, until the page no longer
 // lists the file; the buffer stays here to hand a helper its share, as a request's own
 // buffers are, until a helper is given it whole (then shares are copied out of Python).
@@ -227,19 +141,19 @@ const sameFile = (x, y) =>
   x.size === y.size && x.name === y.name && x.lastModified === y.lastModified && x.type === y.type;
 
 function forgetAhead(ahead) {
-  dropAhead(ahead);
+  core.drop_ahead(ahead);
   readAhead.delete(ahead);
 }
 
 // Reads the chosen files ([ahead, File] pairs) whole now when the comparison would read them
-// whole anyway (Python says: stream.read_ahead), and forgets those read for files no longer
+// whole anyway (Python says: the input planner's read_ahead), and forgets those read for files no longer
 // chosen, or for all when the chosen ones will be streamed. A file that cannot be read is
 // left for the comparison to read, and to report.
 function prefetch(files) {
   const chosen = (Array.isArray(files) ? files : []).filter(
     (pair) => Array.isArray(pair) && Number.isSafeInteger(pair[0]) && pair[1] instanceof Blob,
   );
-  const worth = worthReadingAhead(chosen.map(([, file]) => file.size));
+  const worth = core.read_ahead(chosen.map(([, file]) => file.size));
   const numbers = new Set(worth ? chosen.map(([ahead]) => ahead) : []);
   for (const ahead of [...readAhead.keys()]) if (!numbers.has(ahead)) forgetAhead(ahead);
   let read = 0;
@@ -248,7 +162,7 @@ function prefetch(files) {
     if (readAhead.has(ahead)) continue;
     try {
       const buffer = new FileReaderSync().readAsArrayBuffer(file);
-      keepAhead(ahead, new Uint8Array(buffer));
+      core.keep_ahead(ahead, new Uint8Array(buffer));
       readAhead.set(ahead, { file, buffer });
       read += buffer.byteLength;
     } catch (err) {
@@ -286,7 +200,7 @@ function internalError(err) {
 
 // A copy of share `index`'s bytes of A and B, to hand to a helper, as {a, b, at}.
 function shareCopies(index) {
-  const pair = shareBytes(index);
+  const pair = core.share_bytes(index);
   const copies = [0, 1].map((k) => copyOut(pair.get(k)).buffer);
   pair.destroy();
   return { a: copies[0], b: copies[1], at: copies.map((copy) => [0, copy.byteLength]) };
@@ -298,7 +212,7 @@ function shareCopies(index) {
 // to copying out of Python's heap when a side's elements are in no buffer (converted on
 // loading, or parsed from text).
 function shareJob(index, last, buffers) {
-  const places = JSON.parse(sharePlaces(index));
+  const places = JSON.parse(core.share_places(index));
   const held = new Map(buffers);
   if (!places.every((place) => place && held.get(place[0])?.byteLength)) return shareCopies(index);
   const [[a, atA], [b, atB]] = places.map(([key, offset, length]) => {
@@ -309,39 +223,41 @@ function shareJob(index, last, buffers) {
   return { a, b, at: [atA, atB] };
 }
 
-// A comparison Python cut into shares: the helpers fold theirs while this worker folds the
-// first. A streamed one names the unread files, which each helper reads itself.
-async function foldShared({ split: shares, stream }, available, buffers, blobs) {
+// A comparison the core shares with the helpers, stepped as its FoldCoordinator says: each
+// helper folds the share it is given while this worker folds the first. A streamed one
+// names the unread files, which each helper reads itself.
+async function foldShared({ fold_jobs: jobs, stream }, available, buffers, blobs) {
   const unread = stream && {
     files: [stream.a, stream.b].map((key) => blobs.find(([k]) => k === key)[1]),
     void: stream.void,
   };
-  const jobs = shares.map((share, i) => {
-    if (unread) return available[i].fold(share, unread);
-    return available[i].fold(share, shareJob(i + 1, i === shares.length - 1, buffers));
-  });
-  foldOwn();
+  const last = Math.max(...jobs.map((job) => job.index));
+  const parts = jobs.map(({ helper, share, index }) =>
+    available[helper].fold(share, unread || shareJob(index, index === last, buffers)),
+  );
+  core.fold_first_share();
   // With many errors, the first helper selects one error column's quantiles while this worker
-  // does the other's. It holds its own share's errors; this worker's go to it while it folds,
-  // and it selects once it has sent its partial, unless the merge finds it cannot (see api).
-  const own = available.length ? poolOwn() : undefined;
+  // does the others'. It holds its own share's errors; this worker's go to it while it folds,
+  // and it selects once it has sent its partial, unless the merge finds it cannot.
+  const own = available.length ? core.own_errors_for_helper() : undefined;
   let pooled;
   if (own) {
     const [ranks, values] = own.toJs({ depth: 1 });
     own.destroy();
     pooled = available[0].select(ranks, copyOut(values).buffer, true);
   }
-  const parts = await Promise.all(jobs);
-  const offer = JSON.parse(mergeSplit(parts));
+  const partials = await Promise.all(parts);
+  const job = JSON.parse(core.merge_partials(partials));
   // Python has copied the partials in: their buffers go back to hold the helpers' next ones.
-  parts.forEach((bytes, i) => available[i].giveBack(bytes));
+  jobs.forEach(({ helper }, i) => available[helper].giveBack(partials[i]));
   let found;
-  if (offer && available.length) {
-    const selected = offer.pooled ? pooled : available[0].select(JSON.stringify(offer.ranks), copyOut(offloadValues()).buffer);
-    selectHere();
+  if (job && available[job.helper]) {
+    const helper = available[job.helper];
+    const selected = job.pooled ? pooled : helper.select(JSON.stringify(job.ranks), copyOut(core.merged_errors()).buffer);
+    core.select_kept_columns();
     found = await selected;
   }
-  return JSON.parse(finishSplit(found));
+  return JSON.parse(core.answer_fold(found));
 }
 
 async function handle(message) {
@@ -354,7 +270,7 @@ async function handle(message) {
   const buffers = [];
   const blobs = [];
   const tags = [];
-  const request = op === "prefetch" ? null : splitPayloads(message, buffers, blobs, tags);
+  const request = op === "prefetch" ? null : takePayloads(message, buffers, blobs, tags);
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
   const available = helpers.filter((helper) => helper.ready);
   let result;
@@ -362,8 +278,8 @@ async function handle(message) {
     if (op === "prefetch") result = prefetch(message.files);
     else {
       const ahead = takeAhead(tags, blobs);
-      result = JSON.parse(serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
-      if (result.ok && result.split) result = await foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
+      result = JSON.parse(core.serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
+      if (result.ok && result.fold_jobs) result = await foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
     }
   } catch (err) {
     result = internalError(err);
@@ -402,9 +318,7 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  [serve, shareBytes, sharePlaces, foldOwn, poolOwn, mergeSplit, offloadValues, selectHere, finishSplit, worthReadingAhead, keepAhead, dropAhead] = pyodide
-    .runPython(GLUE)
-    .toJs({ depth: 1 });
+  core = pyodide.pyimport("perpendis.service.bridge").CoreWorker(self.readSlice);
   status("ready", "ready", 1);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import torch
-from perpendis import stream
+from perpendis import service
 from perpendis.formats.buffer import view_reader
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
@@ -33,7 +33,7 @@ def test_page_request_gives_the_cli_report(tmp_path):
     folders = make_conversion.make(tmp_path)
     request, files = request_of(folders, rename=[RENAME])
     seen = []
-    answer = stream.serve(request, {}, files, lambda stage, fraction: seen.append((stage, fraction)))
+    answer = service.serve(request, {}, files, lambda stage, fraction: seen.append((stage, fraction)))
     assert answer["ok"], answer
     native = compare_checkpoints(folder(folders[0]), folder(folders[1]), rules=[parse_rule(RENAME)])
     assert answer["checkpoints"] == native.to_dict()
@@ -45,10 +45,10 @@ def test_page_request_gives_the_cli_report(tmp_path):
 def test_page_request_errors(tmp_path):
     folders = make_conversion.make(tmp_path)
     request, files = request_of(folders, rename=["(=x"])
-    answer = stream.serve(request, {}, files)
+    answer = service.serve(request, {}, files)
     assert not answer["ok"] and "rename rule" in answer["error"]["message"]
     request["inputs"]["b"] = []
-    assert "choose a folder for B" in stream.serve(request, {}, files)["error"]["message"]
+    assert "choose a folder for B" in service.serve(request, {}, files)["error"]["message"]
 
 
 def test_big_archive_is_a_problem_naming_it(tmp_path, monkeypatch):
@@ -60,7 +60,7 @@ def test_big_archive_is_a_problem_naming_it(tmp_path, monkeypatch):
     torch.save({"w": torch.ones(1000)}, tmp_path / "b" / "pytorch_model.bin")
     monkeypatch.setattr(page, "WHOLE_MAX_BYTES", 1000)
     request, files = request_of([tmp_path / "a", tmp_path / "b"])
-    answer = stream.serve(request, {}, files)
+    answer = service.serve(request, {}, files)
     problems = answer["checkpoints"]["problems"]
     assert [p["file"] for p in problems] == ["pytorch_model.bin", "pytorch_model.bin"]
     assert "read whole, more than the browser can hold" in problems[0]["message"]

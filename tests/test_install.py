@@ -26,7 +26,7 @@ def test_entry_points_are_declared():
     assert project["entry-points"]["pytest11"] == {"perpendis": "perpendis.pytest_plugin"}
     assert project["scripts"] == {"perpendis": "perpendis.cli:main"}
     assert project["dependencies"] == ["numpy>=2.0"]
-    assert set(project["optional-dependencies"]) == {"onnx", "dask"}
+    assert set(project["optional-dependencies"]) == {"onnx", "torch", "dask"}
 
 
 @pytest.mark.slow

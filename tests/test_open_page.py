@@ -2,7 +2,7 @@
 
 The site is the repository's real ``index.html`` (its CSP is what the server must send)
 with an empty ``pyodide/``; the page itself opened this way is tested in
-``tests/browser/test_open_page.py``.
+``tests/browser/test_page_open.py``.
 """
 
 import json

@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import stream
+from perpendis import service, stream
 from perpendis.compare import CHUNK, compare
 from perpendis.errors import InputError
 from perpendis.load import load_path
+from perpendis.service import planner
 from perpendis.signatures.catalogue import kinds as signature_kinds
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
@@ -299,7 +300,7 @@ def test_worker_streams_two_big_npy_files_and_says_so(tmp_path, monkeypatch):
     pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", perturbed(a, rng, 0.3))
     files = {"p0": file_reader(pa), "p1": file_reader(pb)}
     stages = []
-    result = stream.serve(worker_request(atol=1e-7), {}, files, lambda stage, f: stages.append((stage, f)))
+    result = service.serve(worker_request(atol=1e-7), {}, files, lambda stage, f: stages.append((stage, f)))
     expected = api.handle(worker_request(atol=1e-7), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
     assert result["streamed"] is True and result["ok"]
     assert result["report"] == expected["report"] and result["text"] == expected["text"]
@@ -315,7 +316,7 @@ def test_worker_reads_small_or_other_files_whole_through_the_api(tmp_path, monke
     for threshold in (stream.STREAM_MIN_BYTES, 0):  # small, and big but B is text
         monkeypatch.setattr(stream, "STREAM_MIN_BYTES", threshold)
         files = {"p0": file_reader(pa), "p1": file_reader(pb)}
-        result = stream.serve(worker_request(name_b="b.txt"), {}, files)
+        result = service.serve(worker_request(name_b="b.txt"), {}, files)
         expected = api.handle(worker_request(name_b="b.txt"), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
         assert "streamed" not in result and result["ok"]
         assert result["report"] == expected["report"]
@@ -340,12 +341,12 @@ def test_files_read_ahead_are_not_read_again(tmp_path):
 
         return read, path.stat().st_size
 
-    result = stream.serve(worker_request(), {}, {"p0": unread(pa), "p1": unread(pb)}, ahead=ahead)
+    result = service.serve(worker_request(), {}, {"p0": unread(pa), "p1": unread(pb)}, ahead=ahead)
     assert result["ok"] and result["report"] == expected["report"]
     reads = []
     read_a, size_a = file_reader(pa)
     files = {"p0": (lambda offset, length: reads.append(length) or read_a(offset, length), size_a), "p1": unread(pb)}
-    result = stream.serve(worker_request(), {}, files, ahead={"p0": ahead["p0"][:-4], "p1": ahead["p1"]})
+    result = service.serve(worker_request(), {}, files, ahead={"p0": ahead["p0"][:-4], "p1": ahead["p1"]})
     assert result["ok"] and result["report"] == expected["report"] and size_a in reads
 
 
@@ -357,15 +358,13 @@ def test_a_file_that_cannot_be_read_any_more_is_an_answer(tmp_path):
     def gone(offset: int, length: int) -> np.ndarray:
         raise InputError(message)
 
-    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (gone, 428)})
+    result = service.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (gone, 428)})
     assert result == {"ok": False, "error": {"message": message, "where": None, "side": None}}
 
 
-def test_a_file_that_cannot_be_read_any_more_mid_split_is_an_answer(tmp_path, monkeypatch):
-    """A file changed on disk while a split comparison streams it: the share this worker
+def test_a_file_that_cannot_be_read_any_more_mid_fold_is_an_answer(tmp_path, monkeypatch):
+    """A file changed on disk while a shared comparison streams it: the share this worker
     folds in a failed helper's place meets it, and the answer says so (no exception)."""
-    from perpendis import api
-
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
     a = np.random.default_rng(13).standard_normal(5 * CHUNK, dtype=np.float32)
     pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", a)
@@ -377,26 +376,27 @@ def test_a_file_that_cannot_be_read_any_more_mid_split_is_an_answer(tmp_path, mo
             raise InputError(message)
         return read_b(offset, length)
 
-    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (changed, size_b)}, workers=2)
-    assert result["ok"] and len(result["split"]) == 1
-    api.fold_own()  # the first share reads the first half of both files: no error yet
-    assert api.pool_own() is None  # too few errors to offer a helper anything
-    assert api.merge_split([None]) is None  # the helper failed; its share, folded here, cannot be read
-    assert api.finish_split() == {"ok": False, "error": {"message": message, "where": None, "side": "b"}}
-    assert api._split == {}  # nothing is left over for the next request
+    result = service.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": (changed, size_b)}, workers=2)
+    assert result["ok"] and len(result["fold_jobs"]) == 1
+    fold = service.SESSION.fold
+    fold.fold_first_share()  # the first share reads the first half of both files: no error yet
+    assert fold.own_errors_for_helper() is None  # too few errors to offer a helper anything
+    assert fold.merge_partials([None]) is None  # the helper failed; its share, folded here, cannot be read
+    assert service.answer_fold() == {"ok": False, "error": {"message": message, "where": None, "side": "b"}}
+    assert service.SESSION.fold is None  # nothing is left over for the next request
 
 
 def test_only_files_read_whole_anyway_are_read_ahead():
-    assert stream.read_ahead([stream.STREAM_MIN_BYTES // 2 - 1, stream.STREAM_MIN_BYTES // 2])
-    assert not stream.read_ahead([stream.STREAM_MIN_BYTES // 2, stream.STREAM_MIN_BYTES // 2])
-    assert not stream.read_ahead([])
+    assert planner.read_ahead([stream.STREAM_MIN_BYTES // 2 - 1, stream.STREAM_MIN_BYTES // 2])
+    assert not planner.read_ahead([stream.STREAM_MIN_BYTES // 2, stream.STREAM_MIN_BYTES // 2])
+    assert not planner.read_ahead([])
 
 
 def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
     pa = save(tmp_path, "a.npy", np.ones((30, 30), np.float32))
     pb = save(tmp_path, "b.npy", np.asfortranarray(np.ones((30, 30), np.float32)))
-    result = stream.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
+    result = service.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
     assert result["ok"] is False and result["error"]["side"] == "b" and "Fortran" in result["error"]["message"]
 
 
@@ -447,9 +447,9 @@ def test_cli_stream_refuses_what_it_cannot_stream(tmp_path, capsys, extra, messa
 
 
 def test_worker_refuses_to_load_a_huge_file_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(stream, "WHOLE_MAX_BYTES", 100)
+    monkeypatch.setattr(planner, "WHOLE_MAX_BYTES", 100)
     pa = save(tmp_path, "a.npy", np.ones(1000, np.float32))
     pb = tmp_path / "b.txt"
     pb.write_text("tensor([1., 1.])")
-    result = stream.serve(worker_request(name_b="b.txt"), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
+    result = service.serve(worker_request(name_b="b.txt"), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
     assert result["ok"] is False and "too big to load whole" in result["error"]["message"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import bits
-from .bits import Format
+from .bits import Format, compared_format
 from .report import shape_text
 from .tensor import Tensor
 from .tolerance import Tolerance, within
@@ -58,23 +58,6 @@ class Aligned:
     @property
     def shape(self) -> tuple[int, ...] | None:
         return None if self.b is None else tuple(int(n) for n in self.b.shape)
-
-
-def compared_format(fa: Format, fb: Format) -> Format:
-    """The format both sides are compared in: the narrower float, or the wider integer.
-
-    Rounding the wider float to the narrower format asks "would these agree if both had
-    been computed in the narrower type?"; integers instead widen, which is exact.
-    """
-    if fa == fb:
-        return fa
-    if fa.is_float != fb.is_float:
-        return fa if fa.is_float else fb
-    if fa.is_float:
-        return min((fa, fb), key=lambda f: (f.width, f.man_bits))
-    if {fa.kind, fb.kind} == {"int", "uint"}:
-        return bits.FORMATS["int64"]
-    return max((fa, fb), key=lambda f: (f.width, f.kind != "bool"))
 
 
 def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:

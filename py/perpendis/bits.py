@@ -87,6 +87,23 @@ def format_of(name: str) -> Format:
         raise KeyError(f"unknown element format {name!r}; known: {', '.join(FORMATS)}") from None
 
 
+def compared_format(fa: Format, fb: Format) -> Format:
+    """The format both sides are compared in: the narrower float, or the wider integer.
+
+    Rounding the wider float to the narrower format asks "would these agree if both had
+    been computed in the narrower type?"; integers instead widen, which is exact.
+    """
+    if fa == fb:
+        return fa
+    if fa.is_float != fb.is_float:
+        return fa if fa.is_float else fb
+    if fa.is_float:
+        return min((fa, fb), key=lambda f: (f.width, f.man_bits))
+    if {fa.kind, fb.kind} == {"int", "uint"}:
+        return FORMATS["int64"]
+    return max((fa, fb), key=lambda f: (f.width, f.kind != "bool"))
+
+
 def raw_bits(array: np.ndarray, fmt: Format) -> np.ndarray:
     """The array's elements as unsigned integers of the format's width (a view, no copy)."""
     return np.ascontiguousarray(array).view(fmt.uint)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from . import stream
 from .bisect import bisect, model_info, path_entries, path_info
+from .cli_options import add_tolerance_options
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
 from .report import Report
 from .tensor import Tensor
-from .tolerance import PRESETS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,20 +44,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
     return p
-
-
-def add_tolerance_options(p: argparse.ArgumentParser) -> None:
-    """``--preset``, ``--atol``, ``--rtol`` and ``--depth``, the same for every command.
-
-    The preset is checked where it is resolved, so a bad name is an :class:`InputError`
-    (exit 2, one line) like any other bad input.
-    """
-    p.add_argument(
-        "--preset", help=f"tolerance preset, one of {', '.join(sorted(PRESETS))} (default: chosen from the dtypes)"
-    )
-    p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
-    p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
 
 
 def _tagged(path: str, side: str) -> list[Tensor]:

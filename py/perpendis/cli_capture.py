@@ -84,7 +84,7 @@ def capture_main(argv: Sequence[str]) -> int:
 
 
 def _check_parser() -> argparse.ArgumentParser:
-    from .cli import add_tolerance_options
+    from .cli_options import add_tolerance_options
 
     p = _parser(
         "check-export",

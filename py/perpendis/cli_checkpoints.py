@@ -19,7 +19,7 @@ from typing import Any
 
 from .checkpoints import Resume, compare_checkpoints, folder, local_runner, parse_rule
 from .checkpoints.distributed import available, dask_runner
-from .cli import add_tolerance_options
+from .cli_options import add_tolerance_options
 from .errors import InputError
 
 

@@ -11,6 +11,13 @@ bits, and all float, ULP and relative-error maths runs only on the differing ele
 The one full pass of float maths is ``sum(b**2)`` (a BLAS dot product), which the cosine
 similarity and SNR need; it is written so that its rounding only scales the tiny
 deviation of the cosine from 1, never swamps it.
+
+Why this module is long: its sections (samples; the partial of one chunk and merging;
+a share folded by another worker and its partial as bytes; from the merged partial to the
+report's numbers; the reference; prepare, fold, finish) are one contract.  A field added
+to :class:`Partial` must be computed per chunk, merged, written to and read from bytes,
+and turned into a number, in the same change; kept together, a reader sees every place
+at once and a forgotten one stands out.  Each section is marked by a rule and a heading.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,7 +51,7 @@ from .report import (
     ToleranceResult,
     shape_text,
 )
-from .tensor import Tensor
+from .tensor import Tensor, as_tensor
 from .tolerance import (
     Tolerance,
     bit_equal_nan_fails,
@@ -75,7 +82,7 @@ def _priority(flat: np.ndarray) -> np.ndarray:
 
     A sample keeps the rows whose indices have the smallest priorities (a bottom-k
     sample): uniform, and the same rows whatever the chunks were and in whatever
-    grouping their partials merged, so a comparison split across workers or streamed
+    grouping their partials merged, so a comparison shared across workers or streamed
     from disk keeps exactly the rows of the one made in memory.
     """
     z = flat.astype(np.uint64)
@@ -263,20 +270,26 @@ class ExactSum:
 # ---------------------------------------------------------------------------------------
 # The partial result of one chunk, and merging.
 
-Pick = tuple[float, int, int, int]  # (metric, flat, raw a, raw b)
+class Pick(NamedTuple):
+    """One element picked out by a metric (the worst, the first): where it is and its bits."""
+
+    metric: float
+    flat: int
+    raw_a: int
+    raw_b: int
 
 
 def _better(p: Pick | None, q: Pick | None) -> Pick | None:
     """The larger metric, the earlier element on ties."""
     if p is None or q is None:
         return p if q is None else q
-    return q if (q[0], -q[1]) > (p[0], -p[1]) else p
+    return q if (q.metric, -q.flat) > (p.metric, -p.flat) else p
 
 
 def _earlier(p: Pick | None, q: Pick | None) -> Pick | None:
     if p is None or q is None:
         return p if q is None else q
-    return p if p[1] <= q[1] else q
+    return p if p.flat <= q.flat else q
 
 
 @dataclass
@@ -300,9 +313,9 @@ class Partial:
     sum_abs: ExactSum = field(default_factory=ExactSum)
     sum_rel: ExactSum = field(default_factory=ExactSum)
     sum_sq: ExactSum = field(default_factory=ExactSum)
-    s_bb: ExactSum = field(default_factory=ExactSum)
-    d_aa: ExactSum = field(default_factory=ExactSum)
-    d_ab: ExactSum = field(default_factory=ExactSum)
+    sum_bb: ExactSum = field(default_factory=ExactSum)
+    sum_aa_minus_bb: ExactSum = field(default_factory=ExactSum)
+    sum_ab_minus_bb: ExactSum = field(default_factory=ExactSum)
     errors: Sample = field(default_factory=Sample)  # rows (flat, abs, rel) of non-zero finite errors
     n_fail: int = 0
     first_fail: Pick | None = None
@@ -334,9 +347,9 @@ class Partial:
             sum_abs=self.sum_abs + o.sum_abs,
             sum_rel=self.sum_rel + o.sum_rel,
             sum_sq=self.sum_sq + o.sum_sq,
-            s_bb=self.s_bb + o.s_bb,
-            d_aa=self.d_aa + o.d_aa,
-            d_ab=self.d_ab + o.d_ab,
+            sum_bb=self.sum_bb + o.sum_bb,
+            sum_aa_minus_bb=self.sum_aa_minus_bb + o.sum_aa_minus_bb,
+            sum_ab_minus_bb=self.sum_ab_minus_bb + o.sum_ab_minus_bb,
             errors=self.errors.merge(o.errors, ERROR_SAMPLE_CAP),
             n_fail=self.n_fail + o.n_fail,
             first_fail=_earlier(self.first_fail, o.first_fail),
@@ -439,7 +452,7 @@ def _pick(metric: np.ndarray, mask: np.ndarray | None, flat: np.ndarray, da: np.
         return None
     else:
         i = int(np.flatnonzero(mask)[np.argmax(metric[mask])])
-    return (metric[i].item(), int(flat[i]), int(da[i]), int(db[i]))
+    return Pick(metric[i].item(), int(flat[i]), int(da[i]), int(db[i]))
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -480,7 +493,7 @@ def chunk_partial(
     if not math.isfinite(s_bb):
         # Rare: non-finite or huge values.  Redo the sum over finite pairs only.
         s_bb, p.n_excluded = _finite_sum_squares(a, b, fmt)
-    p.s_bb = ExactSum.of(s_bb)
+    p.sum_bb = ExactSum.of(s_bb)
     same_nan = bit_equal_nan_fails(ra, rb, fmt, tol)
     if diff.size == 0:
         if same_nan.size:
@@ -506,7 +519,7 @@ def chunk_partial(
     defined = None if finite is None else defined_mask
 
     p.n_diff = int(diff.size)
-    p.first_diff = (0.0, int(flat[0]), int(da[0]), int(db[0]))
+    p.first_diff = Pick(0.0, int(flat[0]), int(da[0]), int(db[0]))
     both_nan = None
     if finite is not None:
         nan_a, nan_b = np.isnan(va), np.isnan(vb)
@@ -532,7 +545,7 @@ def chunk_partial(
             if (~finite & np.isfinite(vb)).any():
                 # B is finite where A is not: its b² leaves the sum.  Summed again rather than
                 # subtracted, which cancels to nothing when that b² dwarfs the rest.
-                p.s_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
+                p.sum_bb = ExactSum.of(_finite_sum_squares(a, b, fmt)[0])
     # float64 values past 1e154 overflow these sums: the stats then say inf or nan, honestly.
     with np.errstate(over="ignore", invalid="ignore"):
         sum_abs, sum_rel, sum_sq = float(fd.sum()), float(fr.sum()), _dot(fd, fd)
@@ -540,7 +553,7 @@ def chunk_partial(
         # subtracting two large sums: Σ(a-b)(a+b) and Σb(a-b).
         d_aa, d_ab = _dot(fsigned, fa + fb), _dot(fsigned, fb)
     p.sum_abs, p.sum_rel, p.sum_sq = ExactSum.of(sum_abs), ExactSum.of(sum_rel), ExactSum.of(sum_sq)
-    p.d_aa, p.d_ab = ExactSum.of(d_aa), ExactSum.of(d_ab)
+    p.sum_aa_minus_bb, p.sum_ab_minus_bb = ExactSum.of(d_aa), ExactSum.of(d_ab)
     fflat = flat if finite is None else flat[finite]
     if n_equal:
         nonzero = fd > 0
@@ -590,7 +603,7 @@ def _count_fails(
     fa, fb = ra[at], rb[at]
     va, vb = bits.raw_to_float64(fa, fmt), bits.raw_to_float64(fb, fmt)
     p.n_fail = int(at.size)
-    p.first_fail = (0.0, int(flat[0]), int(fa[0]), int(fb[0]))
+    p.first_fail = Pick(0.0, int(flat[0]), int(fa[0]), int(fb[0]))
     # The ordered bits of a non-negative float64 rank it; every NaN shares the top key.
     key = np.where(np.isnan(judged), np.uint64(_NAN_KEY), bits.magnitude(judged).view(np.uint64))
     p.worst_fail = _pick(key, None, flat, fa, fb)
@@ -637,7 +650,7 @@ def fold(
 # Folding a share of the elements elsewhere (another worker): what it needs, and its partial.
 
 _PICK_FIELDS = ("first_diff", "worst_abs", "worst_ulp", "worst_rel", "first_fail", "worst_fail")
-_SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "s_bb", "d_aa", "d_ab")
+_SUM_FIELDS = ("sum_abs", "sum_rel", "sum_sq", "sum_bb", "sum_aa_minus_bb", "sum_ab_minus_bb")
 _SAMPLE_FIELDS = ("errors", "diffs", "fails")
 _SCALAR_FIELDS = (
     "n", "n_diff", "n_nan", "nan_flat", "n_inf", "inf_flat", "n_signed_zero", "ulp_nonfinite", "n_excluded",
@@ -702,7 +715,7 @@ def partial_from_bytes(data: BytesLike) -> Partial:
     for k in _SCALAR_FIELDS:
         setattr(p, k, meta[k])
     for k in _PICK_FIELDS:
-        setattr(p, k, None if meta[k] is None else tuple(meta[k]))
+        setattr(p, k, None if meta[k] is None else Pick(*meta[k]))
     for k in _SUM_FIELDS:
         setattr(p, k, ExactSum(*meta[k]))
     for name in _SAMPLE_FIELDS:
@@ -900,8 +913,8 @@ def _stats(p: Partial) -> Stats:
     for kind, column in ERROR_COLUMNS.items():
         found = ranks.quantiles(p.errors.order_statistics(column, ranks.wanted()))
         pct |= {f"{k}_{kind}": v for k, v in zip(QUANTILES, found, strict=True)}
-    s_bb, sum_sq = p.s_bb.value(), p.sum_sq.value()
-    s_aa, s_ab = (p.s_bb + p.d_aa).value(), (p.s_bb + p.d_ab).value()
+    s_bb, sum_sq = p.sum_bb.value(), p.sum_sq.value()
+    s_aa, s_ab = (p.sum_bb + p.sum_aa_minus_bb).value(), (p.sum_bb + p.sum_ab_minus_bb).value()
     cosine = _cosine(s_ab, s_aa, s_bb)
     snr = _snr_db(s_bb, sum_sq)
     return Stats(
@@ -943,16 +956,16 @@ def _numbers(
     RMSE against a float64 reference when the tolerance's rule can pass by them (dynamo)."""
 
     def element(pick: Pick | None) -> Element | None:
-        return None if pick is None else make_element(pick[1], pick[2], pick[3], fmt, shape)
+        return None if pick is None else make_element(pick.flat, pick.raw_a, pick.raw_b, fmt, shape)
 
     report.n_elements = p.n
     report.n_bitwise_diff = p.n_diff
     report.identical = p.n_diff == 0 and report.shape_match and report.dtype_match
     report.first_diff = element(p.first_diff)
     report.worst = {"abs": element(p.worst_abs), "ulp": element(p.worst_ulp), "rel": element(p.worst_rel)}
-    report.max_ulp = int(p.worst_ulp[0]) if p.worst_ulp else 0
-    report.max_abs_diff = p.worst_abs[0] if p.worst_abs else 0.0
-    report.max_rel_diff = p.worst_rel[0] if p.worst_rel else 0.0
+    report.max_ulp = int(p.worst_ulp.metric) if p.worst_ulp else 0
+    report.max_abs_diff = p.worst_abs.metric if p.worst_abs else 0.0
+    report.max_rel_diff = p.worst_rel.metric if p.worst_rel else 0.0
     report.n_nan_mismatch, report.n_inf_mismatch = p.n_nan, p.n_inf
     report.nan_mismatch_indices = [_index(f, shape) for f in p.nan_flat]
     report.inf_mismatch_indices = [_index(f, shape) for f in p.inf_flat]
@@ -995,7 +1008,7 @@ def _numbers(
         "fails": p.fails.rows(),
         "n_diffs": p.diffs.count,
         # over pairs finite on both sides
-        "b_rms": math.sqrt(max(p.s_bb.value(), 0.0) / n_finite) if n_finite > 0 else 0.0,
+        "b_rms": math.sqrt(max(p.sum_bb.value(), 0.0) / n_finite) if n_finite > 0 else 0.0,
     }
 
 
@@ -1029,9 +1042,12 @@ def prepare_chunks(
     *,
     tolerance: Tolerance | None = None,
     depth: float = 1.0,
+    notes: Iterable[str] = (),
 ) -> Prepared:
-    """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``."""
+    """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``;
+    ``notes`` are what aligning the inputs said."""
     report = _empty_report(a_info, b_info, None, fmt)
+    report.notes = list(notes)
     report.compared_shape = list(shape)
     report.layout = {"kind": "same"}
     return Prepared(report, tolerance or resolve(fmt), depth, read=read)
@@ -1141,7 +1157,7 @@ def _reference(a: Tensor, b: Tensor, ref: Tensor, aligned: Aligned) -> Reference
 class Prepared:
     """A comparison up to its numbers: the report so far and the aligned elements to fold.
 
-    The fold can run here (:meth:`fold`) or be split into :meth:`shares` folded by other
+    The fold can run here (:meth:`fold`) or be cut into :meth:`shares` folded by other
     workers (:class:`perpendis.helper.Helper`); :meth:`finish` takes the merged partial either way, and
     the report is the same.
     """
@@ -1198,13 +1214,19 @@ class Prepared:
         """The raw bytes of a share's elements of A and B (views, no copy)."""
         return tuple(x[share.start : share.stop].view(np.uint8) for x in (self.a, self.b))  # type: ignore[return-value,index]
 
-    def finish(self, partial: Partial | None) -> Report:
-        """The diagnosed report, from the merged partial of all elements (None: nothing was compared)."""
+    def finish(self, partial: Partial | None, notes: Iterable[str] = (), *, keep_aligned: bool = True) -> Report:
+        """The diagnosed report, from the merged partial of all elements (None: nothing was
+        compared); ``notes`` are the caller's, said after the comparison's own.  Without
+        ``keep_aligned`` the report lets go of the aligned tensors (a bisect keeps every
+        pair's report, and holding their tensors would keep every layer decoded)."""
         from .diagnose import diagnose
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
-        diagnose(self.report, depth=self.depth)
+        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
+        self.report.notes += notes
+        if not keep_aligned:
+            self.report.aligned = None
         return self.report
 
 
@@ -1253,19 +1275,47 @@ def compare(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
+    keep_aligned: bool = True,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
     ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
     the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
-    number of roundings that separate the two computations).
+    number of roundings that separate the two computations).  ``keep_aligned`` is as for
+    :meth:`Prepared.finish`.
     """
     prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth)
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
-        return prepared.finish(None)
-    return prepared.finish(prepared.fold(progress=progress))
+        return prepared.finish(None, keep_aligned=keep_aligned)
+    return prepared.finish(prepared.fold(progress=progress), keep_aligned=keep_aligned)
+
+
+def compare_values(
+    a: Any,
+    b: Any,
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    *,
+    depth: float = 1.0,
+    ref: Any = None,
+    sources: tuple[str, str] = ("A", "B"),
+) -> Report:
+    """The report of A against B (``b`` the expected value: the tolerance scales with
+    ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
+    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
+    return compare(
+        as_tensor(a, sources[0]),
+        as_tensor(b, sources[1]),
+        ref=None if ref is None else as_tensor(ref, "reference"),
+        preset=preset,
+        atol=atol,
+        rtol=rtol,
+        depth=depth,
+    )
+
 
 
 class _CallableModule(types.ModuleType):
@@ -1273,14 +1323,12 @@ class _CallableModule(types.ModuleType):
 
     The name is this module's, so the package attribute is the module whichever was
     imported first; calling it hands NumPy arrays or torch tensors to
-    :func:`perpendis.testing.compare`, which reads them into :class:`Tensor` objects and
-    calls :func:`compare` here.
+    :func:`compare_values` (``perpendis.testing.compare``), which reads them into
+    :class:`Tensor` objects and calls :func:`compare`.
     """
 
     def __call__(self, a: Any, b: Any, *args: Any, **kwargs: Any) -> Report:
-        from .testing import compare as compare_arrays  # here: testing imports this module
-
-        return compare_arrays(a, b, *args, **kwargs)
+        return compare_values(a, b, *args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -5,6 +5,11 @@ leave structure: a wrong shape or dtype, NaN on one side, a whole channel or row
 while the rest matches, a sign flip, a constant offset, a scale factor.  Each check here
 reads the report's numbers and the bounded samples compare kept, and adds a
 :class:`Finding`; the verdict follows from their severities.
+
+Why this module is long: every check's place in the order of the findings, and how one
+check's finding silences another (a layout align named, a structure that makes a precision
+fingerprint moot), is decided here in one reading; the structure tests themselves live in
+:mod:`perpendis.signatures`.
 """
 
 from __future__ import annotations
@@ -467,9 +472,10 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
 
 
-def diagnose(report: Report, *, depth: float = 1.0) -> None:
-    """Fill ``report.findings`` (most telling first) and ``report.verdict`` from its numbers,
-    its samples and the structure tests (:mod:`perpendis.signatures`).
+def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]:
+    """The findings (most telling first) and the verdict of a report, from its numbers, its
+    samples and the structure tests (:mod:`perpendis.signatures`); the report's one writer
+    (:meth:`perpendis.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every
     element passes the tolerance; a precision finding leads when nothing structural does.
@@ -496,10 +502,9 @@ def diagnose(report: Report, *, depth: float = 1.0) -> None:
         findings += _tolerance_findings(report)
     findings += _lossy(report)
     findings += _reference(report, findings)
-    report.findings = _sorted(findings)
+    findings = _sorted(findings)
     if report.identical:
-        report.verdict = "identical"
-    elif any(f.severity == "error" for f in findings) or report.compared_shape is None:
-        report.verdict = "investigate"
-    else:
-        report.verdict = "rounding"
+        return findings, "identical"
+    if any(f.severity == "error" for f in findings) or report.compared_shape is None:
+        return findings, "investigate"
+    return findings, "rounding"

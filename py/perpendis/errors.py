@@ -29,6 +29,15 @@ class InputError(ValueError):
     def to_dict(self) -> dict[str, str | None]:
         return {"message": self.message, "where": self.where, "side": self.side}
 
+    def to_answer(self) -> dict[str, object]:
+        """The error answer the page and the worker protocol expect, ``{"ok": False, "error": ...}``.
+
+        Only :func:`perpendis.service.boundary.answering` calls this: the one place bad
+        input becomes an answer (as torch's ``ErrorMeta.to_error()`` is the one place its
+        checks' metadata becomes the exception raised).
+        """
+        return {"ok": False, "error": self.to_dict()}
+
     def __str__(self) -> str:
         prefix = f"{self.side}: " if self.side else ""
         suffix = f" ({self.where})" if self.where else ""

@@ -8,6 +8,7 @@ the same headline as the one computed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,9 +61,16 @@ def _first(findings: list[Finding], kind: str) -> Finding | None:
     return next((f for f in findings if f.kind == kind), None)
 
 
-def _top(findings: list[Finding]) -> Finding | None:
-    from .report import main_finding
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
+
+def main_finding(findings: Sequence[Finding]) -> Finding | None:
+    """The most severe finding, the first of its severity (diagnose lists them most telling
+    first): the one a table row has room for."""
+    return min(findings, key=lambda f: _SEVERITY_RANK.get(f.severity, len(_SEVERITY_RANK)), default=None)
+
+
+def _top(findings: list[Finding]) -> Finding | None:
     return main_finding(findings)
 
 

@@ -1,6 +1,7 @@
-"""What a helper worker runs (``app/fold_worker.js``), as :mod:`perpendis.api` is what the
-core's worker runs: fold one share of a big comparison, then select order statistics of
-an error column while the core's worker finishes the report.
+"""What a helper worker runs (``app/fold_worker.js``, through
+:class:`perpendis.service.bridge.HelperWorker`), as the service is what the core's worker
+runs: fold one share of a big comparison, then select order statistics of an error column
+while the core's worker finishes the report.
 
 A helper keeps the partial it last folded, so that the selection can start from its own
 errors: the core's worker then sends only the errors of its own share, and sends them
@@ -56,7 +57,7 @@ class Helper:
         ``ranks_json`` is the other worker's :class:`~perpendis.compare.Ranks` (a list):
         added to this share's, they give the merged ranks, so this helper starts at once,
         without waiting for the merge.  They are the ones the merge asks for when neither
-        sample was cut (``api.merge_split`` says ``pooled``); otherwise the answer is not used.
+        sample was cut (``FoldCoordinator.merge_partials`` says ``pooled``); otherwise the answer is not used.
         """
         if self.partial is None:
             raise ValueError("this helper has folded no share whose errors it could select in")

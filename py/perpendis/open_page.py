@@ -143,7 +143,7 @@ def make_server(site: Path, inputs: dict[str, Path], options: dict[str, Any], po
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .cli import add_tolerance_options  # here: cli dispatches to this module
+    from .cli_options import add_tolerance_options
 
     p = argparse.ArgumentParser(
         prog="python -m perpendis A B --open",

@@ -38,6 +38,7 @@ import numpy as np
 
 from .bits import to_float64
 from .errors import InputError
+from .layer_names import pair_names
 from .tensor import Tensor
 
 AGREE = 0.5  # relative error below which two same-shape tensors may be the same layer (chance: about 1)
@@ -255,8 +256,6 @@ def pair(
     load_b: Sequence[Callable[[], Tensor]] | None = None,
 ) -> Pairing:
     """Pair A's tensors with B's by the rules above; ``load_*`` enable pairing by values."""
-    from .bisect import pair_names
-
     if len(set(a_names)) != len(a_names) or len(set(b_names)) != len(b_names):
         side, names = ("a", a_names) if len(set(a_names)) != len(a_names) else ("b", b_names)
         twice = sorted({n for n in names if list(names).count(n) > 1})

@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .report import Element, Finding, Histogram, Report, number_text, passing_tolerance, shape_text, verdict_line
+from .report_text import number_text, passing_tolerance, shape_text, verdict_line
+
+if TYPE_CHECKING:
+    from .report import Element, Finding, Histogram, Report
 
 ROOT_CLASS = "perpendis-report"  # its own colours and background: readable under a dark notebook theme too
 # Nothing may be fetched: inline styles are all the page uses.

@@ -6,7 +6,7 @@ This module only feeds that fold: it reads both headers, checks the files can be
 paired element for element, then reads the same run of elements from each file, one
 chunk at a time.  Reading is the caller's, as a function ``read(offset, length)``:
 the CLI reads a memory map (:func:`map_file`), the browser worker ``Blob.slice``
-(:func:`serve`, which also decides when streaming is worth it).
+(:mod:`perpendis.service.planner` decides when streaming is worth it there).
 
 Chunks start at the same flat indices as the in-memory comparison's
 (:data:`compare.CHUNK` values each), so the streamed report *is* the in-memory one,
@@ -19,11 +19,10 @@ are stored in Fortran order, with messages saying what to do instead.
 
 from __future__ import annotations
 
-import functools
 import json
 import mmap
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,18 +50,6 @@ Below it, loading is cheap and keeps the pair for follow-up questions (an elemen
 bits, the heat map); above it, a comparison in memory (up to three times the inputs'
 size) would take a large share of a 32-bit browser heap.
 """
-
-
-WHOLE_MAX_BYTES = 1 << 30
-"""Largest file the worker reads whole: beyond it a 32-bit heap cannot also compare it."""
-
-
-def read_ahead(sizes: list[int]) -> bool:
-    """Whether files of ``sizes``, chosen together for a comparison, may be read before it
-    is asked for: :func:`serve` reads them whole then anyway, since it streams only pairs
-    of :data:`STREAM_MIN_BYTES` or more.  Reading them while the user has yet to press
-    Compare takes that time off the comparison (``app/worker.js``, op ``prefetch``)."""
-    return 0 < sum(sizes) < STREAM_MIN_BYTES
 
 
 class Cancelled(Exception):
@@ -219,8 +206,8 @@ def prepare_sources(
         lambda first, last: _chunks(a, b, fmt, chunk, cancelled, first, last),
         tolerance=tol,
         depth=depth,
+        notes=align(a.sample(), b.sample(), tol).notes,
     )
-    prepared.report.notes = list(align(a.sample(), b.sample(), tol).notes)
     return prepared
 
 
@@ -274,166 +261,3 @@ def should_stream(path_a: str | Path, path_b: str | Path, *, forced: bool = Fals
             raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
         return False
     return forced or sum(sizes) >= STREAM_MIN_BYTES
-
-
-def _streamable(request: Mapping[str, Any], files: Mapping[str, tuple[Reader, int]]) -> bool:
-    """Whether a worker request compares two ``.npy`` files big enough to stream, and nothing else."""
-    inputs = request.get("inputs") or {}
-    specs = [inputs.get(side) for side in ("a", "b")]
-    keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
-    if request.get("op") != "compare" or inputs.get("ref") or not all(k in files for k in keys):
-        return False
-    sized = [files[k] for k in keys]
-    return sum(size for _, size in sized) >= STREAM_MIN_BYTES and all(
-        size >= len(MAGIC) and bytes(read(0, len(MAGIC))) == MAGIC for read, size in sized
-    )
-
-
-def _answering(serve_request: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """``serve_request`` with any :class:`InputError` as its answer, as :func:`api.handle`
-    answers them: a file that cannot be read any more, as well as a bad one."""
-
-    @functools.wraps(serve_request)
-    def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        try:
-            return serve_request(*args, **kwargs)
-        except InputError as err:
-            return {"ok": False, "error": err.to_dict()}
-
-    return run
-
-
-@_answering
-def serve(
-    request: Mapping[str, Any],
-    payloads: Mapping[str, Any],
-    files: Mapping[str, tuple[Reader, int]],
-    progress: Callable[[str, float], object] | None = None,
-    workers: int = 1,
-    ahead: Mapping[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """The worker's entry for requests whose inputs include files it reads itself.
-
-    ``files`` maps payload keys to ``(read, size)`` of files the page handed over
-    unread (``Blob`` objects, read with ``Blob.slice``).  Two big ``.npy`` files are
-    streamed, and the result says ``"streamed": true``: the pair is not kept, so there
-    is nothing to ask follow-up questions about.  With ``workers`` > 1 a big pair is cut
-    into shares as :func:`api.offer_split` says, and the answer names the payload keys of
-    the files (``stream``), which the other workers read themselves (:func:`fold_share`).
-    Two Polygraphy captures are bisected tensor by tensor, read through their readers
-    (:func:`_polygraphy_captures`).
-    Anything else is read whole and answered by :func:`api.handle`, exactly as if the
-    page had sent the bytes; ``ahead`` holds files already read whole (:func:`read_ahead`),
-    by payload key, which are not read again.
-    """
-    from . import api
-
-    if request.get("op") == "checkpoints":
-        from .checkpoints.page import serve as serve_checkpoints
-
-        return serve_checkpoints(request, files, progress)
-    captures = _polygraphy_captures(request, payloads, files, progress)
-    if captures is not None:
-        return captures
-    if not _streamable(request, files):
-        too_big = [size for _, size in files.values() if size > WHOLE_MAX_BYTES]
-        if too_big:
-            message = (
-                f"a file of {max(too_big) / 2**20:.0f} MiB is too big to load whole in the browser (the limit is "
-                f"{WHOLE_MAX_BYTES // 2**20} MiB); two .npy files of one shape are streamed instead, "
-                "or use the command line"
-            )
-            raise InputError(message)
-        early = ahead or {}
-        whole = {
-            key: early[key] if key in early and early[key].size == size else read(0, size)
-            for key, (read, size) in files.items()
-        }
-        return api.handle(request, {**payloads, **whole}, progress, workers=workers)
-    inputs = request["inputs"]
-    options = request.get("options") or {}
-    void = options.get("void_format") or {}
-    streaming = None if progress is None else (lambda fraction: progress("streaming", fraction))
-    a, b = (
-        open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
-        for side in ("a", "b")
-    )
-    prepared = prepare_sources(
-        a,
-        b,
-        preset=options.get("preset"),
-        atol=options.get("atol"),
-        rtol=options.get("rtol"),
-        depth=1.0 if options.get("depth") is None else options["depth"],
-    )
-    shares = api.offer_split(
-        prepared,
-        workers,
-        progress,
-        lambda partial: _streamed(prepared.finish(partial)),
-        stage="streaming",
-        head={"ok": True},
-    )
-    if shares is not None:
-        # Each other worker reads its share of both files itself.
-        files_of = {"a": inputs["a"]["data"], "b": inputs["b"]["data"], "void": json.dumps(void)}
-        return {"ok": True, "split": shares, "stream": files_of}
-    report = prepared.finish(prepared.fold(progress=streaming))
-    return {"ok": True, **_streamed(report)}
-
-
-def _streamed(report: Report) -> dict[str, Any]:
-    """The result of a streamed comparison: the pair is not kept, so it says so."""
-    return {"report": report.to_dict(), "markdown": report.to_markdown(), "text": report.to_text(), "streamed": True}
-
-
-def _polygraphy_captures(
-    request: Mapping[str, Any],
-    payloads: Mapping[str, Any],
-    files: Mapping[str, tuple[Reader, int]],
-    progress: Callable[[str, float], object] | None,
-) -> dict[str, Any] | None:
-    """A ``bisect`` of two Polygraphy files, or a ``compare`` of two that hold several tensors,
-    answered as :func:`api.handle` would but never holding a file whole: each is indexed,
-    then decoded one tensor at a time as its pair comes up.  None for any other request.
-
-    A Polygraphy file of hundreds of megabytes is mostly base64; read whole, its bytes,
-    text, strings and arrays would be several copies of it in a 32-bit heap.
-    """
-    from . import api
-    from .bisect import polygraphy_entries
-    from .formats import polygraphy
-
-    inputs = request.get("inputs") or {}
-    if request.get("op") not in ("compare", "bisect") or inputs.get("ref") is not None:
-        return None
-    try:
-        readers: dict[str, tuple[Reader, int]] = {}
-        for side in ("a", "b"):
-            spec = inputs.get(side)
-            key = spec.get("data") if isinstance(spec, Mapping) else None
-            if not isinstance(key, str):
-                return None
-            if key in files:
-                readers[side] = files[key]
-            elif key in payloads:
-                readers[side] = view_reader(payloads[key])
-            else:
-                return None
-        if not all(polygraphy.recognised(*reader) for reader in readers.values()):
-            return None
-        void = api._void_formats(request)
-        entries = {}
-        for side, (read, size) in readers.items():
-            with blame(side):
-                entries[side] = polygraphy_entries(read, size, void.get(side))
-        ea, eb = entries["a"], entries["b"]
-        if request["op"] == "bisect":
-            out = api._run_bisect(ea, eb, api._bisect_options(request), progress)
-        elif len(ea) > 1 or len(eb) > 1:
-            out = api._switch_to_bisect(ea, eb, request, progress)
-        else:
-            return None
-    except InputError as err:
-        return {"ok": False, "error": err.to_dict()}
-    return {"ok": True, **out}

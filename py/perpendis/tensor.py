@@ -8,7 +8,9 @@ descr was taken as bfloat16" — travels with the data instead of being lost.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -103,3 +105,28 @@ def from_numpy(array: np.ndarray, source: str, *, name: str | None = None, notes
             "float32, float64, float8, integer, bool and complex arrays"
         )
     return Tensor(array, fmt.name, source, name=name, notes=notes)
+
+
+# torch dtypes NumPy lacks: (Perpendis format, torch dtype of the same width to view the bits as)
+_TORCH_RAW = {
+    "torch.bfloat16": ("bfloat16", "int16"),
+    "torch.float8_e4m3fn": ("float8_e4m3fn", "int8"),
+    "torch.float8_e5m2": ("float8_e5m2", "int8"),
+}
+
+
+def as_tensor(value: Any, source: str) -> Tensor:
+    """A NumPy array, anything ``np.asarray`` accepts, or a PyTorch tensor (bfloat16 and
+    float8 too: their raw bits are taken as they are) as a :class:`Tensor`.  torch is never
+    imported here: a tensor's own module is used, so NumPy users need no torch."""
+    if isinstance(value, Tensor):
+        return value
+    raw = _TORCH_RAW.get(str(getattr(value, "dtype", "")))
+    if raw is not None:
+        torch = sys.modules["torch"]
+        fmt, view_as = raw
+        ints = value.detach().cpu().contiguous().view(getattr(torch, view_as)).numpy()
+        return Tensor(ints.view(ints.dtype.str.replace("i", "u")), fmt, source)
+    if hasattr(value, "detach"):  # a torch tensor on any device, or one that requires grad
+        value = value.detach().cpu().numpy()
+    return from_numpy(np.asarray(value), source)

@@ -8,36 +8,11 @@ torch is never imported here: a tensor's own module is used, so NumPy users need
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-import numpy as np
-
-from . import compare as engine
+from .compare import compare_values as compare
 from .explain import explain
 from .report import Report
-from .tensor import Tensor, from_numpy
-
-# torch dtypes NumPy lacks: (Perpendis format, torch dtype of the same width to view the bits as)
-_TORCH_RAW = {
-    "torch.bfloat16": ("bfloat16", "int16"),
-    "torch.float8_e4m3fn": ("float8_e4m3fn", "int8"),
-    "torch.float8_e5m2": ("float8_e5m2", "int8"),
-}
-
-
-def _tensor(value: Any, source: str) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    raw = _TORCH_RAW.get(str(getattr(value, "dtype", "")))
-    if raw is not None:
-        torch = sys.modules["torch"]
-        fmt, view_as = raw
-        ints = value.detach().cpu().contiguous().view(getattr(torch, view_as)).numpy()
-        return Tensor(ints.view(ints.dtype.str.replace("i", "u")), fmt, source)
-    if hasattr(value, "detach"):  # a torch tensor on any device, or one that requires grad
-        value = value.detach().cpu().numpy()
-    return from_numpy(np.asarray(value), source)
 
 
 class ComparisonError(AssertionError):
@@ -47,31 +22,6 @@ class ComparisonError(AssertionError):
     def __init__(self, report: Report) -> None:
         super().__init__(explain(report).rstrip("\n"))
         self.report = report
-
-
-def compare(
-    a: Any,
-    b: Any,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    *,
-    depth: float = 1.0,
-    ref: Any = None,
-    sources: tuple[str, str] = ("A", "B"),
-) -> Report:
-    """The report of A against B (``b`` the expected value: the tolerance scales with
-    ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
-    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
-    return engine.compare(
-        _tensor(a, sources[0]),
-        _tensor(b, sources[1]),
-        ref=None if ref is None else _tensor(ref, "reference"),
-        preset=preset,
-        atol=atol,
-        rtol=rtol,
-        depth=depth,
-    )
 
 
 def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None,

@@ -187,9 +187,7 @@ _DEFAULT_FOR_FORMAT = {
 def default_preset(fmt_a: Format, fmt_b: Format | None = None) -> str:
     """The preset for values compared in ``fmt_a``, or in the format A and B are compared in."""
     if fmt_b is not None:
-        from .align import compared_format
-
-        fmt_a = compared_format(fmt_a, fmt_b)
+        fmt_a = bits.compared_format(fmt_a, fmt_b)
     return _DEFAULT_FOR_FORMAT.get(fmt_a.name, "exact")
 
 

@@ -1,7 +1,7 @@
 """Two big Polygraphy outputs files bisected in the page, handed to the worker unread.
 
 Files of 32 MB or more stay where they are: the worker reads them through ``Blob.slice``,
-indexes each Polygraphy file and decodes one tensor pair at a time (``stream.serve``).
+indexes each Polygraphy file and decodes one tensor pair at a time (``perpendis.service.planner``).
 The files are written by Polygraphy's own ``to_json``: a ResNet-like list of float32
 layers, run B rounding differently from run A everywhere and wrong in one layer.  The
 rows the page shows are checked against ``perpendis`` run natively on the same files.

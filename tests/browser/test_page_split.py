@@ -11,6 +11,7 @@ import pytest
 from conftest import wait_for_all_cores
 from perpendis import api
 from perpendis.compare import CHUNK
+from perpendis.service import fold
 from test_page_stream import assert_close, open_files
 
 # The two files in the page's inputs compared through the page's own client, as buffers.
@@ -45,7 +46,7 @@ def bug_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """4.5M float32 elements of rounding noise, and a run of sign flips in a later share.
 
     A fifth of the elements differ: enough errors for a helper to select one error column's
-    quantiles while the core's worker selects the other's (``api.OFFLOAD_MIN``)."""
+    quantiles while the core's worker selects the other's (``fold.OFFLOAD_MIN``)."""
     rng = np.random.default_rng(11)
     n = 4 * CHUNK + CHUNK // 2
     a = rng.standard_normal(n).astype(np.float32)
@@ -84,7 +85,7 @@ def test_a_big_comparison_is_shared_across_cores_and_matches_native(ready_page, 
     payloads = {"a": bug_pair[0].read_bytes(), "b": bug_pair[1].read_bytes()}
     expected = json.loads(json.dumps(api.handle(REQUEST, payloads)))
     assert_close(result["report"], expected["report"])
-    assert result["report"]["n_bitwise_diff"] > api.OFFLOAD_MIN
+    assert result["report"]["n_bitwise_diff"] > fold.OFFLOAD_MIN
     assert result["report"]["verdict"] == "investigate"
     assert any(f["kind"] == "sign_flip" for f in result["report"]["findings"])
 

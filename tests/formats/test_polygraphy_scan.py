@@ -18,7 +18,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis import api, formats, stream
+from perpendis import api, formats, service
 from perpendis.bisect import bisect, path_entries, polygraphy_entries
 from perpendis.cli import bisect_main
 from perpendis.errors import InputError
@@ -327,7 +327,7 @@ def test_worker_bisects_unread_polygraphy_files_as_the_whole_file_read_does():
     for op in ("compare", "bisect"):
         request = {"op": op, "inputs": {"a": {"name": "a.json", "data": "p0"}, "b": {"name": "b.json", "data": "p1"}}}
         stages: list[str] = []
-        lazy = stream.serve(request, {}, files, lambda stage, _, seen=stages: seen.append(stage))
+        lazy = service.serve(request, {}, files, lambda stage, _, seen=stages: seen.append(stage))
         whole = api.handle(request, data)
         assert lazy == whole
         assert lazy["bisect"]["first_failing"]["a_name"] == "layer4.conv"
@@ -355,7 +355,7 @@ def test_worker_holds_one_pair_decoded_at_a_time(monkeypatch):
 
     monkeypatch.setattr(polygraphy, "decode", watched)
     request = {"op": "bisect", "inputs": {"a": {"name": "a.json", "data": "p0"}, "b": {"name": "b.json", "data": "p1"}}}
-    out = stream.serve(request, {}, files)
+    out = service.serve(request, {}, files)
     assert out["bisect"]["first_failing"]["a_name"] == "layer5.conv"
     assert len(most) == 2 * len(a) and max(most) == 2
 
@@ -365,7 +365,7 @@ def test_worker_answers_a_bad_unread_file_with_its_side():
     good = run_results({"trt": [a]})
     files = {"p0": view_reader(good), "p1": view_reader(good[: len(good) // 2])}
     request = {"op": "bisect", "inputs": {"a": {"name": "a.json", "data": "p0"}, "b": {"name": "b.json", "data": "p1"}}}
-    out = stream.serve(request, {}, files)
+    out = service.serve(request, {}, files)
     assert out["ok"] is False and out["error"]["side"] == "b" and "truncated" in out["error"]["message"]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..formats.buffer import Reader
-from ..stream import WHOLE_MAX_BYTES
+from ..service.planner import WHOLE_MAX_BYTES
 from .rename import parse_rule
 from .run import Checkpoint, compare_checkpoints
 
@@ -55,40 +55,36 @@ def _checkpoint(side: str, spec: object, files: Mapping[str, tuple[Reader, int]]
     return Checkpoint(sorted(by_name), open_file)
 
 
-def serve(
-    request: Mapping[str, Any],
+def answer(
+    inputs: Mapping[str, Any],
+    rename: list[str],
+    options: Mapping[str, Any],
     files: Mapping[str, tuple[Reader, int]],
     progress: Callable[[str, float], object] | None = None,
 ) -> dict[str, Any]:
-    """The answer to a ``checkpoints`` request (bad input as its error)."""
-    try:
-        inputs = request.get("inputs") or {}
-        options = request.get("options") or {}
-        a, b = (_checkpoint(side, inputs.get(side), files) for side in ("a", "b"))
-        rules = options.get("rename") or []
-        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
-            raise InputError("rename rules are a list of PAT=REPL strings", where="rename")
-        total, done = [0], [0]
+    """The answer to a ``checkpoints`` request (``perpendis.service.requests.CheckpointsRequest``:
+    its boxes, rename rules and tolerance options); bad input raises :class:`InputError`, for
+    the service's one boundary to answer."""
+    a, b = (_checkpoint(side, inputs.get(side), files) for side in ("a", "b"))
+    total, done = [0], [0]
 
-        def planned(_tasks: int, nbytes: int) -> None:
-            total[0] = nbytes
+    def planned(_tasks: int, nbytes: int) -> None:
+        total[0] = nbytes
 
-        def advanced(nbytes: int) -> None:
-            done[0] += nbytes
-            if progress is not None and total[0]:
-                progress("checkpoints", min(done[0] / total[0], 1.0))
+    def advanced(nbytes: int) -> None:
+        done[0] += nbytes
+        if progress is not None and total[0]:
+            progress("checkpoints", min(done[0] / total[0], 1.0))
 
-        report = compare_checkpoints(
-            a,
-            b,
-            rules=[parse_rule(r) for r in rules if r.strip()],
-            preset=options.get("preset"),
-            atol=options.get("atol"),
-            rtol=options.get("rtol"),
-            depth=1.0 if options.get("depth") is None else options["depth"],
-            planned=planned,
-            done=advanced,
-        )
-    except InputError as err:
-        return {"ok": False, "error": err.to_dict()}
-    return {"ok": True, "checkpoints": report.to_dict(), "text": report.to_text()}
+    report = compare_checkpoints(
+        a,
+        b,
+        rules=[parse_rule(r) for r in rename if r.strip()],
+        preset=options.get("preset"),
+        atol=options.get("atol"),
+        rtol=options.get("rtol"),
+        depth=options.get("depth", 1.0),
+        planned=planned,
+        done=advanced,
+    )
+    return {"checkpoints": report.to_dict(), "text": report.to_text()}

@@ -1,8 +1,11 @@
 """A comparison folded in shares by several workers gives the report folded in one place.
 
-The page cuts big comparisons into shares folded by helper workers (``app/fold_worker.js``
-calling :class:`perpendis.helper.Helper`); these tests run the same protocol natively:
-the shares' bytes, their partials as bytes, and the merge.
+The page cuts big comparisons into shares folded by helper workers.  These tests drive
+the same Python the workers run, through the same entry points (``app/worker.js`` calls
+:class:`perpendis.service.bridge.CoreWorker`, ``app/fold_worker.js``
+:class:`~perpendis.service.bridge.HelperWorker`), stepping the real
+:class:`~perpendis.service.fold.FoldCoordinator`; only the JavaScript byte views are
+stand-ins (:class:`View`).  A step out of order fails, as it would in the browser.
 """
 
 from __future__ import annotations
@@ -32,8 +35,12 @@ from perpendis.compare import (
     prepare,
 )
 from perpendis.helper import Helper
+from perpendis.service import fold as fold_module
+from perpendis.service.bridge import CoreWorker, HelperWorker
+from perpendis.service.fold import FoldCoordinator
 from perpendis.tensor import from_numpy
 from perpendis.tolerance import resolve
+from worker_fakes import Blob, View, read_slice
 
 
 def npy(array: np.ndarray) -> bytes:
@@ -56,54 +63,63 @@ def request(name_a: str = "a.npy", name_b: str = "b.npy") -> dict:
     return {"op": "compare", "inputs": {"a": {"name": name_a, "data": "a"}, "b": {"name": name_b, "data": "b"}}}
 
 
-def finish(helpers: list[Helper], parts: list, select_fails: bool = False) -> dict:
-    """What app/worker.js does once it has folded its own share: give the first helper its
-    errors to select in with the helper's own, merge the partials and, as the merge says,
-    take that helper's answer or have it select in the merged errors (or fail to) while it
-    selects the other column itself."""
-    api.fold_own()
-    own = api.pool_own()
-    pooled = None if own is None or parts[0] is None else helpers[0].select_pooled(own[0], own[1].tobytes())
-    offer = api.merge_split(parts)
+def finish(core: CoreWorker, helpers: list[HelperWorker], parts: list, select_fails: bool = False) -> dict:
+    """What app/worker.js does once the helpers have their shares: fold the first share,
+    give helper 0 this worker's errors to select in with its own, merge the partials and,
+    as the merge says, take that helper's answer or have it select in the merged errors
+    (or fail to) while this worker selects the other columns."""
+    core.fold_first_share()
+    own = core.own_errors_for_helper()
+    pooled = None if own is None or parts[0] is None else helpers[0].select(own[0], View(own[1].tobytes()), True)
+    job = json.loads(core.merge_partials(parts))
     found = None
-    if offer is not None:
-        api.select_here()
-        if offer["pooled"]:
+    if job is not None:
+        if job["pooled"]:
             found = pooled
         else:
-            found = helpers[0].select(json.dumps(offer["ranks"]), api.offload_values().tobytes())
+            found = helpers[job["helper"]].select(json.dumps(job["ranks"]), View(core.merged_errors().tobytes()), False)
+        core.select_kept_columns()
         if select_fails:
             found = None
     if found is None:
-        return api.finish_split(found)
+        return json.loads(core.answer_fold(None))
     # Both columns' order statistics are known by now: none is selected again.
     with mock.patch("perpendis.compare.select", side_effect=AssertionError("an order statistic was selected again")):
-        return api.finish_split(found)
+        return json.loads(core.answer_fold(View(found.tobytes())))
+
+
+def start(payloads: dict, workers: int) -> tuple[CoreWorker, dict]:
+    """A request served as app/worker.js serves it: its buffers copied in."""
+    core = CoreWorker(read_slice)
+    buffers = [(key, View(data)) for key, data in payloads.items()]
+    return core, json.loads(core.serve(json.dumps(request()), buffers, [], [], None, workers))
 
 
 def run_split(payloads: dict, workers: int, fail: set[int] = frozenset(), select_fails: bool = False) -> dict:
-    """What app/worker.js does with a split answer, with helpers in ``fail`` failing."""
-    first = api.handle(request(), payloads, workers=workers)
-    assert first["ok"] and "split" in first, first
-    helpers, parts = [], []
-    for i, share in enumerate(first["split"], start=1):
-        places = api.share_places(i, payloads)
+    """What app/worker.js does with a shared fold, with the helpers folding shares in ``fail`` failing."""
+    core, first = start(payloads, workers)
+    assert first["ok"] and "fold_jobs" in first, first
+    helpers = [HelperWorker(read_slice) for _ in first["fold_jobs"]]
+    parts = []
+    for job in first["fold_jobs"]:
+        places = json.loads(core.share_places(job["index"]))
         if all(places):
             # Taken from the request's own buffers, as the worker hands them over.
-            a, b = (payloads[key][offset : offset + length] for key, offset, length in places)
+            a, b = (View(payloads[key][offset : offset + length]) for key, offset, length in places)
         else:
-            a, b = (part.tobytes() for part in api.share_bytes(i))
-        helpers.append(Helper())
-        parts.append(None if i in fail else helpers[-1].fold(share, a, b))
-    return finish(helpers, parts, select_fails)
+            a, b = (View(part.tobytes()) for part in core.share_bytes(job["index"]))
+        folded = helpers[job["helper"]].fold(job["share"], a, b)
+        parts.append(None if job["index"] in fail else View(folded.tobytes()))
+    return finish(core, helpers, parts, select_fails)
 
 
 def test_share_places_name_the_request_bytes_of_each_share():
     a, b = rounding_pair(4 * CHUNK + 7, seed=8)
     payloads = {"a": npy(a), "b": npy(b)}
-    first = api.handle(request(), payloads, workers=3)
-    for i in range(1, len(first["split"]) + 1):
-        for (key, offset, length), part in zip(api.share_places(i, payloads), api.share_bytes(i), strict=True):
+    core, first = start(payloads, 3)
+    for job in first["fold_jobs"]:
+        i = job["index"]
+        for (key, offset, length), part in zip(json.loads(core.share_places(i)), core.share_bytes(i), strict=True):
             assert payloads[key][offset : offset + length] == part.tobytes()
             assert offset >= 128 and length == part.nbytes  # past the .npy header
 
@@ -111,9 +127,9 @@ def test_share_places_name_the_request_bytes_of_each_share():
 def test_share_places_are_none_for_converted_elements():
     a, b = rounding_pair(4 * CHUNK, seed=9)
     payloads = {"a": npy(a.astype(">f4")), "b": npy(b)}  # big-endian A is byte-swapped on loading
-    first = api.handle(request(), payloads, workers=2)
-    assert "split" in first
-    place_a, place_b = api.share_places(1, payloads)
+    core, first = start(payloads, 2)
+    assert "fold_jobs" in first
+    place_a, place_b = json.loads(core.share_places(1))
     assert place_a is None and place_b[0] == "b"
     assert run_split(payloads, 2)["report"] == api.handle(request(), payloads)["report"]
 
@@ -143,10 +159,16 @@ def test_a_failed_helper_share_is_folded_by_the_main_worker(bug_pair):
 
 
 def offers(monkeypatch: pytest.MonkeyPatch) -> list:
-    """What ``api.merge_split`` offers the first helper, call by call."""
+    """What the coordinator's merge asks helper 0 to select, call by call."""
     offered: list = []
-    merge = api.merge_split
-    monkeypatch.setattr(api, "merge_split", lambda parts: offered.append(merge(parts)) or offered[-1])
+    merge = FoldCoordinator.merge_partials
+
+    def merging(self, parts):
+        job = merge(self, parts)
+        offered.append(None if job is None else job.to_dict())
+        return job
+
+    monkeypatch.setattr(FoldCoordinator, "merge_partials", merging)
     return offered
 
 
@@ -155,7 +177,7 @@ def offers(monkeypatch: pytest.MonkeyPatch) -> list:
 def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(
     bug_pair, monkeypatch, workers, select_fails
 ):
-    monkeypatch.setattr(api, "OFFLOAD_MIN", 1000)
+    monkeypatch.setattr(fold_module, "OFFLOAD_MIN", 1000)
     whole = api.handle(request(), bug_pair)
     offered = offers(monkeypatch)
     split = run_split(bug_pair, workers, select_fails=select_fails)
@@ -170,17 +192,17 @@ def test_a_helper_is_sent_all_errors_when_a_sample_was_cut(bug_pair, monkeypatch
     """Past the sample's cap, the merged errors are not the helper's and the core's put
     together: the helper is sent the merged ones."""
     monkeypatch.setattr("perpendis.compare.ERROR_SAMPLE_CAP", 300_000)
-    monkeypatch.setattr(api, "OFFLOAD_MIN", 100_000)
+    monkeypatch.setattr(fold_module, "OFFLOAD_MIN", 100_000)
     whole = api.handle(request(), bug_pair)
     offered = offers(monkeypatch)
     split = run_split(bug_pair, 2)
-    assert offered[0] == {"ranks": offered[0]["ranks"], "pooled": False}
+    assert offered[0] == {"helper": 0, "ranks": offered[0]["ranks"], "pooled": False}
     assert split["report"] == whole["report"]
 
 
 def test_quantiles_are_offered_only_for_many_errors(bug_pair, monkeypatch):
     offered = offers(monkeypatch)
-    monkeypatch.setattr(api, "OFFLOAD_MIN", 10 * CHUNK)
+    monkeypatch.setattr(fold_module, "OFFLOAD_MIN", 10 * CHUNK)
     run_split(bug_pair, 2)
     assert offered == [None]
 
@@ -228,7 +250,7 @@ def test_a_helper_selects_in_its_own_errors_and_those_of_the_core_by_their_merge
 def test_small_comparisons_are_not_split():
     a, b = rounding_pair(1000, seed=1)
     result = api.handle(request(), {"a": npy(a), "b": npy(b)}, workers=4)
-    assert "split" not in result and result["report"]["verdict"] == "rounding"
+    assert "fold_jobs" not in result and result["report"]["verdict"] == "rounding"
 
 
 def test_split_keeps_the_answer_extras_of_the_compare_op(bug_pair):
@@ -350,32 +372,47 @@ def test_exact_sums_of_non_finite_and_overflowing_terms(terms, expected):
     assert got == expected or (math.isnan(got) and math.isnan(expected))
 
 
-def test_a_streamed_comparison_split_across_workers_is_the_streamed_report(tmp_path, monkeypatch):
-    """Two big .npy files handed over unread: each other worker reads its share of both files."""
+def test_a_streamed_comparison_shared_across_workers_is_the_streamed_report(monkeypatch):
+    """Two big .npy files handed over unread: each helper reads its share of both files itself."""
     from perpendis import stream
 
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1 << 20)
     a, b = rounding_pair(5 * CHUNK + 777, seed=9)
     b[4 * CHUNK + 3] = np.inf
-    data = {"p0": npy(a), "p1": npy(b)}
-
-    def files() -> dict:
-        return {k: ((lambda o, n, d=d: np.frombuffer(d, np.uint8, n, o).copy()), len(d)) for k, d in data.items()}
-
+    blobs = {"p0": Blob("a.npy", npy(a)), "p1": Blob("b.npy", npy(b))}
     request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "p0"}, "b": {"name": "b.npy", "data": "p1"}}}
-    whole = stream.serve(request, {}, files())
-    first = stream.serve(request, {}, files(), workers=3)
-    assert first["ok"] and len(first["split"]) == 2, first
-    opened = files()
-    unread = [opened[first["stream"][side]] for side in ("a", "b")]
-    helpers = [Helper() for _ in first["split"]]
+    core = CoreWorker(read_slice)
+    whole = json.loads(core.serve(json.dumps(request), [], list(blobs.items()), [], None, 1))
+    first = json.loads(core.serve(json.dumps(request), [], list(blobs.items()), [], None, 3))
+    assert first["ok"] and len(first["fold_jobs"]) == 2, first
+    unread = [blobs[first["stream"][side]] for side in ("a", "b")]
+    helpers = [HelperWorker(read_slice) for _ in first["fold_jobs"]]
     parts = [
-        h.fold_files(share, first["stream"]["void"], *unread) for h, share in zip(helpers, first["split"], strict=True)
+        View(helpers[job["helper"]].fold_files(job["share"], first["stream"]["void"], *unread).tobytes())
+        for job in first["fold_jobs"]
     ]
-    split = finish(helpers, parts)
-    assert split["streamed"] is True and split["workers"] == 3
-    assert split["report"] == whole["report"]
-    assert split["report"]["n_inf_mismatch"] == 1
+    shared = finish(core, helpers, parts)
+    assert whole["streamed"] is True and "fold_jobs" not in whole
+    assert shared["streamed"] is True and shared["workers"] == 3 and "stream" not in shared
+    assert shared["report"] == whole["report"]
+    assert shared["report"]["n_inf_mismatch"] == 1
+
+
+def test_fold_steps_out_of_order_are_refused(bug_pair):
+    """The worker cannot merge before folding its own share, nor answer before merging, nor twice."""
+    core, first = start(bug_pair, 2)
+    assert first["fold_jobs"] == [{"helper": 0, "share": first["fold_jobs"][0]["share"], "index": 1}]
+    with pytest.raises(RuntimeError, match="out of order"):
+        core.merge_partials([None])
+    with pytest.raises(RuntimeError, match="out of order"):
+        core.answer_fold(None)
+    core.fold_first_share()
+    with pytest.raises(RuntimeError, match="out of order"):
+        core.fold_first_share()
+    core.merge_partials([None])
+    assert json.loads(core.answer_fold(None))["ok"] is True
+    with pytest.raises(RuntimeError, match="no shared fold"):
+        core.answer_fold(None)
 
 
 def test_a_new_comparison_forgets_the_kept_pair_first_and_other_ops_keep_it(bug_pair):

@@ -1,0 +1,24 @@
+"""The one boundary where bad input becomes an answer.
+
+Parsers, readers, the engine and the service's own checks raise
+:class:`~perpendis.errors.InputError`; nothing below here catches it to build an answer.
+:func:`answering` runs one request (or one step of a shared fold) and turns the error
+into ``{"ok": False, "error": {...}}`` with :meth:`InputError.to_answer`.  Any other
+exception is a bug in Perpendis and propagates, for the worker to report as an internal
+error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InputError
+
+
+def answering(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()``'s answer, or the answer of the :class:`InputError` it raised."""
+    try:
+        return run()
+    except InputError as err:
+        return err.to_answer()

@@ -1,0 +1,81 @@
+"""The boxes of a request read into tensors: one box may hold pasted text, a file, or a
+list of files; every error names its box."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InputError, blame
+from ..formats import npy
+from ..formats.buffer import as_view
+from ..load import load_bytes, load_text
+from ..tensor import Tensor
+
+
+def is_empty(spec: object) -> bool:
+    return spec is None or (isinstance(spec, Mapping) and "data" not in spec and not str(spec.get("text", "")).strip())
+
+
+def _load_one(spec: Mapping[str, Any], payloads: Mapping[str, Any], void_format: str | None) -> list[Tensor]:
+    if "data" in spec:
+        return load_bytes(payloads[spec["data"]], spec.get("name"), void_format=void_format)
+    if "text" in spec:
+        return load_text(spec["text"])
+    raise InputError("the input holds neither pasted text nor a file")
+
+
+def load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str | None = None) -> list[Tensor]:
+    """The tensors of one input (or of a list of inputs), with errors tagged by side."""
+    with blame(side):
+        if is_empty(spec):
+            raise InputError(f"box {side.upper()} is empty: paste a tensor or drop a file")
+        specs = spec if isinstance(spec, list) else [spec]
+        return [t for s in specs for t in _load_one(s, payloads, void_format)]
+
+
+def names(tensors: list[Tensor], shown: int = 8) -> str:
+    """The tensors' names for a message, the first few and how many more.
+
+    Names that repeat (one output saved by several Polygraphy runners) are told apart by
+    where each tensor came from.
+    """
+    found = [repr(t.name) if t.name else "unnamed" for t in tensors]
+    separator = ", "
+    if len(set(found)) < len(found):
+        found = [f"{name} from {t.source}" for name, t in zip(found, tensors, strict=True)]
+        separator = "; "  # sources hold commas
+    return separator.join(found[:shown]) + (f" and {len(tensors) - shown} more" if len(tensors) > shown else "")
+
+
+def several(count_a: int, count_b: int) -> bool:
+    """Whether boxes holding these numbers of tensors are compared pair by pair."""
+    return count_a > 1 or count_b > 1
+
+
+def single(tensors: list[Tensor], side: str) -> Tensor:
+    if len(tensors) != 1:
+        raise InputError(
+            f"box {side.upper()} holds {len(tensors)} tensors ({names(tensors)}); put one tensor in each box, "
+            "or compare archives member by member with bisect",
+            side=side,
+        )
+    return tensors[0]
+
+
+def void_choices(spec: object, payloads: Mapping[str, Any]) -> list[str]:
+    """The formats a ``.npy`` file's anonymous void elements can be read as; empty for other inputs.
+
+    ``np.save`` of an ml_dtypes array writes only the element width, so the page offers
+    these to re-read the file as the format it really held.  A descr that does name its
+    format (ml_dtypes' ``'<f1'`` for float8_e5m2) offers just that one.
+    """
+    if not (isinstance(spec, Mapping) and "data" in spec):
+        return []
+    view = as_view(payloads[spec["data"]])
+    if bytes(view[: len(npy.MAGIC)]) != npy.MAGIC:
+        return []
+    header = npy.read_header(view)
+    if header.dtype.kind != "V":
+        return []
+    return [f for f in npy.VOID_FORMATS[header.itemsize] if npy.read_header(view, void_format=f).format == f]

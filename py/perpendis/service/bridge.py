@@ -1,0 +1,193 @@
+"""The named Python entry points the page's workers call, with plain data.
+
+``app/worker.js`` and ``app/fold_worker.js`` only move bytes: they hand these functions
+JSON strings, JavaScript byte views and ``Blob`` objects, and send back what they return.
+Everything Python does for them lives here, where ruff and pytest see it:
+
+:class:`CoreWorker` (``app/worker.js``)
+    Copies a request's buffers into NumPy arrays in one ``memcpy`` each, puts long texts
+    back as ``str``, wraps unread files in readers, keeps files read ahead of the click,
+    and runs the request through :func:`perpendis.service.handle.serve`; then steps a
+    shared fold through the session's :class:`~perpendis.service.fold.FoldCoordinator`.
+:class:`HelperWorker` (``app/fold_worker.js``)
+    Folds one share (from bytes, or from two unread files) and selects order statistics,
+    through :class:`perpendis.helper.Helper`.
+
+A JavaScript byte view is anything with ``byteLength`` and ``assign_to(array)`` (Pyodide's
+proxy of a ``Uint8Array``); a ``Blob`` anything with ``size`` (and ``name`` for a file),
+read through the ``read_slice(blob, offset, length)`` function the worker passes in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import heap
+from ..errors import InputError
+from ..formats.buffer import Reader, view_reader
+from ..helper import Helper
+from . import handle, planner
+from .session import Session
+
+try:
+    from pyodide.ffi import JsException
+except ImportError:  # natively, where nothing reads a Blob: the tests' stand-in for a failed read
+
+    class JsException(Exception):  # type: ignore[no-redef]
+        """A JavaScript error thrown into Python (``pyodide.ffi.JsException`` in the browser)."""
+
+        name = "Error"
+
+
+ReadSlice = Callable[[Any, int, int], Any]
+
+
+def from_js(view: Any) -> np.ndarray:
+    """A JavaScript byte view copied into a fresh NumPy array (one ``memcpy``)."""
+    array = np.empty(view.byteLength, dtype=np.uint8)
+    view.assign_to(array)
+    return array
+
+
+def blob_reader(read_slice: ReadSlice, blob: Any) -> Reader:
+    """A reader of a file the page handed over unread; a file that cannot be read any more
+    (changed, moved or deleted since it was chosen) is bad input, named."""
+
+    def read(offset: int, length: int) -> np.ndarray:
+        array = np.empty(length, dtype=np.uint8)
+        try:
+            read_slice(blob, offset, length).assign_to(array)
+        except JsException as err:
+            name = getattr(blob, "name", None) or "a chosen file"
+            raise InputError(
+                f"{name} could not be read ({err.name}): it was changed, moved or deleted after it "
+                "was chosen; choose it again"
+            ) from None
+        return array
+
+    return read
+
+
+def with_texts(value: Any, payloads: dict[str, np.ndarray]) -> Any:
+    """``value`` with each ``{"utf8": key}`` made ``{"text": ...}`` again, its bytes taken
+    from ``payloads``: long pastes travel as UTF-8 bytes, since Pyodide turns a JavaScript
+    string into a Python ``str`` several times slower than Python decodes the same bytes."""
+    if isinstance(value, list):
+        return [with_texts(item, payloads) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if "utf8" in value:
+        rest = {k: v for k, v in value.items() if k != "utf8"}
+        return {**rest, "text": payloads.pop(value["utf8"]).tobytes().decode("utf-8")}
+    return {k: with_texts(v, payloads) for k, v in value.items()}
+
+
+class CoreWorker:
+    """The core worker's Python side: one session, the request's bytes while a fold is shared,
+    and the files read ahead of the click."""
+
+    def __init__(self, read_slice: ReadSlice, session: Session | None = None) -> None:
+        self.read_slice = read_slice
+        self.session = session if session is not None else handle.SESSION
+        self.held: dict[str, np.ndarray] = {}  # a shared fold's payloads: share_places looks in them
+        self.ahead: dict[int, np.ndarray] = {}  # files read ahead (op "prefetch"), by the page's number
+
+    def keep_ahead(self, ident: int, view: Any) -> None:
+        copy = from_js(view)
+        copy.flags.writeable = False  # shared by every comparison of this file: none may change it
+        self.ahead[ident] = copy
+
+    def drop_ahead(self, ident: int) -> None:
+        self.ahead.pop(ident, None)
+
+    @staticmethod
+    def read_ahead(sizes: Iterable[int]) -> bool:
+        """:func:`perpendis.service.planner.read_ahead`, for the sizes the page lists."""
+        return planner.read_ahead(list(sizes))
+
+    def serve(
+        self,
+        request_json: str,
+        buffers: Iterable[tuple[str, Any]],
+        blobs: Iterable[tuple[str, Any]],
+        early: Iterable[tuple[str, int]],
+        progress: Callable[[str, float], object] | None,
+        workers: int,
+    ) -> str:
+        """One request's answer as JSON.  ``buffers`` are ``[key, view]`` pairs of bytes to copy
+        in, ``blobs`` ``[key, Blob]`` pairs of files handed over unread, ``early`` ``[key,
+        number]`` pairs of those read ahead."""
+        request = json.loads(request_json)
+        self.session.forget(request.get("op"))
+        self.held.clear()
+        payloads = {key: from_js(view) for key, view in buffers}
+        request = with_texts(request, payloads)
+        blobs = list(blobs)
+        read = {key: self.ahead[ident] for key, ident in early if ident in self.ahead}
+        files = {
+            key: view_reader(read[key]) if key in read else (blob_reader(self.read_slice, blob), int(blob.size))
+            for key, blob in blobs
+        }
+        result = handle.serve(request, payloads, files, progress, workers, read, session=self.session)
+        if "fold_jobs" in result:
+            self.held.update(payloads if "stream" in result else {**payloads, **read})
+        return json.dumps(result, allow_nan=False)
+
+    def share_bytes(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.session.fold.share_bytes(index)
+
+    def share_places(self, index: int) -> str:
+        return json.dumps(self.session.fold.share_places(index, self.held))
+
+    def fold_first_share(self) -> None:
+        self.session.fold.fold_first_share()
+
+    def own_errors_for_helper(self) -> tuple[str, np.ndarray] | None:
+        return self.session.fold.own_errors_for_helper()
+
+    def merge_partials(self, parts: Iterable[Any]) -> str:
+        """The helpers' partials (byte views, or None for a helper that failed) merged; what
+        helper 0 is to select, as JSON (``null``: nothing)."""
+        self.held.clear()
+        job = self.session.fold.merge_partials([None if part is None else from_js(part) for part in parts])
+        return json.dumps(None if job is None else job.to_dict())
+
+    def merged_errors(self) -> np.ndarray:
+        return self.session.fold.merged_errors()
+
+    def select_kept_columns(self) -> None:
+        self.session.fold.select_kept_columns()
+
+    def answer_fold(self, found: Any) -> str:
+        answer = handle.answer_fold(None if found is None else from_js(found), session=self.session)
+        return json.dumps(answer, allow_nan=False)
+
+
+class HelperWorker:
+    """A helper worker's Python side: its :class:`~perpendis.helper.Helper`, fed JavaScript bytes."""
+
+    def __init__(self, read_slice: ReadSlice) -> None:
+        self.read_slice = read_slice
+        self.helper = Helper()
+
+    def fold(self, share_json: str, a: Any, b: Any) -> np.ndarray:
+        return self.helper.fold(share_json, from_js(a), from_js(b))
+
+    def fold_files(self, share_json: str, void_json: str, blob_a: Any, blob_b: Any) -> np.ndarray:
+        files = [
+            ((lambda offset, length, blob=blob: from_js(self.read_slice(blob, offset, length))), int(blob.size))
+            for blob in (blob_a, blob_b)
+        ]
+        return self.helper.fold_files(share_json, void_json, *files)
+
+    def select(self, ranks_json: str, values: Any, pooled: bool) -> np.ndarray:
+        select = self.helper.select_pooled if pooled else self.helper.select
+        return select(ranks_json, from_js(values))
+
+    @staticmethod
+    def reserve(size: int) -> int:
+        return heap.reserve(size)
