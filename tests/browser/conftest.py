@@ -70,10 +70,6 @@ CHROMIUM_ARGS = [
 LOCAL_SCHEMES = ("data", "blob", "about", "chrome-extension", "devtools")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives the built page in a real browser")
-
-
 @dataclass
 class Server:
     url: str
