@@ -18,16 +18,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
+from served import served
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import serve  # noqa: E402
-
-import build  # noqa: E402
 
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 METRICS = ["first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift",
@@ -81,14 +76,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--site", type=Path, default=None)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        site = args.site
-        if site is None:
-            site = Path(tmp) / "dist"
-            build.build(site)
-        httpd = serve.make_server(site, port=0)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    with tempfile.TemporaryDirectory() as tmp, served(args.site, Path(tmp)) as url:
         scores = []
         for i in range(args.runs):
             figures = run_once(url, Path(tmp) / f"run{i}.json")
@@ -96,7 +84,6 @@ def main() -> int:
             print(f"run {i + 1}: " + ", ".join(f"{k} {v}" for k, v in figures.items()), flush=True)
         shifts = [cls_to_ready(url) for _ in range(args.runs)]
         print("CLS from navigation to ready (mobile): " + ", ".join(f"{v:.3f}" for v in shifts), flush=True)
-        httpd.shutdown()
     print(f"median performance score {statistics.median(scores)} (mobile); load average {os.getloadavg()[0]:.2f}")
     return 0
 
