@@ -317,6 +317,8 @@ function showReport(result, { fresh }) {
   state.result = result;
   const report = result.report;
   $("report").hidden = false;
+  // Shapes that cannot be aligned: no value was compared, so the cards about values go.
+  $("report").dataset.compared = String(report.tolerance !== null);
   renderVerdict($("verdict-box"), $("verdict"), $("evidence"), report);
   renderSummary($("summary"), report);
   renderReference($("reference-card"), $("reference"), report);
@@ -352,6 +354,8 @@ function showReport(result, { fresh }) {
   } else if (report.n_elements > 0 && report.shape_match) {
     selectElement(0);
   } else {
+    state.selected = null;
+    state.selectedIndex = null;
     fill($("element"));
     $("element-index").textContent = "";
   }
@@ -462,6 +466,7 @@ function markSlice() {
 // ---------------------------------------------------------------- tolerance controls
 
 function syncToleranceFields(t) {
+  if (!t) return; // nothing was judged: the fields keep what the user typed
   const custom = state.tolerance.atol !== undefined || state.tolerance.rtol !== undefined;
   $("preset").value = state.tolerance.preset ?? (custom ? "custom" : "");
   $("atol").value = String(t.atol);

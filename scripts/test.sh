@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Installs whatever is missing on a bare machine (npm packages, Python packages,
-# Debian's chromium), builds the site once, then runs every check and test.
+# Debian's chromium and firefox-esr), builds the site once, then runs every check and test.
 # Usage: npm test   (extra arguments go to pytest: npm test -- -k parse, npm test -- -m "not browser")
 # The tests use this build of dist/ (PERPENDIS_SITE, tests/conftest.py) rather than building
 # their own, so one run builds the site once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/chromium ]; then
-  echo "== installing Debian's chromium"
+# The browser tests run in both: Chromium through Playwright, Firefox ESR through
+# puppeteer-core over WebDriver BiDi (tests/firefox/run.mjs).
+BROWSERS=""
+[ -x /usr/bin/chromium ] || BROWSERS="$BROWSERS chromium"
+[ -x /usr/bin/firefox-esr ] || BROWSERS="$BROWSERS firefox-esr"
+if [ -n "$BROWSERS" ]; then
+  echo "== installing Debian's$BROWSERS"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $BROWSERS >/dev/null
 fi
 
 echo "== installing npm packages"

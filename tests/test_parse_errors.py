@@ -179,3 +179,22 @@ def test_a_dropped_text_file_over_the_cap_is_refused_the_same_way() -> None:
     data = _numpy_rows(np.arange(1000, dtype=np.float32) / 7, longer_than=TEXT_MAX_CHARS).encode()
     with pytest.raises(InputError, match="TEXT_MAX_CHARS"):
         load_bytes(data, "big.txt")
+
+
+@pytest.mark.parametrize("obj", [{"a": [1.0, 2.0]}, {"logits": [[0.5, -1.25], [2.0, 3.0]], "step": 3}])
+def test_a_pasted_json_dict_is_named_as_one_not_as_a_ragged_list(obj: dict) -> None:
+    import json
+
+    error = _refused(json.dumps(obj, indent=2))
+    assert "JSON object" in error.message and "ragged" not in error.message
+    assert "np.savez" in error.message
+
+
+def test_words_in_both_boxes_blame_a_for_its_own_text() -> None:
+    # "hello world" against "loss went down" once blamed B's word 'loss' as if it were A's.
+    from perpendis import api
+
+    inputs = {"a": {"text": "hello world"}, "b": {"text": "loss went down"}}
+    answer = api.handle({"op": "compare", "inputs": inputs}, {})
+    assert answer["error"]["side"] == "a"
+    assert "loss" not in answer["error"]["message"] and "no numbers" in answer["error"]["message"]

@@ -126,7 +126,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
       .map((label) => el("th", { scope: "col" }, label))));
   const rows = bisect.pairs.map((pair, index) => {
     const where = standing(index, first);
-    const open = el("button", { type: "button", class: "link", "aria-label": `Open the report of ${pair.a_name}` },
+    const open = el("button", { type: "button", class: "link", "aria-label": `${index + 1}: open the report of ${pair.a_name}` },
       String(index + 1));
     const finding = pair.finding;
     const row = el("tr", {

@@ -13,7 +13,8 @@ export function renderSummary(node, report) {
   const shapeCls = report.shape_match ? null : "mismatch";
   const dtypeCls = report.dtype_match ? null : "mismatch";
   const table = el("table", { class: "sides" },
-    el("thead", {}, el("tr", {}, el("th", {}, ""), el("th", { scope: "col" }, "A"), el("th", { scope: "col" }, "B"))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "what")),
+      el("th", { scope: "col" }, "A"), el("th", { scope: "col" }, "B"))),
     el("tbody", {},
       el("tr", { class: shapeCls }, el("th", { scope: "row" }, "shape"),
         el("td", { "data-testid": "shape-a" }, formatIndex(report.a.shape)),

@@ -3,6 +3,12 @@ import { el, facts, fill, formatIndex, num } from "./dom.js";
 
 export function renderTolerance(node, report, onPick) {
   const t = report.tolerance;
+  if (!t) {
+    // No values were compared (shapes that cannot be aligned): there is nothing to judge.
+    fill(node, el("p", { class: "outcome", "data-testid": "tolerance-result" },
+      "not judged: no values were compared"));
+    return;
+  }
   const outcome = el("p", { class: `outcome ${t.passed ? "pass" : "fail"}`, "data-testid": "tolerance-result" },
     t.passed ? "passes" : "fails",
     ` |A − B| ≤ atol + rtol·|B| with atol=${num(t.atol)}, rtol=${num(t.rtol)}`,

@@ -22,6 +22,6 @@ export function renderWorst(node, report, onPick) {
     return;
   }
   fill(node, el("table", { class: "worst" },
-    el("thead", {}, el("tr", {}, ["", "index", "A", "B", "ULP", "|A − B|", "relative"]
-      .map((h) => el("th", { scope: "col" }, h)))), body));
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "which")),
+      ["index", "A", "B", "ULP", "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body));
 }

@@ -63,6 +63,14 @@ def parse_text(text: str) -> list[Tensor]:
             "memory: save the tensor with np.save('a.npy', x) (x.numpy() for a torch tensor) and drop the .npy "
             "file instead"
         )
+    if text.lstrip().startswith("{"):
+        # json.dumps of a dict: its numbers sit inside lists under keys, which would otherwise
+        # read as a ragged list.
+        raise InputError(
+            "this is a JSON object (a dict of names to values), not one tensor: paste the list of one "
+            "entry, or save the tensors with np.savez('a.npz', **tensors) and open the .npz file",
+            where="line 1",
+        )
     return [_tensor(piece) for piece in split(clean(text))]
 
 

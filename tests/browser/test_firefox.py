@@ -1,0 +1,145 @@
+"""The page in Firefox: paste, file, bisect, share and offline, in Debian's ``firefox-esr``.
+
+Playwright cannot drive a stock Firefox (it speaks Juggler, a protocol only its own patched
+Firefox build has, and that build cannot be downloaded here), so each test runs
+``tests/firefox/run.mjs`` in node, which drives Firefox over WebDriver BiDi with
+puppeteer-core.  This side makes the inputs with real NumPy, asks CPython's perpendis what
+the page must show, and serves the built site; node fails on any mismatch, uncaught error
+or console error in the page.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Server, serving
+from made import npy_bytes, numpy_text
+from perpendis import api, formats
+from perpendis.bisect import bisect
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = ROOT / "tests" / "firefox" / "run.mjs"
+FIREFOX = Path("/usr/bin/firefox-esr")
+MODELS = ROOT / "tests" / "fixtures" / "models"
+TEST_TIMEOUT_S = 420
+
+
+def index_text(index: list[int]) -> str:
+    return f"({index[0]},)" if len(index) == 1 else "(" + ", ".join(map(str, index)) + ")"
+
+
+def shown(inputs: dict, payloads: dict | None = None) -> dict:
+    """What the page must show for these inputs: CPython's verdict and the element the
+    inspector opens on (the first difference)."""
+    answer = api.handle({"op": "compare", "inputs": inputs}, payloads or {})
+    assert answer["ok"], answer
+    report = json.loads(json.dumps(answer))["report"]
+    start = report["first_diff"]
+    return {"verdict": report["verdict"], "index": index_text(start["index"]) if start else ""}
+
+
+@pytest.fixture
+def server(site: Path, tmp_path: Path) -> Iterator[Server]:
+    """A server of each test's own, so the offline test can stop it."""
+    with serving(site, tmp_path / "access.log") as running:
+        yield running
+
+
+def run_in_firefox(name: str, server: Server, spec: dict, tmp_path: Path) -> None:
+    if not FIREFOX.exists():
+        pytest.fail("Firefox is not installed: run `apt-get install firefox-esr` (scripts/test.sh does)")
+    if shutil.which("node") is None or not (ROOT / "node_modules" / "puppeteer-core").exists():
+        pytest.fail("node and puppeteer-core are needed: run `npm ci` (scripts/test.sh does)")
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    stderr = (tmp_path / "stderr.txt").open("w+")  # a file: a full pipe would stall the runner
+    process = subprocess.Popen(
+        ["node", str(RUNNER), name, server.url, str(spec_path)],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1,
+    )
+    try:
+        # The runner asks for the server to go away when it wants to be offline.
+        for line in iter(process.stdout.readline, ""):
+            if line.strip() == "stop-server":
+                server.stop()
+                process.stdin.write("stopped\n")
+                process.stdin.flush()
+        process.wait(timeout=TEST_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    if process.returncode != 0:
+        stderr.seek(0)
+        pytest.fail(f"Firefox: {stderr.read().strip()[-4000:]}")
+
+
+def pair(seed: int, n: int, nudge: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    a = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    b = a.copy()
+    b[nudge] = np.nextafter(b[nudge], np.float32(np.inf))
+    return a, b
+
+
+def test_paste(server, tmp_path):
+    a, b = pair(1, 64, [5, 40])
+    short = {"a": numpy_text(a), "b": numpy_text(b)}
+    long_a, long_b = pair(2, 150_000, [1234])
+    long = {"a": numpy_text(long_a), "b": numpy_text(long_b)}
+    assert len(long["a"]) > 2**20  # more than the page keeps in its box
+    bad = {"a": "hello world", "b": "[1, 2]"}
+    refused = api.handle({"op": "compare", "inputs": {k: {"text": v} for k, v in bad.items()}}, {})
+    spec = {
+        "short": short, "short_expect": shown({k: {"text": v} for k, v in short.items()}),
+        "long": long, "long_expect": shown({k: {"text": v} for k, v in long.items()}),
+        "bad": {**bad, "says": refused["error"]["message"]},
+    }
+    run_in_firefox("paste", server, spec, tmp_path)
+
+
+def test_file(server, tmp_path):
+    a = np.random.default_rng(3).standard_normal((4, 6)).astype(np.float16)
+    b = a.copy()
+    b[2, 3] = -b[2, 3]  # a sign flip: a bug
+    files = {}
+    for side, array in (("a", a), ("b", b)):
+        files[side] = tmp_path / f"{side}.npy"
+        files[side].write_bytes(npy_bytes(array))
+    want = shown({side: {"name": path.name, "data": side} for side, path in files.items()},
+                 {side: path.read_bytes() for side, path in files.items()})
+    assert want["verdict"] == "investigate"
+    run_in_firefox("file", server, {"files": {k: str(v) for k, v in files.items()}, "expect": want}, tmp_path)
+
+
+def test_bisect(server, tmp_path):
+    manifest = json.loads((MODELS / "manifest.json").read_text())
+    cnn = next(c for c in manifest["captures"] if c["model"] == "cnn")
+    paths = {run: MODELS / next(f for f in cnn[run] if f.endswith(".npz")) for run in ("torch", "ort_bug")}
+    native = bisect(*(formats.read(paths[run].read_bytes(), paths[run].name) for run in ("torch", "ort_bug")))
+    first = native.first_failing
+    assert first.a_name == cnn["bug_layer"]
+    spec = {"files": {"a": str(paths["torch"]), "b": str(paths["ort_bug"])}, "bug_layer": cnn["bug_layer"],
+            "bug_verdict": first.report.verdict}
+    run_in_firefox("bisect", server, spec, tmp_path)
+
+
+def test_share(server, tmp_path):
+    a, b = pair(4, 32, [7])
+    b[20] += 1.0  # and one element that is plainly off
+    spec = {"a": numpy_text(a), "b": numpy_text(b)}
+    spec["expect"] = shown({"a": {"text": spec["a"]}, "b": {"text": spec["b"]}})
+    run_in_firefox("share", server, spec, tmp_path)
+
+
+def test_offline(server, tmp_path):
+    a, b = pair(5, 16, [3])
+    spec = {"a": numpy_text(a), "b": numpy_text(b)}
+    spec["expect"] = shown({"a": {"text": spec["a"]}, "b": {"text": spec["b"]}})
+    run_in_firefox("offline", server, spec, tmp_path)
