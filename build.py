@@ -17,8 +17,10 @@ hash pinned here): standard-library modules that neither Pyodide's start, NumPy'
 nor any module of perpendis imports (traced by ``scripts/trace_imports.mjs``), the
 standard library's and NumPy's ``.py`` sources where bytecode is shipped (perpendis keeps
 its sources, for readable tracebacks), NumPy's tests and its C headers, stubs and static
-libraries. An import of a left-out module fails naming it (``sitecustomize`` in the
-trimmed standard library); ``STDLIB_KEEP`` lists what to keep besides the trace.
+libraries, and the modules of perpendis that no import reaches from those the page's
+scripts call (``pyimport("perpendis....")``): the command line, the pytest plugin and the
+like. An import of a left-out module fails naming it (``sitecustomize`` in the trimmed
+standard library); ``STDLIB_KEEP`` lists what to keep besides the trace.
 
 Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cached in
 ``.cache/`` so a second build makes no network call.
@@ -27,10 +29,12 @@ Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cache
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import gzip
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +69,10 @@ CORE_SHA256 = {
 # page's Content-Security-Policy, and would need standard-library modules the page does not.
 PINNED_PACKAGES = ("numpy",)
 PROJECT_PACKAGE = "perpendis"
+# The page's scripts, read for the modules of perpendis they call by name: the roots of the
+# import graph that decides which of its modules the served wheel holds.
+PAGE_SCRIPTS = ROOT / "app"
+PAGE_ENTRY_PATTERN = re.compile(r"""pyimport\(\s*["'](perpendis(?:\.\w+)*)["']\s*\)""")
 # Archives whose imports happen at every start: shipped with bytecode (scripts/precompile.mjs).
 PRECOMPILE_SCRIPT = ROOT / "scripts" / "precompile.mjs"
 STDLIB_AT = "/lib/python312.zip"
@@ -97,8 +105,14 @@ class LeftOutByBuild:
             cls.names = frozenset(cls.loader.get_data(cls.listing).decode().split())
         if name not in cls.names:
             return None
-        message = (f"No module named {{name!r}}: build.py left it out of this site's Python standard library, "
-                   "since no import of it was traced; add it to STDLIB_KEEP in build.py and build again")
+        if name.partition(".")[0] == "{PROJECT_PACKAGE}":
+            message = (f"No module named {{name!r}}: build.py left it out of the {PROJECT_PACKAGE} wheel served to "
+                       "this page, since no import reaches it from the modules the page's scripts call; "
+                       "import it from one of those modules (not by a name built at run time) and build again")
+        else:
+            message = (f"No module named {{name!r}}: build.py left it out of this site's Python standard "
+                       "library, since no import of it was traced; add it to STDLIB_KEEP in build.py and "
+                       "build again")
         print(f"perpendis: {{message}}", file=sys.stderr)
         raise ModuleNotFoundError(message, name=name)
 
@@ -261,6 +275,88 @@ def project_lock_entry(wheel: Path) -> dict:
     }
 
 
+def page_entry_modules(scripts: Path = PAGE_SCRIPTS) -> set[str]:
+    """The modules of perpendis the page's JavaScript imports by name."""
+    found = {match for path in sorted(scripts.rglob("*.js")) for match in PAGE_ENTRY_PATTERN.findall(path.read_text())}
+    if not found:
+        raise BuildError(f"no pyimport(\"{PROJECT_PACKAGE}...\") found in {scripts}: the page would load nothing")
+    return found
+
+
+def imported_modules(name: str, source: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules among ``known`` that module ``name`` imports anywhere in its source (in
+    functions too: they run when called), except under ``if TYPE_CHECKING:``, which never
+    runs. ``from package import name`` is the submodule ``package.name`` when there is one."""
+    package = name if is_package else name.rpartition(".")[0]
+    tree = ast.parse(source, name)
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            if node.level:
+                base = package.split(".")
+                target = ".".join(base[: len(base) - node.level + 1] + ([target] if target else []))
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target)
+    return {module for module in found if module in known and module != name}
+
+
+def reachable_modules(entries: set[str], graph: dict[str, set[str]]) -> set[str]:
+    """Every module an import of ``entries`` can run: their imports, to a fixpoint, and
+    the packages above each module (importing ``a.b`` runs ``a/__init__.py`` first)."""
+    seen: set[str] = set()
+    todo = sorted(entries)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        todo += sorted(graph.get(module, ()))
+    return seen
+
+
+def wheel_module(member: str) -> str | None:
+    """The dotted module of a wheel member that is a module source, else None."""
+    if not member.endswith(".py") or ".dist-info/" in member:
+        return None
+    return member[:-3].removesuffix("/__init__").replace("/", ".")
+
+
+def trim_project_wheel(wheel: Path, entries: set[str]) -> list[str]:
+    """Leave out of the served wheel the modules of perpendis no import reaches from
+    ``entries`` (the command line, the pytest plugin, ...); returns their names, for the
+    guard that names one if it is ever imported in the page."""
+    with zipfile.ZipFile(wheel) as archive:
+        sources = {
+            module: (archive.read(member).decode(), member.endswith("/__init__.py"))
+            for member in archive.namelist()
+            if (module := wheel_module(member)) is not None
+        }
+    missing = entries - set(sources)
+    if missing:
+        raise BuildError(f"the page's scripts import {sorted(missing)}, which {wheel.name} does not hold")
+    known = set(sources)
+    graph = {name: imported_modules(name, source, is_package, known) for name, (source, is_package) in sources.items()}
+    reached = reachable_modules(entries, graph)
+    left_out = sorted(known - reached)
+    removed = rewrite_zip(wheel, lambda member, _: wheel_module(member) not in left_out)
+    report(f"modules of {PROJECT_PACKAGE} the page cannot reach from {', '.join(sorted(entries))} "
+           f"({len(left_out)}: {', '.join(left_out)}; their bytecode is not made either)", removed)
+    return left_out
+
+
 def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc") -> None:
     """Replace each (path, layout, runtime prefix) archive by one that also holds bytecode.
 
@@ -314,6 +410,7 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
     report("NumPy's tests", rewrite_zip(numpy_wheel, lambda name, _: not is_test(name)))
     project_wheel = build_project_wheel(out)
     served[PROJECT_PACKAGE] = project_lock_entry(project_wheel)
+    unreachable = trim_project_wheel(project_wheel, page_entry_modules())
     # Only after the official hashes were checked: the served lock then pins the new bytes.
     precompile([
         (out / "python_stdlib.zip", "zip", STDLIB_AT),
@@ -321,7 +418,7 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
         (project_wheel, "wheel", SITE_PACKAGES_AT),
     ])
     write_lock(out, lock["info"], served)
-    trim_stdlib(out / "python_stdlib.zip", traced_stdlib(out))
+    trim_stdlib(out / "python_stdlib.zip", traced_stdlib(out), unreachable)
     report("NumPy's .py sources beside bytecode, headers, stubs",
            rewrite_zip(numpy_wheel, numpy_needs, rename=sourceless_place))
     write_lock(out, lock["info"], served)
@@ -445,9 +542,10 @@ def kept_in_stdlib(module: str, traced: set[str]) -> bool:
     return module in traced or bool(wanted & set(STDLIB_KEEP))
 
 
-def trim_stdlib(path: Path, traced: set[str]) -> None:
+def trim_stdlib(path: Path, traced: set[str], project_left_out: Iterable[str] = ()) -> None:
     """Leave out of the standard library what no traced import needs, and the sources of
-    what is kept where bytecode is shipped; add the guard that names a left-out module."""
+    what is kept where bytecode is shipped; add the guard that names a left-out module
+    (of the standard library, or ``project_left_out``, left out of the project's wheel)."""
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
     modules = {module_of(name) for name in names if name.endswith((".py", ".pyc"))}
@@ -462,7 +560,8 @@ def trim_stdlib(path: Path, traced: set[str]) -> None:
     removed = rewrite_zip(
         path,
         lambda name, _: not (name.endswith(".py") and has_bytecode(name, names)),
-        {TRIM_GUARD: TRIM_GUARD_SOURCE.encode(), TRIMMED_LIST: "\n".join(left_out).encode() + b"\n"},
+        {TRIM_GUARD: TRIM_GUARD_SOURCE.encode(),
+         TRIMMED_LIST: "\n".join([*left_out, *project_left_out]).encode() + b"\n"},
     )
     report("the standard library's .py sources beside bytecode", removed)
     precompile([(path, "zip", STDLIB_AT)])  # the guard's own bytecode (cached by content)

@@ -21,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import serve  # noqa: E402
 
@@ -93,14 +94,69 @@ def test_stdlib_gets_bytecode_for_zipimport(site: Path):
     assert int.from_bytes(header[4:8], "little") == 0b01
 
 
-def test_project_wheel_holds_the_package_from_py(site: Path):
+def served_project_wheel(site: Path) -> set[str]:
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     entry = lock["packages"][build.PROJECT_PACKAGE]
     assert entry["depends"] == ["numpy"]
     with zipfile.ZipFile(site / "pyodide" / entry["file_name"]) as wheel:
-        names = set(wheel.namelist())
         assert wheel.read("perpendis/bits.py") == (ROOT / "py" / "perpendis" / "bits.py").read_bytes()
-    assert {f"perpendis/{p.name}" for p in (ROOT / "py" / "perpendis").glob("*.py")} <= names
+        return set(wheel.namelist())
+
+
+def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_line(site: Path):
+    # The reach is computed here with the package-shape test's own import graph (read from
+    # py/, not from the wheel), from the modules the page's scripts name.
+    from test_structure import import_graph
+
+    entries = build.page_entry_modules()
+    assert {"perpendis.service.bridge", "perpendis.api"} <= entries
+    graph = import_graph()
+    reached, todo = set(), sorted(entries)
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [module.rpartition(".")[0]] if "." in module else []
+            todo += graph[module]
+    def member(module: str) -> str:
+        path = module.replace(".", "/")
+        return f"{path}/__init__.py" if (ROOT / "py" / path).is_dir() else f"{path}.py"
+
+    names = served_project_wheel(site)
+    assert {member(module) for module in reached} <= names
+    assert {member(module) for module in reached} & {n for n in names if n.endswith(".pyc")} == set()
+    for left_out in ("perpendis/cli_capture.py", "perpendis/cli.py", "perpendis/pytest_plugin.py"):
+        assert left_out not in names and left_out + "c" not in names
+        assert all(not n.startswith(left_out[:-3] + ".") for n in names)
+    assert {member(module) for module in set(graph) - reached} & names == set()
+    with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
+        assert {"perpendis.cli_capture", "perpendis.cli"} <= set(stdlib.read(build.TRIMMED_LIST).decode().split())
+
+
+def write_package(path: Path, files: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, source in files.items():
+            archive.writestr(name, source)
+        archive.writestr("pkg-1.0.dist-info/METADATA", "Name: pkg\n")
+    return path
+
+
+def test_project_wheel_keeps_imports_in_functions_and_leaves_out_the_unreached(tmp_path: Path):
+    wheel = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", {
+        "pkg/__init__.py": "",
+        "pkg/entry.py": "from . import near\n\ndef later():\n    from .sub import deep\n",
+        "pkg/near.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import typed\n",
+        "pkg/typed.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/deep.py": "import pkg.near\n",
+        "pkg/cli.py": "import pkg.entry\n",
+    })
+    assert build.trim_project_wheel(wheel, {"pkg.entry"}) == ["pkg.cli", "pkg.typed"]
+    with zipfile.ZipFile(wheel) as archive:
+        assert set(archive.namelist()) == {"pkg/__init__.py", "pkg/entry.py", "pkg/near.py", "pkg/sub/__init__.py",
+                                           "pkg/sub/deep.py", "pkg-1.0.dist-info/METADATA"}
+    with pytest.raises(build.BuildError, match=re.escape("pkg.gone")):
+        build.trim_project_wheel(wheel, {"pkg.gone"})
 
 
 def test_corrupted_cached_wheel_stops_the_build_naming_file_and_hashes(tmp_path, packaging_entry_and_bytes):
@@ -415,6 +471,41 @@ def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     assert "'xmlrpc'" in left_message and "STDLIB_KEEP in build.py" in left_message
     assert absent_message == "No module named 'no_such_module_anywhere'"
     assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome
+
+
+# A module of perpendis left out of the served wheel, imported in the built runtime.
+PROJECT_LEFT_OUT_JS = """
+import { loadPyodide } from "pyodide";
+const dir = process.argv[1];
+const printed = [];
+const pyodide = await loadPyodide({
+  indexURL: dir, stdLibURL: dir + "python_stdlib.zip", stderr: (text) => printed.push(text),
+});
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+const caught = pyodide.runPython(`
+import perpendis.service.bridge
+try:
+    import perpendis.cli_capture
+    outcome = ["imported"]
+except ModuleNotFoundError as err:
+    outcome = [str(err), err.name]
+outcome
+`).toJs();
+console.log(JSON.stringify({ caught, printed }));
+"""
+
+
+def test_an_import_of_a_module_left_out_of_the_served_wheel_fails_naming_it(site: Path):
+    result = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", PROJECT_LEFT_OUT_JS, f"{(site / 'pyodide').resolve()}/"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    message, name = outcome["caught"]
+    assert name == "perpendis.cli_capture"
+    assert "'perpendis.cli_capture'" in message and "perpendis wheel served to this page" in message
+    assert "STDLIB_KEEP" not in message
+    assert any("'perpendis.cli_capture'" in line for line in outcome["printed"]), outcome
 
 
 def test_the_core_fetches_the_served_wheels_at_once(site: Path):
