@@ -283,22 +283,37 @@ def page_entry_modules(scripts: Path = PAGE_SCRIPTS) -> set[str]:
     return found
 
 
-def imported_modules(name: str, source: str, is_package: bool, known: set[str]) -> set[str]:
+LAZY_ATTRIBUTES = ":__getattr__"  # the node of a package's lazy attributes (PEP 562) in the graph
+
+
+def imported_modules(name: str, source: str, is_package: bool, known: set[str]) -> dict[str, set[str]]:
     """The modules among ``known`` that module ``name`` imports anywhere in its source (in
     functions too: they run when called), except under ``if TYPE_CHECKING:``, which never
-    runs. ``from package import name`` is the submodule ``package.name`` when there is one."""
+    runs. ``from package import name`` is the submodule ``package.name`` when there is one.
+
+    Returned as graph edges: ``name`` to what it imports, and ``name:__getattr__`` to what a
+    module-level ``__getattr__`` imports, which runs only when a module asks the package for
+    a name it does not hold (``from package import other``, ``package.other``): such an ask
+    is an edge to ``package:__getattr__``, so a lazy attribute nobody asks for is not reached."""
     package = name if is_package else name.rpartition(".")[0]
     tree = ast.parse(source, name)
-    type_only = {
+    never_run = {
         id(inner)
         for node in ast.walk(tree)
         if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
         for inner in ast.walk(node)
     }
-    found: set[str] = set()
+    lazy = {
+        id(inner)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+        for inner in ast.walk(node)
+    }
+    edges: dict[str, set[str]] = {name: set(), name + LAZY_ATTRIBUTES: set()}
     for node in ast.walk(tree):
-        if id(node) in type_only:
+        if id(node) in never_run:
             continue
+        found = edges[name + LAZY_ATTRIBUTES] if id(node) in lazy else edges[name]
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -307,8 +322,13 @@ def imported_modules(name: str, source: str, is_package: bool, known: set[str]) 
                 base = package.split(".")
                 target = ".".join(base[: len(base) - node.level + 1] + ([target] if target else []))
             for alias in node.names:
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target)
-    return {module for module in found if module in known and module != name}
+                submodule = f"{target}.{alias.name}"
+                found.update([submodule] if submodule in known else [target, target + LAZY_ATTRIBUTES])
+        elif isinstance(node, ast.Attribute) and (owner := ast.unparse(node.value)) in known:
+            submodule = f"{owner}.{node.attr}"
+            found.add(submodule if submodule in known else owner + LAZY_ATTRIBUTES)
+    targets = known | {module + LAZY_ATTRIBUTES for module in known}
+    return {node: {module for module in found if module in targets and module != node} for node, found in edges.items()}
 
 
 def reachable_modules(entries: set[str], graph: dict[str, set[str]]) -> set[str]:
@@ -348,8 +368,10 @@ def trim_project_wheel(wheel: Path, entries: set[str]) -> list[str]:
     if missing:
         raise BuildError(f"the page's scripts import {sorted(missing)}, which {wheel.name} does not hold")
     known = set(sources)
-    graph = {name: imported_modules(name, source, is_package, known) for name, (source, is_package) in sources.items()}
-    reached = reachable_modules(entries, graph)
+    graph: dict[str, set[str]] = {}
+    for name, (source, is_package) in sources.items():
+        graph |= imported_modules(name, source, is_package, known)
+    reached = reachable_modules(entries, graph) & known
     left_out = sorted(known - reached)
     removed = rewrite_zip(wheel, lambda member, _: wheel_module(member) not in left_out)
     report(f"modules of {PROJECT_PACKAGE} the page cannot reach from {', '.join(sorted(entries))} "

@@ -111,6 +111,11 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
     entries = build.page_entry_modules()
     assert {"perpendis.service.bridge", "perpendis.api"} <= entries
     graph = import_graph()
+    # The package's own imports are all in its lazy __getattr__ (PEP 562), which runs only when
+    # a module asks for one of its names; none of the modules the page reaches does.
+    lazy = graph.pop("perpendis")
+    assert {"perpendis.capture", "perpendis.testing"} <= lazy
+    graph["perpendis"] = set()
     reached, todo = set(), sorted(entries)
     while todo:
         module = todo.pop()
@@ -129,6 +134,12 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
         assert left_out not in names and left_out + "c" not in names
         assert all(not n.startswith(left_out[:-3] + ".") for n in names)
     assert {member(module) for module in set(graph) - reached} & names == set()
+    assert "perpendis/capture/torch.py" not in names and "perpendis/testing.py" not in names
+    for module in reached:
+        for line in (ROOT / "py" / member(module)).read_text().splitlines():
+            asked = re.search(r"from (perpendis|\.+) import ([\w, ()]+)", line)
+            if asked and (asked.group(1) == "perpendis" or module.count(".") == len(asked.group(1))):
+                assert not {"assert_same", "capture", "check_export"} & set(re.findall(r"\w+", asked.group(2))), line
     with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
         assert {"perpendis.cli_capture", "perpendis.cli"} <= set(stdlib.read(build.TRIMMED_LIST).decode().split())
 
@@ -150,13 +161,32 @@ def test_project_wheel_keeps_imports_in_functions_and_leaves_out_the_unreached(t
         "pkg/sub/__init__.py": "",
         "pkg/sub/deep.py": "import pkg.near\n",
         "pkg/cli.py": "import pkg.entry\n",
+        "pkg/lazy/__init__.py": "def __getattr__(name):\n    from . import unasked, asked\n",
+        "pkg/lazy/unasked.py": "",
+        "pkg/lazy/asked.py": "",
     })
-    assert build.trim_project_wheel(wheel, {"pkg.entry"}) == ["pkg.cli", "pkg.typed"]
+    assert build.trim_project_wheel(wheel, {"pkg.entry"}) == ["pkg.cli", "pkg.lazy", "pkg.lazy.asked",
+                                                              "pkg.lazy.unasked", "pkg.typed"]
     with zipfile.ZipFile(wheel) as archive:
         assert set(archive.namelist()) == {"pkg/__init__.py", "pkg/entry.py", "pkg/near.py", "pkg/sub/__init__.py",
                                            "pkg/sub/deep.py", "pkg-1.0.dist-info/METADATA"}
     with pytest.raises(build.BuildError, match=re.escape("pkg.gone")):
         build.trim_project_wheel(wheel, {"pkg.gone"})
+
+
+def test_a_lazy_attribute_of_a_package_is_kept_once_a_reached_module_asks_for_it(tmp_path: Path):
+    files = {
+        "pkg/__init__.py": "def __getattr__(name):\n    from . import lazy\n    return lazy\n",
+        "pkg/lazy.py": "",
+        "pkg/entry.py": "import pkg\n\ndef later():\n    return pkg.thing\n",
+        "pkg/other.py": "from pkg import thing\n",
+    }
+    by_attribute = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", files)
+    assert build.trim_project_wheel(by_attribute, {"pkg.entry"}) == ["pkg.other"]
+    by_import = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", files)
+    assert build.trim_project_wheel(by_import, {"pkg.other"}) == ["pkg.entry"]
+    assert build.trim_project_wheel(write_package(tmp_path / "w.whl", files), {"pkg"}) == ["pkg.entry", "pkg.lazy",
+                                                                                           "pkg.other"]
 
 
 def test_corrupted_cached_wheel_stops_the_build_naming_file_and_hashes(tmp_path, packaging_entry_and_bytes):
