@@ -338,19 +338,21 @@ function showReport(result, { fresh }) {
   $("export-status").textContent = "";
   $("share-link").hidden = true;
   $("verdict-box").scrollIntoView({ block: "nearest" });
-  const start = report.first_diff;
+  // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
+  const start = report.tolerance?.first_fail ?? report.first_diff;
+  $("first-diff").hidden = !report.first_diff;
   if (result.streamed) {
-    showStreamed(report);
+    showStreamed(report, start);
     return;
   }
   state.view = shape && shape.length >= 2 && report.n_bitwise_diff > 0
-    ? { axes: [shape.length - 2, shape.length - 1], index: start ? [...start.index] : shape.map(() => 0), metric: "abs" }
+    ? { axes: [shape.length - 2, shape.length - 1], index: openingIndex(report, shape), metric: "abs" }
     : null;
   $("slice-card").hidden = !state.view;
   if (state.view) loadSlice();
   if (start) {
     showElement(start, null);
-    selectElement(start.flat);
+    selectElement(start.flat, { follow: false }); // the heat map stays on the finding's slice
   } else if (report.n_elements > 0 && report.shape_match) {
     selectElement(0);
   } else {
@@ -362,11 +364,23 @@ function showReport(result, { fresh }) {
   loadScatter(report);
 }
 
+/**
+ * The slice the heat map opens on: the one holding the top finding's element, else its axis at
+ * its first index, else the worst element's (docs/contracts.md, findings).
+ */
+function openingIndex(report, shape) {
+  const where = report.findings[0]?.where;
+  const worst = report.worst?.abs?.index;
+  const index = worst && worst.length === shape.length ? [...worst] : shape.map(() => 0);
+  if (where?.element?.length === shape.length) return [...where.element];
+  if (Number.isInteger(where?.axis) && where.axis < shape.length && where.indices?.length) index[where.axis] = where.indices[0];
+  return index;
+}
+
 /** A streamed pair is not kept by the core: the report's own elements are all there is to show. */
-function showStreamed(report) {
+function showStreamed(report, start) {
   state.view = null;
   $("slice-card").hidden = true;
-  const start = report.first_diff;
   if (start) showElement(start, null);
   else {
     fill($("element"));
@@ -389,7 +403,8 @@ function showElement(element, detail) {
   renderElement($("element"), element, detail);
 }
 
-async function selectElement(flat) {
+/** Show element `flat` in the inspector; with `follow`, the heat map moves to its slice. */
+async function selectElement(flat, { follow = true } = {}) {
   if (state.result && state.result.streamed) return;
   const asked = state.view;
   const result = await ask("element", { flat });
@@ -400,7 +415,7 @@ async function selectElement(flat) {
   showElement(result.element, result.element);
   if (state.view) {
     // The heat map follows the element to its slice, unless the user moved it meanwhile.
-    const outside = state.view === asked
+    const outside = follow && state.view === asked
       && result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
     if (outside) {
       state.view = { ...state.view, index: [...result.element.index] };
@@ -698,6 +713,11 @@ function init() {
   $("clear").addEventListener("click", clearAll);
   $("example-rounding").addEventListener("click", () => loadExample("rounding"));
   $("example-bug").addEventListener("click", () => loadExample("bug"));
+  $("first-diff").addEventListener("click", () => {
+    const first = state.result?.report.first_diff;
+    if (first && state.result.streamed) showElement(first, null);
+    else if (first) selectElement(first.flat);
+  });
   $("prev-diff").addEventListener("click", () => step(-1));
   $("next-diff").addEventListener("click", () => step(1));
   $("copy-markdown").addEventListener("click", () => copyText(state.result.markdown, "Markdown report copied."));

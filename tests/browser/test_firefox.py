@@ -38,11 +38,11 @@ def index_text(index: list[int]) -> str:
 
 def shown(inputs: dict, payloads: dict | None = None) -> dict:
     """What the page must show for these inputs: CPython's verdict and the element the
-    inspector opens on (the first difference)."""
+    inspector opens on (the first failing element, else the first difference)."""
     answer = api.handle({"op": "compare", "inputs": inputs}, payloads or {})
     assert answer["ok"], answer
     report = json.loads(json.dumps(answer))["report"]
-    start = report["first_diff"]
+    start = (report["tolerance"] or {}).get("first_fail") or report["first_diff"]
     return {"verdict": report["verdict"], "index": index_text(start["index"]) if start else ""}
 
 

@@ -5,6 +5,8 @@ Expected positions and counts come from NumPy on the arrays the test made.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from made import numpy_text
 
@@ -72,6 +74,15 @@ def test_bits_navigation_and_worst(ready_page):
     differing = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
     assert list(differing) == [8, 27, 44, 51]
 
+    # The inspector opens at the first element failing the tolerance the page shows...
+    atol = float(page.get_by_test_id("atol").input_value())
+    rtol = float(page.get_by_test_id("rtol").input_value())
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    first_fail = int(np.flatnonzero(np.abs(a64 - b64) > atol + rtol * np.abs(b64))[0])
+    assert first_fail == 44
+    wait_text(page, "element-index", as_index(first_fail, a.shape))
+    # ...with the first difference one click away.
+    page.get_by_test_id("first-diff").click()
     wait_text(page, "element-index", as_index(8, a.shape))
     xor = int(a.ravel()[8].view(np.uint32) ^ b.ravel()[8].view(np.uint32))
     want = [i for i, bit in enumerate(format(xor, "032b")) if bit == "1"]
@@ -144,20 +155,25 @@ def test_charts_and_heatmap(ready_page):
     page.locator("[data-testid='scatter'] circle").first.wait_for(timeout=STEP_TIMEOUT_MS)
     assert page.locator("[data-testid='scatter'] circle").count() == 4
 
-    # The heatmap opens on the slice of the first difference, (0, 1, 3): rows axis 1, columns axis 2.
+    # The heatmap opens on the slice of the top finding's element, the replaced one (2, 0, 4),
+    # not on the first difference's (0, 1, 3): rows axis 1, columns axis 2, axis-0 index 2.
+    bug = np.unravel_index(int(np.argmax(np.abs(a.astype(np.float64) - b))), a.shape)
+    assert bug == (2, 0, 4)
     heat = page.locator("[data-testid='heatmap'] svg")
     heat.wait_for(timeout=STEP_TIMEOUT_MS)
     assert (heat.get_attribute("data-rows"), heat.get_attribute("data-cols")) == ("4", "5")
+    assert page.get_by_test_id("slice-index-0").input_value() == "2"
     mark = page.get_by_test_id("heatmap-mark")
-    assert (mark.get_attribute("data-row"), mark.get_attribute("data-col")) == ("1", "3")
+    mark.wait_for(timeout=STEP_TIMEOUT_MS)
+    assert (mark.get_attribute("data-row"), mark.get_attribute("data-col")) == ("0", "4")
     hot = page.evaluate(
         """() => [...document.querySelectorAll('[data-testid="heatmap"] rect.cell')]
                  .filter((c) => Number(c.dataset.value) > 0).map((c) => [+c.dataset.row, +c.dataset.col])"""
     )
-    want = np.argwhere(a[0] != b[0]).tolist()
+    want = np.argwhere(a[2] != b[2]).tolist()
     assert sorted(hot) == sorted(want)
 
-    # Rows along axis 0 instead: a 3 × 5 slice at axis-1 index 1.
+    # Rows along axis 0 instead: a 3 × 5 slice at axis-1 index 0.
     page.get_by_test_id("slice-rows").select_option("0")
     page.wait_for_function(
         "() => document.querySelector('[data-testid=\"heatmap\"] svg')?.dataset.rows === '3'", timeout=STEP_TIMEOUT_MS
@@ -172,3 +188,36 @@ def test_charts_and_heatmap(ready_page):
         counts = [int(row.nth(i).get_attribute("data-count")) for i in range(row.count())]
         assert len(counts) == a.shape[axis]
         assert counts == [1 if i == at else 0 for i in range(a.shape[axis])]
+
+
+def test_the_evidence_opens_at_the_finding(ready_page):
+    """A real bug case: ONNX Runtime given one NaN input element (tests/fixtures/models, linear.nan.npy).
+
+    The NaN output row lies in batch 1, while the first (rounding) difference is in batch 0: the
+    heat map opens on batch 1 with the NaN element marked, the inspector at the first failing
+    element, and the first difference is one click away.
+    """
+    page = ready_page
+    models = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
+    a, b = np.load(models / "linear.torch.npy"), np.load(models / "linear.nan.npy")
+    bad = [tuple(int(i) for i in at) for at in np.argwhere(np.isnan(b) != np.isnan(a))]
+    differing = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
+    assert bad[0][0] == 1 and np.unravel_index(differing[0], a.shape)[0] == 0
+    page.get_by_test_id("file-a").set_input_files(models / "linear.torch.npy")
+    page.get_by_test_id("file-b").set_input_files(models / "linear.nan.npy")
+    page.get_by_text("linear.nan.npy (").wait_for()
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
+
+    wait_text(page, "element-index", str(bad[0]))
+    page.locator("[data-testid='heatmap'] svg").wait_for(timeout=STEP_TIMEOUT_MS)
+    assert page.get_by_test_id("slice-index-0").input_value() == str(bad[0][0])
+    mark = page.get_by_test_id("heatmap-mark")
+    mark.wait_for(timeout=STEP_TIMEOUT_MS)
+    assert (int(mark.get_attribute("data-row")), int(mark.get_attribute("data-col"))) == bad[0][1:]
+    nonfinite = page.locator("[data-testid='heatmap'] rect.cell.nonfinite").evaluate_all(
+        "cells => cells.map((c) => [+c.dataset.row, +c.dataset.col])")
+    assert sorted(map(tuple, nonfinite)) == sorted(at[1:] for at in bad if at[0] == bad[0][0])
+
+    page.get_by_test_id("first-diff").click()
+    wait_text(page, "element-index", as_index(int(differing[0]), a.shape))

@@ -102,8 +102,9 @@ def native_texts(a: str, b: str) -> dict:
 
 
 def shown_element(report: dict) -> tuple[str, str]:
-    """The element the inspector opens on (the first difference, else element 0) and its ULP."""
-    first = report["first_diff"]
+    """The element the inspector opens on (the first failing one, else the first difference, else
+    element 0) and its ULP."""
+    first = (report["tolerance"] or {}).get("first_fail") or report["first_diff"]
     if first is None:
         first = api.handle({"op": "element", "flat": 0}, {})["element"]
     return index_text(first["index"]), js_number(first["ulp"])

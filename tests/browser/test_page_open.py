@@ -75,9 +75,13 @@ def test_page_opened_from_the_command_line_shows_the_report_of_both_files(opened
     for side, path in (("a", A), ("b", B)):
         chip = page.locator(f"#chip-{side} .file-name").text_content()
         assert f"{path.name} ({path.stat().st_size} bytes)" in chip
-    # the report is of these files: the first difference is the one NumPy finds
-    a, b = np.load(A), np.load(B)
-    first = np.unravel_index(int(np.flatnonzero(a != b)[0]), a.shape)
+    # the report is of these files: the inspector opens at the first element NumPy finds failing
+    # the tolerance the page shows
+    a, b = np.load(A).astype(np.float64), np.load(B).astype(np.float64)
+    atol = float(page.get_by_test_id("atol").input_value())
+    rtol = float(page.get_by_test_id("rtol").input_value())
+    failing = np.flatnonzero(~(np.abs(a - b) <= atol + rtol * np.abs(b)))
+    first = np.unravel_index(int((failing if failing.size else np.flatnonzero(a != b))[0]), a.shape)
     assert page.get_by_test_id("element-index").text_content() == "(" + ", ".join(str(int(i)) for i in first) + ")"
     assert page.get_by_test_id("preset").input_value() == "fp32-cpu"
     token = parts.query.removeprefix("open=")

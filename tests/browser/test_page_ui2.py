@@ -157,6 +157,8 @@ def test_clicking_a_heatmap_cell_selects_its_element(ready_page, tmp_path):
     b[2, 3] = np.nextafter(b[2, 3], np.float32(np.inf))  # rounding, where the view opens
     b[5:9, 10:15] += np.float32(0.5)  # the bug: a block
     compare_files(page, tmp_path, a, b)
+    wait_index(page, (5, 10))  # the first failing element; the first difference is a click away
+    page.get_by_test_id("first-diff").click()
     wait_index(page, (2, 3))
 
     cell = page.locator("[data-testid=heatmap] rect.cell[data-row='7'][data-col='12']")
