@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .headline import main_finding  # noqa: F401  (re-exported: the finding a table row shows)
+from .paste_back import paste_back
 from .report_text import (  # noqa: F401  (re-exported: where they were)
     _element_lines,
     finding_lines,
@@ -233,6 +234,7 @@ class Report:
         """The report as JSON-ready data; non-finite floats become ``"inf"``/``"-inf"``/``"nan"``."""
         out = {f.name: plain(getattr(self, f.name)) for f in fields(self) if not f.metadata.get("internal")}
         out["headline"] = self.headline
+        out["paste_back"] = paste_back(self)
         return {"schema": out.pop("schema"), **out}
 
     def to_json(self, **kwargs: Any) -> str:
@@ -241,7 +243,7 @@ class Report:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
         """Rebuild a report from :meth:`to_dict` output (internal fields stay empty)."""
-        d = {k: _float_in(v) if k in _FLOAT_KEYS else v for k, v in data.items() if k != "headline"}
+        d = {k: _float_in(v) if k in _FLOAT_KEYS else v for k, v in data.items() if k not in ("headline", "paste_back")}
         d["first_diff"] = _element_in(d.get("first_diff"))
         d["worst"] = {k: _element_in(v) for k, v in d["worst"].items()}
         d["stats"] = Stats(**{k: _float_in(v) for k, v in d["stats"].items()})

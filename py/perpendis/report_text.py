@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .paste_back import paste_back_markdown
+
 if TYPE_CHECKING:
     from .report import Element, Finding, Report
 
@@ -156,4 +158,5 @@ def render_markdown(r: Report) -> str:
     if r.notes:
         lines.append("")
         lines += [f"- note: {n}" for n in r.notes]
+    lines += paste_back_markdown(r)
     return "\n".join(lines) + "\n"
