@@ -9,6 +9,7 @@ import { renderElement } from "./render/bits.js";
 import { dropTarget, fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
 import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
+import { renderPasteBack } from "./render/paste_back.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
 import { renderInputNotes } from "./render/inputs.js";
 import { renderReference } from "./render/reference.js";
@@ -327,6 +328,7 @@ function showReport(result, { fresh }) {
   renderWorst($("worst"), report, selectElement);
   renderStats($("stats"), report);
   renderHistogram($("histogram"), report.ulp_histogram);
+  renderPasteBack($("paste-back-card"), $("paste-back"), report, (code) => copyText(code, "Lines copied."));
   syncToleranceFields(report.tolerance);
   const shape = comparedShape(report);
   $("axes-card").hidden = !report.axes.length;

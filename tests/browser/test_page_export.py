@@ -7,6 +7,7 @@ import shutil
 from urllib.parse import urlsplit
 
 import numpy as np
+import perpendis
 from made import numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
@@ -57,6 +58,23 @@ def test_markdown_and_json_hold_the_numbers(ready_page, context, server):
     assert "(1, 2)" in markdown  # the first difference
     assert "(3, 5)" in markdown  # the sign flip, the worst element
     assert "investigate" in markdown.lower()
+
+    # The paste-back block: the page shows the core's lines, the Markdown carries them, and
+    # run on these arrays the NumPy line passes while the reproducing one fails.
+    lines = report["paste_back"]
+    code = page.get_by_test_id("paste-back-code").text_content()
+    assert code == "\n".join(line["code"] for line in lines)
+    assert all(line["code"] in markdown for line in lines)
+    names = {"np": np, "perpendis": perpendis, "actual": a, "desired": b, "expected": b}
+    numpy_line = next(line["code"] for line in lines if line["what"] == "numpy")
+    exec(numpy_line, dict(names))
+    reproduce = next(line["code"] for line in lines if line["what"] == "reproduce")
+    try:
+        exec(reproduce, dict(names))
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError(f"{reproduce} passed on the arrays it should fail on")
 
 
 def test_share_link_round_trips_in_a_fresh_browser(ready_page, playwright, server, tmp_path):
