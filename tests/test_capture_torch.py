@@ -107,3 +107,18 @@ def test_import_perpendis_imports_no_torch_or_onnx():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(perpendis.__path__[0].rsplit("/", 1)[0])})
     assert out.stdout.strip() == "[]"
+
+
+def test_the_documented_call_works_in_a_fresh_interpreter():
+    """``import perpendis; perpendis.capture(model)`` with nothing imported before: the lazy
+    attribute once recursed without end (``from . import capture`` asked ``__getattr__`` again)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import perpendis, torch\nm = torch.nn.Linear(2, 2)\n"
+            "with perpendis.capture(m) as run:\n    m(torch.ones(1, 2))\nprint(len(list(run)))")
+    py = Path(__file__).resolve().parents[1] / "py"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=py, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.split()[-1]) >= 1

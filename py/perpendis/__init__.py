@@ -19,9 +19,10 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module(".compare", __name__)
     if name == "capture":
-        from . import capture
+        # Not ``from . import capture``: its fromlist check asks this very __getattr__ again.
+        import importlib
 
-        return capture
+        return importlib.import_module(".capture", __name__)
     if name == "check_export":
         from .capture import check_export
 
