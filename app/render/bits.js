@@ -52,6 +52,19 @@ function sideRow(label, side, element, detail) {
     ].filter(Boolean)));
 }
 
+/** The relative difference; an infinite one in words (B is zero and A is not). */
+function relativeText(rel) {
+  if (rel === "inf" || rel === Infinity) return "infinite: B is 0 and A is not";
+  return num(rel);
+}
+
+/** Opposite sign bits on two values that differ: their ULP distance is counted through zero. */
+function acrossZero(element) {
+  const a = element.a_bits;
+  const b = element.b_bits;
+  return typeof a === "string" && typeof b === "string" && a[0] !== b[0] && typeof element.ulp === "number" && element.ulp > 0;
+}
+
 /** Render an Element (from the report) or an `element` op result (with fields and neighbours). */
 export function renderElement(node, element, detail) {
   fill(node,
@@ -60,8 +73,13 @@ export function renderElement(node, element, detail) {
     facts([
       ["ULP distance", num(element.ulp), "ulp"],
       ["|A − B|", num(element.abs_diff), "abs-diff"],
-      ["relative", num(element.rel_diff), "rel-diff"],
+      ["relative", relativeText(element.rel_diff), "rel-diff"],
     ]),
+    acrossZero(element)
+      ? el("p", { class: "hint", "data-testid": "ulp-across-zero" },
+        "A and B have opposite signs: the ULP distance counts every value between them across zero, " +
+        "so it is large even when both are tiny.")
+      : null,
     el("p", { class: "legend" },
       el("span", { class: "field sign" }, "sign"), " ",
       el("span", { class: "field exponent" }, "exponent"), " ",

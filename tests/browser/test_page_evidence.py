@@ -221,3 +221,22 @@ def test_the_evidence_opens_at_the_finding(ready_page):
 
     page.get_by_test_id("first-diff").click()
     wait_text(page, "element-index", as_index(int(differing[0]), a.shape))
+
+
+def test_an_infinite_relative_error_and_a_ulp_distance_across_zero_say_so(ready_page):
+    page = ready_page
+    a = np.array([1e-30, 2.0, 3.0], dtype=np.float32)
+    b = np.array([-1e-30, 2.0, 0.0], dtype=np.float32)
+    show(page, a, b)
+    # The inspector opens at the first failing element, (2,): B is 0 there, A is not.
+    wait_text(page, "element-index", "(2,)")
+    assert b[2] == 0 and a[2] != 0
+    wait_text(page, "rel-diff", "infinite: B is 0 and A is not")
+    assert page.get_by_test_id("ulp-across-zero").count() == 0
+    # Opposite signs: NumPy's own count of the float32 values between them, through zero.
+    assert int(ulps32(a[:1], b[:1])[0]) > 2**24
+    page.get_by_test_id("first-diff").click()
+    wait_text(page, "element-index", "(0,)")
+    wait_text(page, "ulp", str(int(ulps32(a[:1], b[:1])[0])))
+    page.get_by_test_id("ulp-across-zero").wait_for(timeout=STEP_TIMEOUT_MS)
+    assert "opposite signs" in page.get_by_test_id("ulp-across-zero").text_content()
