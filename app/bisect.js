@@ -312,16 +312,18 @@ export function createBisectView(ctx) {
     const { mapping } = parseMapping($("mapping").value);
     mapping[aName] = bName;
     $("mapping").value = mappingText(mapping);
-    again();
+    again(true);
   }
 
   /** Run whatever is shown again, after the mapping or the tolerance changed; the open
-   * layer, if any, is opened again, so a new tolerance shows on the report being read. */
-  async function again() {
+   * layer, if any, is opened again, so a new tolerance shows on the report being read.
+   * A changed mapping (`fromChosen`) compares the files chosen now; a changed tolerance
+   * judges the pairs shown again, in the user's order. */
+  async function again(fromChosen = false) {
     ctx.clearError();
     const open = view.selected === null ? null : view.result.pairs[view.selected].a_name;
     let shown = false;
-    if (ctx.compareAgain && !view.allRuns) {
+    if (fromChosen && ctx.compareAgain && !view.allRuns) {
       // The files chosen now, with the mapping just edited: not those of the table shown.
       const before = view.result;
       await ctx.compareAgain();
@@ -352,17 +354,17 @@ export function createBisectView(ctx) {
 
   $("add-run").addEventListener("click", addRun);
   $("run-reference").addEventListener("change", () => view.allRuns && runMatrix());
-  $("apply-mapping").addEventListener("click", again);
+  $("apply-mapping").addEventListener("click", () => again(true));
   $("mapping").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      again();
+      again(true);
     }
   });
   $("only-layers").addEventListener("keydown", (event) => {
     if (event.key === "Enter") {
       event.preventDefault();
-      again();
+      again(true);
     }
   });
 
