@@ -15,7 +15,6 @@ import json
 
 import numpy as np
 
-from . import stream
 from .compare import ERROR_COLUMNS, Partial, Ranks, Share, partial_to_bytes, select
 from .formats.buffer import BytesLike, Reader, as_view
 
@@ -45,7 +44,10 @@ class Helper:
         return self._kept(Share(**json.loads(share_json)).fold(a, b))
 
     def fold_files(self, share_json: str, void_json: str, a: tuple[Reader, int], b: tuple[Reader, int]) -> np.ndarray:
-        """The partial of one share of two files this helper reads itself (:func:`stream.fold_share`)."""
+        """The partial of one share of two files this helper reads itself
+        (:func:`perpendis.stream.fold_share`; imported then, not at the helper's start)."""
+        from . import stream
+
         self.partial = None
         return self._kept(stream.fold_share(share_json, void_json, a, b))
 

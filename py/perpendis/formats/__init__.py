@@ -33,11 +33,11 @@ def looks_like_text(data: BytesLike) -> bool:
     Text has no control characters but tabs and line breaks, which every binary form
     here has in its first bytes; Polygraphy JSON is text too but is a file form.
     """
-    from . import polygraphy
-
     view = as_view(data)
     if _TEXT_CONTROLS.intersection(bytes(view[:4096])):  # binary forms show it early: spare the 64 KiB scan
         return False
+    from . import polygraphy
+
     head = bytes(view[:65536])
     if not head or _TEXT_CONTROLS.intersection(head) or polygraphy.looks_like_polygraphy(view):
         return False
@@ -56,7 +56,8 @@ def read(data: BytesLike, name: str | None = None, *, void_format: str | None = 
     each tensor after its member or key.  ``void_format`` chooses how anonymous void
     ``.npy`` elements are read (see :data:`npy.VOID_FORMATS`).
     """
-    from . import npy, onnx_pb, polygraphy, safetensors, torchsave
+    # Each reader is imported when the bytes get as far as its test: a first .npy loads no other.
+    from . import npy
 
     view = as_view(data)
     if not len(view):
@@ -65,10 +66,16 @@ def read(data: BytesLike, name: str | None = None, *, void_format: str | None = 
         return [npy.read(view, name, void_format=void_format)]
     if bytes(view[:4]) == ZIP_MAGIC:
         return _read_zip(view, name, void_format)
+    from . import safetensors
+
     if safetensors.header_length(view) is not None:
         return safetensors.read(view)
+    from . import polygraphy
+
     if polygraphy.looks_like_polygraphy(view):
         return polygraphy.read(view, void_format=void_format)
+    from . import onnx_pb, torchsave
+
     if bytes(view[: len(torchsave.LEGACY_MAGIC)]) == torchsave.LEGACY_MAGIC:
         return torchsave.read(view, name)
     if view[0] == _PICKLE_PROTOCOL:

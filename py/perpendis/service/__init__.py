@@ -16,7 +16,22 @@ A comparison big enough to share is folded by the core's worker and its helpers,
 :class:`~perpendis.service.fold.FoldCoordinator` says, step by step.
 """
 
-from .handle import SESSION, answer_fold, serve
-from .session import Session
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["SESSION", "Session", "answer_fold", "serve"]
+
+
+def __getattr__(name: str) -> Any:
+    """The service's entry points, imported on first use: the page's workers import
+    :mod:`~perpendis.service.bridge` at start, which must not pull in the engine."""
+    if name in ("SESSION", "answer_fold", "serve"):
+        from . import handle
+
+        return getattr(handle, name)
+    if name == "Session":
+        from .session import Session
+
+        return Session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

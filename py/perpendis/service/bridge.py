@@ -16,22 +16,27 @@ Everything Python does for them lives here, where ruff and pytest see it:
 A JavaScript byte view is anything with ``byteLength`` and ``assign_to(array)`` (Pyodide's
 proxy of a ``Uint8Array``); a ``Blob`` anything with ``size`` (and ``name`` for a file),
 read through the ``read_slice(blob, offset, length)`` function the worker passes in.
+
+The core's worker says "ready" once this module is imported, so it imports only what the
+constructors need: the service layer (and through it the engine) on the first request,
+the helper's fold when a helper starts (``tests/test_startup_imports.py``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import heap
 from ..errors import InputError
-from ..formats.buffer import Reader, view_reader
-from ..helper import Helper
-from . import handle, planner
-from .session import Session
+
+if TYPE_CHECKING:
+    from ..formats.buffer import Reader
+    from ..helper import Helper
+    from .session import Session
 
 try:
     from pyodide.ffi import JsException
@@ -92,9 +97,18 @@ class CoreWorker:
 
     def __init__(self, read_slice: ReadSlice, session: Session | None = None) -> None:
         self.read_slice = read_slice
-        self.session = session if session is not None else handle.SESSION
+        self._session = session
         self.held: dict[str, np.ndarray] = {}  # a shared fold's payloads: share_places looks in them
         self.ahead: dict[int, np.ndarray] = {}  # files read ahead (op "prefetch"), by the page's number
+
+    @property
+    def session(self) -> Session:
+        """The session given, else the worker's own (imported with the service, on first use)."""
+        if self._session is None:
+            from . import handle
+
+            self._session = handle.SESSION
+        return self._session
 
     def keep_ahead(self, ident: int, view: Any) -> None:
         copy = from_js(view)
@@ -107,6 +121,8 @@ class CoreWorker:
     @staticmethod
     def read_ahead(sizes: Iterable[int]) -> bool:
         """:func:`perpendis.service.planner.read_ahead`, for the sizes the page lists."""
+        from . import planner
+
         return planner.read_ahead(list(sizes))
 
     def serve(
@@ -121,6 +137,9 @@ class CoreWorker:
         """One request's answer as JSON.  ``buffers`` are ``[key, view]`` pairs of bytes to copy
         in, ``blobs`` ``[key, Blob]`` pairs of files handed over unread, ``early`` ``[key,
         number]`` pairs of those read ahead."""
+        from ..formats.buffer import view_reader
+        from . import handle
+
         request = json.loads(request_json)
         self.session.forget(request.get("op"))
         self.held.clear()
@@ -163,6 +182,8 @@ class CoreWorker:
         self.session.fold.select_kept_columns()
 
     def answer_fold(self, found: Any) -> str:
+        from . import handle
+
         answer = handle.answer_fold(None if found is None else from_js(found), session=self.session)
         return json.dumps(answer, allow_nan=False)
 
@@ -171,8 +192,10 @@ class HelperWorker:
     """A helper worker's Python side: its :class:`~perpendis.helper.Helper`, fed JavaScript bytes."""
 
     def __init__(self, read_slice: ReadSlice) -> None:
+        from ..helper import Helper
+
         self.read_slice = read_slice
-        self.helper = Helper()
+        self.helper: Helper = Helper()
 
     def fold(self, share_json: str, a: Any, b: Any) -> np.ndarray:
         return self.helper.fold(share_json, from_js(a), from_js(b))

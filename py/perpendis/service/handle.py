@@ -5,6 +5,11 @@
 read (:mod:`~perpendis.service.planner`), the operation runs against the worker's
 :class:`~perpendis.service.session.Session`, and bad input anywhere on the way becomes the
 error answer at the one boundary (:mod:`~perpendis.service.boundary`).
+
+What only some requests need is imported by the first of them: bisecting
+(:mod:`~perpendis.service.captures`, and through it :mod:`perpendis.bisect`), streaming
+(:mod:`perpendis.stream`) and checkpoints (:mod:`perpendis.checkpoints`), so that the
+worker's start and a first comparison load none of it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import heap
-from ..stream import prepare_sources
-from . import captures, pairs, requests, views
+from . import pairs, requests, views
 from .boundary import answering
 from .fold import FoldCoordinator, Progress, Step
 from .judge import report_answer
@@ -33,6 +37,17 @@ def _reserve(
     return {"reserved": heap.reserve(request.bytes)}
 
 
+def _bisecting(name: str) -> Callable[..., dict[str, Any]]:
+    """The operation ``name`` of :mod:`~perpendis.service.captures`, imported when first run."""
+
+    def run(*args: Any) -> dict[str, Any]:
+        from . import captures
+
+        return getattr(captures, name)(*args)
+
+    return run
+
+
 OPERATIONS: dict[type, Callable[..., dict[str, Any]]] = {
     requests.ReserveRequest: _reserve,
     requests.CompareRequest: pairs.compare_boxes,
@@ -41,10 +56,10 @@ OPERATIONS: dict[type, Callable[..., dict[str, Any]]] = {
     requests.StepRequest: views.step,
     requests.SliceRequest: views.pooled_slice,
     requests.ScatterRequest: views.scatter,
-    requests.BisectRequest: captures.bisect_boxes,
-    requests.BisectPairRequest: captures.open_pair,
-    requests.BisectOrderRequest: captures.reorder,
-    requests.RunsRequest: captures.runs,
+    requests.BisectRequest: _bisecting("bisect_boxes"),
+    requests.BisectPairRequest: _bisecting("open_pair"),
+    requests.BisectOrderRequest: _bisecting("reorder"),
+    requests.RunsRequest: _bisecting("runs"),
 }
 """Each typed request's operation: ``(session, request, payloads, progress, workers) -> answer``."""
 
@@ -110,6 +125,8 @@ def _run(
         return checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress)
     job = plan(request, payloads, files, ahead)
     if isinstance(job, Captures):
+        from . import captures
+
         if isinstance(request, requests.BisectRequest):
             return captures.bisect_entries(session, job.a, job.b, request.engine(), progress)
         return captures.switch_to_bisect(session, job.a, job.b, request.bisect_engine(), progress)
@@ -124,6 +141,8 @@ def _streamed(
     """Two big ``.npy`` files compared chunk by chunk: the pair is not kept, and the answer
     says ``"streamed": true``.  Shared, the answer names the files' payload keys
     (``stream``): each helper reads its share of them itself."""
+    from ..stream import prepare_sources
+
     prepared = prepare_sources(job.a, job.b, **request.options.engine())
     coordinator = FoldCoordinator.offer(
         prepared, workers, lambda partial: report_answer(prepared.finish(partial), streamed=True), progress,

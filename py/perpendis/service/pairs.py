@@ -4,7 +4,7 @@ in the session and judged (:mod:`perpendis.service.judge`).
 Boxes that hold several tensors are compared pair by pair instead
 (:func:`perpendis.service.captures.switch_to_bisect`), by the rule of
 :func:`perpendis.service.boxes.several`, which the input planner also follows for files it
-reads itself (:mod:`perpendis.service.planner`).
+reads itself (:mod:`perpendis.service.planner`); bisecting is imported then, not before.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..bisect_inputs import pairing_info
 from ..errors import InputError
-from . import boxes, captures
+from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
 from .requests import SIDES, CompareRequest, RejudgeRequest
@@ -41,6 +40,9 @@ def compare_boxes(
     else:
         b_list = boxes.load(inputs.get("b"), payloads, "b", void.get("b"))
         if boxes.several(len(a_list), len(b_list)):
+            from ..bisect_inputs import pairing_info
+            from . import captures
+
             info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])
             return captures.switch_to_bisect(session, a_list, b_list, {**request.bisect_engine(), **info}, progress)
         a, b = boxes.single(a_list, "a"), boxes.single(b_list, "b")

@@ -19,25 +19,28 @@ this is:
 
 The page asks the same planner, ahead of the click, whether chosen files are worth
 reading before Compare is pressed (:func:`read_ahead`): exactly those it would read whole.
+
+The readers of captures (:mod:`perpendis.formats.polygraphy`, :mod:`perpendis.bisect`) and
+the streamed comparison (:mod:`perpendis.stream`) are imported when files first arrive,
+not with the service.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import stream
-from ..bisect import polygraphy_entries
 from ..errors import InputError, blame
-from ..formats import polygraphy
 from ..formats.buffer import Reader, view_reader
 from ..formats.npy import MAGIC
-from ..stream import Source, open_source
 from .boxes import several
 from .requests import BisectRequest, CompareRequest, Request
+
+if TYPE_CHECKING:
+    from ..stream import Source
 
 WHOLE_MAX_BYTES = 1 << 30
 """Largest file the worker reads whole: beyond it a 32-bit heap cannot also compare it."""
@@ -51,6 +54,8 @@ def read_ahead(sizes: list[int]) -> bool:
     :data:`~perpendis.stream.STREAM_MIN_BYTES` or more.  Reading them while the user has
     yet to press Compare takes that time off the comparison (``app/worker.js``, op
     ``prefetch``)."""
+    from .. import stream
+
     return 0 < sum(sizes) < stream.STREAM_MIN_BYTES
 
 
@@ -108,6 +113,8 @@ def _streamable(request: Request, files: Files) -> bool:
     keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
     if not all(k in files for k in keys):
         return False
+    from .. import stream
+
     sized = [files[k] for k in keys]
     return sum(size for _, size in sized) >= stream.STREAM_MIN_BYTES and all(
         size >= len(MAGIC) and bytes(read(0, len(MAGIC))) == MAGIC for read, size in sized
@@ -119,12 +126,17 @@ def plan(
 ) -> Plan:
     """The one decision of how a request's inputs are read (see the module's docstring)."""
     readers = _side_readers(request, payloads, files) if files else None
-    if readers is not None and all(polygraphy.recognised(*reader) for reader in readers.values()):
-        captures = _indexed(readers, request.void_format)
-        # A compare of two captures of one tensor each is a pair like any other.
-        if isinstance(request, BisectRequest) or several(len(captures.a), len(captures.b)):
-            return captures
+    if readers is not None:
+        from ..formats import polygraphy
+
+        if all(polygraphy.recognised(*reader) for reader in readers.values()):
+            captures = _indexed(readers, request.void_format)
+            # A compare of two captures of one tensor each is a pair like any other.
+            if isinstance(request, BisectRequest) or several(len(captures.a), len(captures.b)):
+                return captures
     if _streamable(request, files):
+        from ..stream import open_source
+
         inputs, void = request.inputs, request.void_format
         a, b = (
             open_source(*files[inputs[side]["data"]], inputs[side].get("name"), side, void_format=void.get(side))
@@ -148,6 +160,8 @@ def plan(
 
 def _indexed(readers: Mapping[str, tuple[Reader, int]], void_format: Mapping[str, str]) -> Captures:
     """Each capture's lazy entries, indexed through its reader."""
+    from ..bisect import polygraphy_entries
+
     entries = {}
     for side, (read, size) in readers.items():
         with blame(side):
