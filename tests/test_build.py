@@ -76,12 +76,15 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
         kept = set(before.namelist()) & set(after.namelist())
         for member in kept:
             assert after.read(member) == before.read(member), member
-        added = set(after.namelist()) - set(before.namelist())
-        dropped = set(before.namelist()) - set(after.namelist())
+        after_names = after.namelist()
+        added = set(after_names) - set(before.namelist())
+        dropped = set(before.namelist()) - set(after_names)
     # Bytecode beside the module, where its source was: the importer's place for a module without source.
     assert "numpy/__init__.pyc" in added and "numpy/__init__.py" in dropped
     assert all(member.endswith(".pyc") and member[:-1] in dropped for member in added)
-    assert all(member.endswith((".py", *build.NUMPY_UNUSED_SUFFIXES)) for member in dropped), dropped
+    unused = (".py", *build.NUMPY_UNUSED_SUFFIXES, build.WHEEL_RECORD)
+    assert all(member.endswith(unused) for member in dropped), dropped
+    assert not [member for member in after_names if member.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
     assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in kept
 
 
@@ -142,6 +145,7 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
         assert left_out not in names and left_out + "c" not in names
         assert all(not n.startswith(left_out[:-3] + ".") for n in names)
     assert "perpendis/testing.py" not in names  # asked for only as perpendis.assert_same
+    assert not [n for n in names if n.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
     for module in reached:
         for line in (ROOT / "py" / member(module)).read_text().splitlines():
             asked = re.search(r"from (perpendis|\.+) import ([\w, ()]+)", line)
@@ -545,7 +549,7 @@ def test_an_import_of_a_module_left_out_of_the_served_wheel_fails_naming_it(site
     assert any("'perpendis.cli_capture'" in line for line in outcome["printed"]), outcome
 
 
-def test_the_core_fetches_the_served_wheels_at_once(site: Path):
+def test_the_core_names_the_served_wheels_it_fetches_ahead(site: Path):
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())["packages"]
     boot = (site / "app" / "boot.js").read_text()
     match = re.search(r"^const PREFETCH = (\[.*\]);$", boot, re.M)
