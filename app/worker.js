@@ -61,6 +61,12 @@ class Helper {
     return this.#ask({ share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
   }
 
+  /** Resolves with the partials (bytes, a Uint8Array) of a unit of a checkpoint comparison, whose
+   * tensors the helper reads from `files` (Blobs) itself, or undefined when it could not fold them. */
+  foldCheckpoint(job, files) {
+    return this.#ask({ checkpoint: job, files }, []);
+  }
+
   /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred)
    * as float64 bytes (a Uint8Array), or undefined when this helper could not select them. With `pooled`,
    * `ranks` are those of the errors `values` (another share's), and the statistics are of
@@ -260,6 +266,57 @@ async function foldShared({ fold_jobs: jobs, stream }, available, buffers, blobs
   return JSON.parse(core.answer_fold(found));
 }
 
+// Lets the messages waiting here (helpers' answers) be handled, without a timer's delay.
+function messagesSeen() {
+  return new Promise((resolve) => {
+    const { port1, port2 } = new MessageChannel();
+    port1.onmessage = () => {
+      port1.close();
+      resolve();
+    };
+    port2.postMessage(null);
+  });
+}
+
+// A checkpoint comparison shared with the helpers (perpendis.checkpoints.shared): its units
+// are dealt to whichever worker is free. A helper is given the unread files its unit's
+// tensors lie in, and two units at a time, so it never waits while this worker folds; this
+// worker folds the units no helper can read, takes the helpers' partials in between its
+// own, and folds any unit whose helper failed.
+async function foldCheckpoints(units, available, blobs) {
+  const files = new Map(blobs);
+  const queue = units.map((_, index) => index);
+  const next = (helped) => {
+    const at = helped ? queue.findIndex((index) => units[index]) : 0;
+    return at < 0 || !queue.length ? undefined : queue.splice(at, 1)[0];
+  };
+  const answered = [];
+  const feed = async (helper) => {
+    for (let index = next(true); index !== undefined; index = next(true)) {
+      const unit = units[index];
+      answered.push([index, await helper.foldCheckpoint(unit.job, unit.files.map((key) => files.get(key))), helper]);
+    }
+  };
+  const takeAnswered = () => {
+    for (let item = answered.shift(); item; item = answered.shift()) {
+      const [index, bytes, helper] = item;
+      if (bytes) {
+        core.take_checkpoint_unit(index, bytes);
+        helper.giveBack(bytes);
+      } else core.fold_checkpoint_unit(index);
+    }
+  };
+  const feeding = Promise.all(available.flatMap((helper) => [feed(helper), feed(helper)]));
+  for (let index = next(false); index !== undefined; index = next(false)) {
+    core.fold_checkpoint_unit(index);
+    await messagesSeen();
+    takeAnswered();
+  }
+  await feeding;
+  takeAnswered();
+  return JSON.parse(core.answer_checkpoints());
+}
+
 async function handle(message) {
   const { id, op } = message;
   if (op === "cancel") return; // cancelling is the page terminating this worker
@@ -280,6 +337,7 @@ async function handle(message) {
       const ahead = takeAhead(tags, blobs);
       result = JSON.parse(core.serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
       if (result.ok && result.fold_jobs) result = await foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
+      else if (result.ok && result.checkpoint_units) result = await foldCheckpoints(result.checkpoint_units, available, blobs);
     }
   } catch (err) {
     result = internalError(err);

@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache, reduce
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..bits import format_of
-from ..compare import CHUNK, Partial, Share, partial_from_bytes, partial_to_bytes
+from ..compare import CHUNK, Share, partial_from_bytes, partial_to_bytes
 from ..errors import InputError
 from ..formats.buffer import Reader
-from ..stream import _chunks, map_reader
-from .inputs import Located, open_tensor
-from .pairs import Task, error_row, finish_row, prepare_pair, sources
+from ..stream import map_reader
+from .inputs import Located
+from .pairs import Task, error_row, fold_located, merged_row, prepare_pair, sources
 from .report import TensorRow
 from .run import Job, task_bytes
 
@@ -57,10 +56,7 @@ def fold_share(share_json: str, a: Located, path_a: str, b: Located, path_b: str
     import json
 
     share = Share(**json.loads(share_json))
-    sa = open_tensor(a, *_mapped(path_a), "a")
-    sb = open_tensor(b, *_mapped(path_b), "b")
-    chunks = _chunks(sa, sb, format_of(share.fmt), CHUNK, None, share.start, share.stop)
-    return partial_to_bytes(share.fold_chunks(chunks))
+    return partial_to_bytes(fold_located(share, a, _mapped(path_a), b, _mapped(path_b)))
 
 
 def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[Job], None]:
@@ -130,7 +126,5 @@ def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[
 
 def _finish(state: dict[str, Any], row: Callable[[Task, TensorRow], object]) -> None:
     """Merge a pair's partials in element order and make its row."""
-    parts: list[Partial] = state["parts"]
-    merged = reduce(lambda acc, p: acc.merge(p), parts[1:], parts[0]) if parts else None
     sa, sb = state["sources"]
-    row(state["task"], finish_row(state["task"], sa, sb, state["prepared"], merged))
+    row(state["task"], merged_row(state["task"], sa, sb, state["prepared"], state["parts"]))

@@ -10,7 +10,9 @@ memory map).
 Request: ``{"op": "checkpoints", "inputs": {"a": [{"name": path, "data": key}, ...],
 "b": [...]}, "options": {"rename": ["PAT=REPL", ...], "preset", "atol", "rtol", "depth"}}``.
 Answer: ``{"ok": true, "checkpoints": CheckpointReport.to_dict(), "text": ...}``;
-``progress("checkpoints", fraction)`` of the bytes to compare.
+``progress("checkpoints", fraction)`` of the bytes to compare.  With helpers, the answer is
+first ``{"ok": true, "checkpoint_units": [...]}``: the units the workers fold
+(:mod:`.shared`), after which :func:`answer_of` the fold's report is the answer.
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ from ..errors import InputError
 from ..formats.buffer import Reader
 from ..service.planner import WHOLE_MAX_BYTES
 from .rename import parse_rule
-from .run import Checkpoint, compare_checkpoints
+from .report import CheckpointReport
+from .run import Checkpoint, begin_checkpoints, local_runner
+from .shared import CheckpointFold
 
 
-def _checkpoint(side: str, spec: object, files: Mapping[str, tuple[Reader, int]]) -> Checkpoint:
-    """One side's files as a checkpoint read through the page's readers."""
+def _checkpoint(
+    side: str, spec: object, files: Mapping[str, tuple[Reader, int]], keys: dict[str, str]
+) -> Checkpoint:
+    """One side's files as a checkpoint read through the page's readers; ``keys`` is filled
+    with each file's payload key, by name."""
     if not isinstance(spec, list) or not spec:
         raise InputError(f"choose a folder for {side.upper()}", side=side)
     by_name: dict[str, tuple[Reader, int]] = {}
@@ -35,6 +42,7 @@ def _checkpoint(side: str, spec: object, files: Mapping[str, tuple[Reader, int]]
             message = f"the files of {side.upper()} did not reach the worker; choose the folder again"
             raise InputError(message, side=side)
         by_name[item["name"]] = files[item["data"]]
+        keys[item["name"]] = item["data"]
 
     def open_file(name: str) -> tuple[Reader, int]:
         read, size = by_name[name]
@@ -61,11 +69,14 @@ def answer(
     options: Mapping[str, Any],
     files: Mapping[str, tuple[Reader, int]],
     progress: Callable[[str, float], object] | None = None,
-) -> dict[str, Any]:
+    workers: int = 1,
+) -> dict[str, Any] | CheckpointFold:
     """The answer to a ``checkpoints`` request (``perpendis.service.requests.CheckpointsRequest``:
-    its boxes, rename rules and tolerance options); bad input raises :class:`InputError`, for
-    the service's one boundary to answer."""
-    a, b = (_checkpoint(side, inputs.get(side), files) for side in ("a", "b"))
+    its boxes, rename rules and tolerance options), or with ``workers`` > 1 and tensors a
+    helper can read, the :class:`CheckpointFold` whose units the workers fold.  Bad input
+    raises :class:`InputError`, for the service's one boundary to answer."""
+    keys: dict[str, dict[str, str]] = {"a": {}, "b": {}}
+    a, b = (_checkpoint(side, inputs.get(side), files, keys[side]) for side in ("a", "b"))
     total, done = [0], [0]
 
     def planned(_tasks: int, nbytes: int) -> None:
@@ -76,7 +87,7 @@ def answer(
         if progress is not None and total[0]:
             progress("checkpoints", min(done[0] / total[0], 1.0))
 
-    report = compare_checkpoints(
+    begun = begin_checkpoints(
         a,
         b,
         rules=[parse_rule(r) for r in rename if r.strip()],
@@ -87,4 +98,17 @@ def answer(
         planned=planned,
         done=advanced,
     )
+    if workers > 1:
+        fold = CheckpointFold.plan(begun, keys)
+        if any(fold.helped):
+            return fold
+        for index in range(len(fold.units)):
+            fold.fold_unit(index)
+        return answer_of(fold.report())
+    local_runner(begun.job)
+    return answer_of(begun.finish())
+
+
+def answer_of(report: CheckpointReport) -> dict[str, Any]:
+    """The answer holding a finished checkpoint report."""
     return {"checkpoints": report.to_dict(), "text": report.to_text()}

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import reduce
 from typing import Any
 
 from ..bits import format_of
-from ..compare import Prepared
+from ..compare import CHUNK, Partial, Prepared, Share
 from ..errors import InputError
 from ..formats.buffer import Reader
 from ..report import Report, main_finding, plain
-from ..stream import Source, Stop, prepare_sources
+from ..stream import Source, Stop, _chunks, prepare_sources
 from .inputs import Located, Scan, open_tensor
 from .rename import Rule, keyed
 from .report import TensorRow
@@ -113,6 +114,22 @@ def compare_pair(
         return finish_row(task, sa, sb, prepared, prepared.fold(progress=progress))
     except InputError as err:
         return error_row(task, err)
+
+
+def fold_located(
+    share: Share, a: Located, file_a: tuple[Reader, int], b: Located, file_b: tuple[Reader, int]
+) -> Partial:
+    """The partial of one share of a pair, by a worker that opens both tensors itself from
+    where the scan located them (``file_a``, ``file_b``: their files' ``(read, size)``)."""
+    sa, sb = open_tensor(a, *file_a, "a"), open_tensor(b, *file_b, "b")
+    return share.fold_chunks(_chunks(sa, sb, format_of(share.fmt), CHUNK, None, share.start, share.stop))
+
+
+def merged_row(task: Task, sa: Source, sb: Source, prepared: Prepared, parts: Sequence[Partial]) -> TensorRow:
+    """The row of a pair folded in shares: their partials (in element order) merged, as
+    the page's split fold merges them, then :func:`finish_row`."""
+    merged = reduce(lambda acc, p: acc.merge(p), parts[1:], parts[0]) if parts else None
+    return finish_row(task, sa, sb, prepared, merged)
 
 
 def error_row(task: Task, err: InputError) -> TensorRow:

@@ -147,7 +147,17 @@ class Resume:
         self._file.close()
 
 
-def compare_checkpoints(
+@dataclass
+class Begun:
+    """A checkpoint comparison scanned and paired, its folds not run yet: a runner runs
+    :attr:`job` (here, on a cluster, or stepped by the page's workers), then :meth:`finish`
+    gives the report."""
+
+    job: Job
+    finish: Callable[[], CheckpointReport]
+
+
+def begin_checkpoints(
     a: Checkpoint,
     b: Checkpoint,
     *,
@@ -156,17 +166,12 @@ def compare_checkpoints(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
-    runner: Runner = local_runner,
     done: Done | None = None,
     planned: Callable[[int, int], object] | None = None,
     cancelled: Stop | None = None,
     resume: Resume | None = None,
-) -> CheckpointReport:
-    """Every tensor of A against B's of the same name (after ``rules``).
-
-    ``planned(n_tasks, n_bytes)`` is told what is left to compare once the checkpoints
-    are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
-    """
+) -> Begun:
+    """:func:`compare_checkpoints` up to its folds (arguments as there)."""
     for side, checkpoint in (("A", a), ("B", b)):
         if not tensor_files(checkpoint.names):
             raise InputError(
@@ -191,14 +196,45 @@ def compare_checkpoints(
         if resume is not None and made.verdict != "error":
             resume.put(task.fingerprint(options), made)
 
-    runner(Job(todo, a, b, options, row, done, cancelled))
-    for side, found in (("a", scan_a), ("b", scan_b)):
-        for problem in found.problems:
-            problem.side = side
-    problems = [*scan_a.problems, *scan_b.problems]
-    notes = [f"A: {n}" for n in scan_a.notes] + [f"B: {n}" for n in scan_b.notes]
-    if not paired.tasks and not paired.blocked:
-        notes.append("no tensor name is in both checkpoints: give rename rules that bring them to one naming")
-    if resume is not None and len(todo) < len(paired.tasks):
-        notes.append(f"{len(paired.tasks) - len(todo)} tensor(s) were compared by an earlier run ({resume.path.name})")
-    return CheckpointReport(rows, paired.only_a, paired.only_b, problems, notes)
+    def finish() -> CheckpointReport:
+        for side, found in (("a", scan_a), ("b", scan_b)):
+            for problem in found.problems:
+                problem.side = side
+        problems = [*scan_a.problems, *scan_b.problems]
+        notes = [f"A: {n}" for n in scan_a.notes] + [f"B: {n}" for n in scan_b.notes]
+        if not paired.tasks and not paired.blocked:
+            notes.append("no tensor name is in both checkpoints: give rename rules that bring them to one naming")
+        if resume is not None and len(todo) < len(paired.tasks):
+            earlier = len(paired.tasks) - len(todo)
+            notes.append(f"{earlier} tensor(s) were compared by an earlier run ({resume.path.name})")
+        return CheckpointReport(rows, paired.only_a, paired.only_b, problems, notes)
+
+    return Begun(Job(todo, a, b, options, row, done, cancelled), finish)
+
+
+def compare_checkpoints(
+    a: Checkpoint,
+    b: Checkpoint,
+    *,
+    rules: Sequence[Rule] = (),
+    preset: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    depth: float = 1.0,
+    runner: Runner = local_runner,
+    done: Done | None = None,
+    planned: Callable[[int, int], object] | None = None,
+    cancelled: Stop | None = None,
+    resume: Resume | None = None,
+) -> CheckpointReport:
+    """Every tensor of A against B's of the same name (after ``rules``).
+
+    ``planned(n_tasks, n_bytes)`` is told what is left to compare once the checkpoints
+    are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
+    """
+    begun = begin_checkpoints(
+        a, b, rules=rules, preset=preset, atol=atol, rtol=rtol, depth=depth, done=done, planned=planned,
+        cancelled=cancelled, resume=resume,
+    )
+    runner(begun.job)
+    return begun.finish()

@@ -181,6 +181,17 @@ class CoreWorker:
     def select_kept_columns(self) -> None:
         self.session.fold.select_kept_columns()
 
+    def fold_checkpoint_unit(self, index: int) -> None:
+        """Fold unit ``index`` of the shared checkpoint comparison here."""
+        self.session.checkpoints.fold_unit(index)
+
+    def take_checkpoint_unit(self, index: int, view: Any) -> None:
+        """Take in a helper's partials of unit ``index`` (a byte view)."""
+        self.session.checkpoints.take_unit(index, from_js(view))
+
+    def answer_checkpoints(self) -> str:
+        return json.dumps(handle.answer_checkpoints(session=self.session), allow_nan=False)
+
     def answer_fold(self, found: Any) -> str:
         from . import handle
 
@@ -206,6 +217,14 @@ class HelperWorker:
             for blob in (blob_a, blob_b)
         ]
         return self.helper.fold_files(share_json, void_json, *files)
+
+    def fold_checkpoint(self, job_json: str, blobs: Iterable[Any]) -> np.ndarray:
+        """A unit of a checkpoint comparison (:func:`perpendis.checkpoints.shared.fold_unit_job`),
+        its tensors read from the unread files ``blobs``."""
+        from ..checkpoints.shared import fold_unit_job
+
+        files = [(blob_reader(self.read_slice, blob), int(blob.size)) for blob in blobs]
+        return fold_unit_job(job_json, files)
 
     def select(self, ranks_json: str, values: Any, pooled: bool) -> np.ndarray:
         select = self.helper.select_pooled if pooled else self.helper.select

@@ -88,7 +88,7 @@ def serve(
     naming an unknown op is a bug in the worker (:class:`ValueError`), as is any exception
     other than :class:`~perpendis.errors.InputError`: they propagate.
     """
-    session.fold = None
+    session.fold = session.checkpoints = None
     result = answering(
         lambda: {"ok": True, **_run(session, requests.parse(request), payloads, files or {}, progress, workers, ahead)}
     )
@@ -109,6 +109,17 @@ def answer_fold(found: Any = None, *, session: Session = SESSION) -> dict[str, A
             session.fold = None
 
 
+def answer_checkpoints(*, session: Session = SESSION) -> dict[str, Any]:
+    """The answer of the checkpoint comparison the last request shared, once every unit is folded."""
+    from ..checkpoints.page import answer_of
+
+    fold = session.checkpoints
+    if fold is None:
+        raise RuntimeError("no shared checkpoint comparison is waiting for its answer")
+    session.checkpoints = None
+    return answering(lambda: {"ok": True, **answer_of(fold.report())})
+
+
 def _run(
     session: Session,
     request: Request,
@@ -122,7 +133,11 @@ def _run(
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
         from ..checkpoints.page import answer as checkpoints_answer
 
-        return checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress)
+        answer = checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress, workers)
+        if isinstance(answer, dict):
+            return answer
+        session.checkpoints = answer
+        return {"checkpoint_units": answer.unit_jobs()}
     job = plan(request, payloads, files, ahead)
     if isinstance(job, Captures):
         from . import captures

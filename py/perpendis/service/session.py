@@ -50,6 +50,7 @@ class Session:
     pair: KeptPair | None = None
     bisected: Bisected | None = None
     fold: FoldCoordinator | None = None
+    checkpoints: Any = None  # a checkpoint comparison the workers fold (perpendis.checkpoints.shared.CheckpointFold)
 
     def forget(self, op: object) -> None:
         """Drop what the last comparison kept when ``op`` replaces it, before its inputs arrive.

@@ -1,0 +1,213 @@
+"""The page's checkpoint comparison folded on the core's worker and its helpers at once.
+
+A checkpoint is many tensor pairs, so the work is cut into *units* of about
+:data:`UNIT_BYTES` read: a big pair's shares of whole chunks, or several small pairs
+batched into one unit, so that a checkpoint of thousands of small tensors costs a few
+hundred messages rather than one round trip per tensor.  The core's worker
+(``app/worker.js``) deals the units to whichever worker is free: a helper
+(``app/fold_worker.js``) is told where each of its tensors lies (:class:`Located`) and
+reads them from the unread files itself, a slice at a time, as it does a share of two
+streamed ``.npy`` files; the core's worker folds the others itself.  Partials come back
+as bytes and are merged in element order once a pair's shares are all in, as the
+streamed fold merges them, so each row is the one a single process makes.
+
+Units of a pair read whole (``.npz``, ``torch.save``) are folded in the core's worker only:
+a helper would have to read the whole archive again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..compare import Partial, Prepared, Share, partial_from_bytes, partial_to_bytes
+from ..errors import InputError
+from ..formats.buffer import BytesLike, Reader, as_view
+from ..stream import Source
+from .inputs import Located
+from .pairs import Task, error_row, fold_located, merged_row, prepare_pair, sources
+from .report import CheckpointReport, TensorRow
+from .run import Begun, task_bytes
+
+UNIT_BYTES = 64 * 2**20
+"""Bytes of both sides read per unit: a fifth of a second of folding in the browser, so a
+unit's round trip (a message each way, a partial copied out and in) is a small part of it,
+and the last unit leaves the other worker idle only briefly."""
+
+STREAMED = ("safetensors", "npy")
+"""Kinds of tensor a helper reads itself, a slice at a time."""
+
+
+@dataclass
+class _Pair:
+    """One pair being folded in shares: its sources and comparison, and the partials in so far."""
+
+    task: Task
+    sources: tuple[Source, Source]
+    prepared: Prepared
+    shares: list[Share]
+    parts: list[Partial | None]
+    left: int = 0
+
+
+@dataclass
+class _Piece:
+    pair: int
+    share: int
+    nbytes: int
+
+
+@dataclass
+class CheckpointFold:
+    """The units of one checkpoint comparison, and the rows as units are folded or taken in."""
+
+    begun: Begun
+    keys: dict[str, dict[str, str]]  # side → file name → the request's payload key of the file
+    pairs: list[_Pair] = field(default_factory=list)
+    units: list[list[_Piece]] = field(default_factory=list)
+    helped: list[bool] = field(default_factory=list)
+
+    @classmethod
+    def plan(cls, begun: Begun, keys: dict[str, dict[str, str]], unit_bytes: int | None = None) -> CheckpointFold:
+        """Prepare every pair (headers only) and cut the pairs into units; the rows of pairs
+        with nothing to fold (shapes that differ, unreadable, empty) are made here."""
+        unit_bytes = UNIT_BYTES if unit_bytes is None else unit_bytes
+        fold = cls(begun, keys)
+        job, batch, batch_bytes = begun.job, [], 0
+        kind = None
+        for task in job.tasks:
+            try:
+                sa, sb = sources(task, job.a.open, job.b.open)
+                prepared = prepare_pair(task, sa, sb, job.options)
+            except InputError as err:
+                job.row(task, error_row(task, err))
+                continue
+            if isinstance(prepared, TensorRow):
+                job.row(task, prepared)
+                continue
+            nbytes = task_bytes(task)
+            if not prepared.size:
+                job.row(task, merged_row(task, sa, sb, prepared, []))
+                continue
+            shares = prepared.shares(max(1, math.ceil(nbytes / unit_bytes)))
+            index = len(fold.pairs)
+            fold.pairs.append(_Pair(task, (sa, sb), prepared, shares, [None] * len(shares), len(shares)))
+            helpable = task.a.kind in STREAMED and task.b.kind in STREAMED
+            for k, share in enumerate(shares):
+                piece = _Piece(index, k, nbytes * (share.stop - share.start) // prepared.size)
+                if batch and (batch_bytes + piece.nbytes > unit_bytes or kind != helpable):
+                    fold._close(batch, kind)
+                    batch, batch_bytes = [], 0
+                batch.append(piece)
+                batch_bytes += piece.nbytes
+                kind = helpable
+        if batch:
+            fold._close(batch, kind)
+        return fold
+
+    def _close(self, batch: list[_Piece], helpable: bool | None) -> None:
+        self.units.append(batch)
+        self.helped.append(bool(helpable))
+
+    def unit_jobs(self) -> list[dict[str, Any] | None]:
+        """What a helper is sent for each unit (None: the core's worker folds it):
+        ``{"job": JSON, "files": [payload key, ...]}``, the job naming files by their place in ``files``."""
+        return [self._job(unit) if helped else None for unit, helped in zip(self.units, self.helped, strict=True)]
+
+    def _job(self, unit: list[_Piece]) -> dict[str, Any]:
+        files: list[str] = []
+
+        def place(side: str, loc: Located) -> int:
+            key = self.keys[side][loc.file]
+            if key not in files:
+                files.append(key)
+            return files.index(key)
+
+        pieces = []
+        for piece in unit:
+            pair = self.pairs[piece.pair]
+            a, b = pair.task.a, pair.task.b
+            pieces.append({
+                "share": asdict(pair.shares[piece.share]),
+                "a": asdict(a), "fa": place("a", a), "b": asdict(b), "fb": place("b", b),
+            })
+        return {"job": json.dumps(pieces), "files": files}
+
+    def fold_unit(self, index: int) -> None:
+        """Fold unit ``index`` here (never sent to a helper, or its helper failed)."""
+        for piece in self.units[index]:
+            pair = self.pairs[piece.pair]
+            if pair.left:
+                share = pair.shares[piece.share]
+                try:
+                    partial = pair.prepared.fold(share.start, share.stop)
+                except InputError as err:
+                    self._failed(pair, err)
+                    continue
+                self._take(pair, piece, partial)
+
+    def take_unit(self, index: int, data: BytesLike) -> None:
+        """Take in the partials a helper folded for unit ``index`` (:func:`fold_unit_job`'s bytes)."""
+        unit = self.units[index]
+        parts = unpack(data)
+        if len(parts) != len(unit):
+            raise ValueError(f"unit {index} has {len(unit)} pieces, a helper sent {len(parts)} partials")
+        for piece, part in zip(unit, parts, strict=True):
+            pair = self.pairs[piece.pair]
+            if pair.left:
+                self._take(pair, piece, partial_from_bytes(part))
+
+    def _take(self, pair: _Pair, piece: _Piece, partial: Partial) -> None:
+        job = self.begun.job
+        pair.parts[piece.share] = partial
+        pair.left -= 1
+        if job.done is not None:
+            job.done(piece.nbytes)
+        if not pair.left:
+            sa, sb = pair.sources
+            job.row(pair.task, merged_row(pair.task, sa, sb, pair.prepared, pair.parts))  # type: ignore[arg-type]
+            pair.parts = []
+
+    def _failed(self, pair: _Pair, err: InputError) -> None:
+        pair.left, pair.parts = 0, []
+        self.begun.job.row(pair.task, error_row(pair.task, err))
+
+    def report(self) -> CheckpointReport:
+        if any(pair.left for pair in self.pairs):
+            raise RuntimeError("a checkpoint comparison was answered before all its units were folded")
+        return self.begun.finish()
+
+
+def fold_unit_job(job_json: str, files: Sequence[tuple[Reader, int]]) -> np.ndarray:
+    """A helper's unit: fold each piece, reading its tensors from ``files`` (``(read, size)``
+    in the job's order), and pack the partials as bytes to send back."""
+    parts = []
+    for piece in json.loads(job_json):
+        a, b = Located(**piece["a"]), Located(**piece["b"])
+        share = Share(**piece["share"])
+        parts.append(partial_to_bytes(fold_located(share, a, files[piece["fa"]], b, files[piece["fb"]])))
+    return pack(parts)
+
+
+def pack(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Several partials' bytes as one buffer: their count and lengths (8 bytes each), then each."""
+    head = struct.pack(f"<{len(parts) + 1}Q", len(parts), *(len(p) for p in parts))
+    return np.concatenate([np.frombuffer(head, dtype=np.uint8), *parts])
+
+
+def unpack(data: BytesLike) -> list[memoryview]:
+    """The partials' bytes :func:`pack` wrote (views of ``data``)."""
+    view = as_view(data)
+    (count,) = struct.unpack_from("<Q", view, 0)
+    lengths = struct.unpack_from(f"<{count}Q", view, 8)
+    out, at = [], 8 * (count + 1)
+    for n in lengths:
+        out.append(view[at : at + n])
+        at += n
+    return out
