@@ -30,6 +30,7 @@ from .load import load_bytes, load_path
 from .report import Report, main_finding, number_text, plain, shape_text
 from .stream import map_reader
 from .tensor import Tensor
+from .text_table import table_lines
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -276,11 +277,7 @@ class BisectReport:
                 *([_alone_text(p.isolated)] if isolated else []),
                 "" if finding is None else finding["message"],
             ])
-        widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header) - 1)]
-        lines = [
-            ("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1]).rstrip()
-            for r in [header, *rows]
-        ]
+        lines = table_lines(header, rows)
         for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
             if unpaired:
                 lines.append(f"only in {side} ({len(unpaired)}): {_few(unpaired, 10)}")

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..report import number_text, shape_text
+from ..text_table import table_lines
 from .inputs import Problem
 
 VERDICTS = ("error", "investigate", "rounding", "converted", "identical")
@@ -127,11 +128,7 @@ class CheckpointReport:
             if r.verdict in ("identical", "converted", "error"):
                 figures = ["", "", ""]
             rows.append([r.verdict, r.name, dtype, shape, *figures, r.description])
-        widths = [max(len(str(row[c])) for row in [header, *rows]) for c in range(len(header) - 1)]
-        lines = [
-            ("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + row[-1]).rstrip()
-            for row in [header, *rows]
-        ]
+        lines = table_lines(header, rows)
         for side, names in (("A", self.only_a), ("B", self.only_b)):
             if names:
                 shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
