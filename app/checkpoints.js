@@ -117,7 +117,8 @@ function createView(root) {
       if (!result.ok) return showError(result.error.where ? `${result.error.message} (${result.error.where})` : result.error.message);
       const seconds = (performance.now() - started) / 1000;
       const compared = result.checkpoints.summary.bytes_compared;
-      status.textContent = `${bytesText(compared)} compared in ${seconds.toFixed(1)} s (${(compared / MB / seconds).toFixed(0)} MB/s)`;
+      const shared = result.shared ? `, ${result.shared.by_helpers} of ${result.shared.units} parts on a helper worker` : "";
+      status.textContent = `${bytesText(compared)} compared in ${seconds.toFixed(1)} s (${(compared / MB / seconds).toFixed(0)} MB/s${shared})`;
       root.dataset.mbPerS = String(compared / MB / seconds);
       renderCheckpointReport(out, result.checkpoints);
     } catch (err) {

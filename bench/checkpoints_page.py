@@ -9,12 +9,17 @@ to the table), the WebAssembly heap of the core's worker before and after (it on
 grows, so after is its peak), whether the page's rows are the native report's, and the
 native single-process throughput on the same files.  Not a test: nothing asserts.
 
-Usage: ``python bench/checkpoints_page.py [--size 8G]`` (writes 2 x size in /tmp, deleted after)
+The load average (``os.getloadavg()``) is printed beside each figure: on a shared machine the
+page's rate means something only next to the CLI's, measured in the same run.
+
+Usage: ``python bench/checkpoints_page.py [--size 8G] [--dir DIR [--keep]]`` (writes 2 x size in
+/tmp, or in DIR, reusing checkpoints already there; deleted after unless ``--keep``)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -28,9 +33,13 @@ for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", RO
 from bisect_page import served_page  # noqa: E402
 from checkpoints import parse_size, write  # noqa: E402
 from perpendis.checkpoints import compare_checkpoints, folder  # noqa: E402
-from polygraphy_page import HEAP_JS  # noqa: E402
 
 import build  # noqa: E402
+
+# The core worker's WebAssembly heap, through the Python object it holds (``core``).
+HEAP_JS = (
+    "() => core.serve.__func__.__globals__.get('__builtins__').get('__import__')('pyodide_js')._module.HEAP8.length"
+)
 
 TIMEOUT_MS = 3_600_000
 ROWS_JS = "rows => rows.map(r => [r.dataset.name, r.dataset.verdict])"
@@ -39,7 +48,9 @@ ROWS_JS = "rows => rows.map(r => [r.dataset.name, r.dataset.verdict])"
 def in_page(site: Path, a: Path, b: Path) -> dict:
     with served_page(site) as (page, url):
         page.goto(url)
-        page.wait_for_selector('[data-testid="status"]:has-text("ready")', timeout=300_000)
+        # With a helper worker on a second core, once it is ready (the status's title says so).
+        cores = 2 if page.evaluate("navigator.hardwareConcurrency") > 1 else 1
+        page.wait_for_selector(f'[data-testid="status"][title*="on {cores} CPU"]', timeout=300_000)
         worker = next(w for w in page.workers if w.url.endswith("/app/worker.js"))
         heap_before = worker.evaluate(HEAP_JS)
         page.click('[data-testid="checkpoints"] > summary')
@@ -54,25 +65,36 @@ def in_page(site: Path, a: Path, b: Path) -> dict:
     return {"MB_per_s": mb_per_s, "heap_before": heap_before, "heap_after": heap_after, "rows": rows, "status": status}
 
 
+def load() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", default="8G", help="bytes of each checkpoint (default 8G)")
+    p.add_argument("--dir", default=None, help="where the checkpoints go (reused if there)")
+    p.add_argument("--keep", action="store_true", help="keep the checkpoints")
     args = p.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="perpendis-ckpt-page-", dir="/tmp"))
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="perpendis-ckpt-page-", dir="/tmp"))
     try:
-        a, b = write(root / "ckpt", parse_size(args.size))
+        ckpt = root / "ckpt"
+        a, b = (ckpt / "a", ckpt / "b") if (ckpt / "b").is_dir() else write(ckpt, parse_size(args.size))
+        print(f"checkpoints ready; {load()}", flush=True)
         t = time.perf_counter()
         native = compare_checkpoints(folder(a), folder(b))
         seconds = time.perf_counter() - t
         nbytes = native.summary["bytes_compared"]
-        print(f"CLI, one process: {nbytes / 1e9:.2f} GB in {seconds:.1f} s, {nbytes / seconds / 1e6:.0f} MB/s")
+        rate = nbytes / seconds / 1e6
+        print(f"CLI, one process: {nbytes / 1e9:.2f} GB in {seconds:.1f} s, {rate:.0f} MB/s; {load()}")
+        shutil.rmtree(root / "dist", ignore_errors=True)
         build.build(root / "dist")
         out = in_page(root / "dist", a, b)
         same = out["rows"] == [[r.name, r.verdict] for r in native.tensors]
-        print(f"page: {out['status']}; {out['MB_per_s']:.0f} MB/s; rows as native: {same}")
+        print(f"page: {out['status']}; {out['MB_per_s']:.0f} MB/s; rows as native: {same}; {load()}")
         print(f"page: wasm heap {out['heap_before'] / 2**20:.0f} MiB before, {out['heap_after'] / 2**20:.0f} MiB after")
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

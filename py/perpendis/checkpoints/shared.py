@@ -72,6 +72,7 @@ class CheckpointFold:
     pairs: list[_Pair] = field(default_factory=list)
     units: list[list[_Piece]] = field(default_factory=list)
     helped: list[bool] = field(default_factory=list)
+    by_helpers: int = 0  # units whose partials a helper folded
 
     @classmethod
     def plan(cls, begun: Begun, keys: dict[str, dict[str, str]], unit_bytes: int | None = None) -> CheckpointFold:
@@ -162,6 +163,7 @@ class CheckpointFold:
             pair = self.pairs[piece.pair]
             if pair.left:
                 self._take(pair, piece, partial_from_bytes(part))
+        self.by_helpers += 1
 
     def _take(self, pair: _Pair, piece: _Piece, partial: Partial) -> None:
         job = self.begun.job
@@ -177,6 +179,10 @@ class CheckpointFold:
     def _failed(self, pair: _Pair, err: InputError) -> None:
         pair.left, pair.parts = 0, []
         self.begun.job.row(pair.task, error_row(pair.task, err))
+
+    def units_done(self) -> dict[str, int]:
+        """How the units were folded: ``{"units": n, "by_helpers": k}``."""
+        return {"units": len(self.units), "by_helpers": self.by_helpers}
 
     def report(self) -> CheckpointReport:
         if any(pair.left for pair in self.pairs):

@@ -117,7 +117,7 @@ def answer_checkpoints(*, session: Session = SESSION) -> dict[str, Any]:
     if fold is None:
         raise RuntimeError("no shared checkpoint comparison is waiting for its answer")
     session.checkpoints = None
-    return answering(lambda: {"ok": True, **answer_of(fold.report())})
+    return answering(lambda: {"ok": True, **answer_of(fold.report()), "shared": fold.units_done()})
 
 
 def _run(
