@@ -18,8 +18,15 @@ and prints wall time, throughput (bytes of both checkpoints read per second), th
 anonymous memory (RssAnon, sampled every 20 ms; the mapped shards' page cache is not
 counted) of this process and of each worker, and whether every mode's report is the
 single-process one, figure for figure.  The files are deleted afterwards unless
-``--keep``.  The machine's page cache holds what fits of the files just written, as it
-would on a machine that has just written or read them.
+``--keep``; with ``--dir`` holding checkpoints already (``big/``, ``tiny/``), they are reused.
+The machine's page cache holds what fits of the files just written, as it would on a
+machine that has just written or read them.
+
+To tell where a slower mode loses its time, each row also says how much of both
+checkpoints was in the page cache when it started (``fincore``), how many bytes the
+disk read meanwhile (``/proc/diskstats``, the whole machine's), how many tasks the
+cluster ran and how many bytes of partials came back to the client; the load average
+is printed beside it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +47,7 @@ from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
-from perpendis.checkpoints import compare_checkpoints, folder
+from perpendis.checkpoints import compare_checkpoints, distributed, folder
 from perpendis.checkpoints.distributed import dask_runner
 
 TENSOR_ELEMENTS = 16 * 2**20  # 64 MB float32 tensors
@@ -124,9 +132,50 @@ class Peak:
         self._thread.join()
 
 
+def disk_read_bytes() -> int:
+    """Bytes read by the machine's whole disks so far (sectors of 512 bytes, /proc/diskstats)."""
+    disks = {d.name for d in Path("/sys/block").iterdir() if not d.name.startswith(("loop", "ram", "zram"))}
+    rows = map(str.split, Path("/proc/diskstats").read_text().splitlines())
+    return sum(int(f[5]) * 512 for f in rows if f[2] in disks)
+
+
+def cached_fraction(*folders: Path) -> float | None:
+    """How much of the files under ``folders`` is in the page cache (``fincore``), or None without it."""
+    files = [str(f) for d in folders for f in sorted(d.rglob("*")) if f.is_file()]
+    try:
+        command = ["fincore", "-b", "-n", "-o", "RES,SIZE", *files]
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    pairs = [tuple(map(int, line.split())) for line in out.stdout.splitlines() if line.strip()]
+    return min(1.0, sum(r for r, _ in pairs) / max(1, sum(n for _, n in pairs)))
+
+
+class Received:
+    """Counts the tasks whose partials the client reads, and their bytes."""
+
+    def __init__(self) -> None:
+        self.tasks = self.bytes = 0
+        self._read = distributed.partial_from_bytes
+
+    def __enter__(self) -> Received:
+        def counted(data):
+            self.tasks += 1
+            self.bytes += len(data)
+            return self._read(data)
+
+        distributed.partial_from_bytes = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        distributed.partial_from_bytes = self._read
+
+
 def run(a: Path, b: Path, runner=None, pids: list[int] | None = None) -> dict:
     pids = pids or []
-    with Peak([os.getpid(), *pids]) as peak:
+    cached = cached_fraction(a, b)
+    disk = disk_read_bytes()
+    with Peak([os.getpid(), *pids]) as peak, Received() as received:
         t = time.perf_counter()
         report = compare_checkpoints(folder(a), folder(b), **({"runner": runner} if runner else {}))
         wall = time.perf_counter() - t
@@ -139,6 +188,11 @@ def run(a: Path, b: Path, runner=None, pids: list[int] | None = None) -> dict:
         "peak_rss_anon_MB": {
             ("client" if p == os.getpid() else f"worker {p}"): round(v / 1e6) for p, v in peak.peak.items()
         },
+        "cached_before": None if cached is None else round(cached, 3),
+        "disk_read_GB": round((disk_read_bytes() - disk) / 1e9, 2),
+        "tasks": received.tasks,
+        "partials_MB": round(received.bytes / 1e6, 1),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "json": report.to_json(),
     }
 
@@ -165,9 +219,10 @@ def main() -> None:
     root = Path(args.dir or tempfile.mkdtemp(prefix="perpendis-ckpt-", dir="/tmp"))
     try:
         t = time.perf_counter()
-        a, b = write(root / "big", parse_size(args.size))
-        tiny = write_tiny(root / "tiny")
-        print(f"wrote {args.size} x 2 in {time.perf_counter() - t:.1f} s under {root}", flush=True)
+        big, small = root / "big", root / "tiny"
+        a, b = (big / "a", big / "b") if (big / "b").is_dir() else write(big, parse_size(args.size))
+        tiny = (small / "a", small / "b") if (small / "b").is_dir() else write_tiny(small)
+        print(f"checkpoints ready in {time.perf_counter() - t:.1f} s under {root}", flush=True)
         results = {"single process": run(a, b)}
         print("single process done", flush=True)
         results["Dask, 2 workers x 1 thread"], _ = cluster_run(a, b, 2)
@@ -178,6 +233,10 @@ def main() -> None:
         print(f"\n{'mode':<50} {'wall s':>8} {'MB/s':>8}  peak RssAnon MB  same report")
         for mode, r in results.items():
             print(f"{mode:<50} {r['wall_s']:>8} {r['MB_per_s']:>8}  {r['peak_rss_anon_MB']}  {r['json'] == reference}")
+            print(
+                f"{'':<50} cached before {r['cached_before']}, disk read {r['disk_read_GB']} GB, "
+                f"{r['tasks']} tasks, {r['partials_MB']} MB of partials, load {r['load']}"
+            )
         single, dask2 = results["single process"], results["Dask, 2 workers x 1 thread"]
         print(f"\nDask 2 workers / single process throughput: {dask2['MB_per_s'] / single['MB_per_s']:.2f}")
         per = (tiny_dask["wall_s"] - tiny_single["wall_s"]) / tiny_single["tensors"]

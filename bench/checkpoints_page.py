@@ -77,7 +77,7 @@ def main() -> None:
     args = p.parse_args()
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="perpendis-ckpt-page-", dir="/tmp"))
     try:
-        ckpt = root / "ckpt"
+        ckpt = root / "big"  # as bench/checkpoints.py writes them, so one pair serves both benches
         a, b = (ckpt / "a", ckpt / "b") if (ckpt / "b").is_dir() else write(ckpt, parse_size(args.size))
         print(f"checkpoints ready; {load()}", flush=True)
         t = time.perf_counter()
