@@ -112,3 +112,9 @@ self.copyOut = (array, bufferFor = (size) => new ArrayBuffer(size)) => {
 // Python asks for the bytes: synchronously, since Python waits for them.
 self.readSlice = (blob, start, length) =>
   new Uint8Array(new FileReaderSync().readAsArrayBuffer(blob.slice(start, start + length)));
+
+// The bytes of a checkpoint unit's reads ([file, offset, length], files by place in `files`):
+// Blob.arrayBuffer() reads a big slice several times faster than FileReaderSync.
+self.readRanges = (files, reads) =>
+  Promise.all(reads.map(([file, offset, length]) => files[file].slice(offset, offset + length).arrayBuffer()))
+    .then((buffers) => buffers.map((buffer) => new Uint8Array(buffer)));

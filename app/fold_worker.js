@@ -7,8 +7,8 @@
 //     bytes lie at `at` in a and b (HelperWorker.fold);
 //   {id, share, files: [Blob, Blob], void: JSON}: fold the share of two big .npy files it
 //     reads itself, a slice at a time (HelperWorker.fold_files);
-//   {id, checkpoint: JSON, files: [Blob, ...]}: fold a unit of a checkpoint comparison, its
-//     tensors read from the files a slice at a time (HelperWorker.fold_checkpoint);
+//   {id, checkpoint: JSON, files: [Blob, ...], reads}: fold a unit of a checkpoint comparison,
+//     its tensors' bytes at `reads` read first (readRanges, app/boot.js) (HelperWorker.fold_checkpoint);
 //   {id, ranks: JSON, values: ArrayBuffer, pooled}: order statistics of the errors `values`
 //     (Helper.select), or of those and the errors of the share it folded last, `ranks` then
 //     being those of `values` (Helper.select_pooled).
@@ -45,7 +45,7 @@ function answerBuffer(size) {
 }
 
 self.onmessage = async (event) => {
-  const { id, share, a, b, at, files, ranks, values, pooled, checkpoint } = event.data;
+  const { id, share, a, b, at, files, ranks, values, pooled, checkpoint, reads } = event.data;
   if (event.data.spare) {
     spare = event.data.spare;
     return;
@@ -55,7 +55,7 @@ self.onmessage = async (event) => {
     if (event.data.reserve !== undefined) return helper.reserve(event.data.reserve);
     let out;
     if (ranks) out = helper.select(ranks, new Uint8Array(values), Boolean(pooled));
-    else if (checkpoint) out = helper.fold_checkpoint(checkpoint, files);
+    else if (checkpoint) out = helper.fold_checkpoint(checkpoint, files, await readRanges(files, reads));
     else if (files) out = helper.fold_files(share, event.data.void, files[0], files[1]);
     else out = helper.fold(share, new Uint8Array(a, ...at[0]), new Uint8Array(b, ...at[1]));
     const { buffer, length } = copyOut(out, answerBuffer);

@@ -62,9 +62,9 @@ class Helper {
   }
 
   /** Resolves with the partials (bytes, a Uint8Array) of a unit of a checkpoint comparison, whose
-   * tensors the helper reads from `files` (Blobs) itself, or undefined when it could not fold them. */
-  foldCheckpoint(job, files) {
-    return this.#ask({ checkpoint: job, files }, []);
+   * tensors the helper reads from `files` (Blobs) itself, at `reads`, or undefined when it could not fold them. */
+  foldCheckpoint(job, files, reads) {
+    return this.#ask({ checkpoint: job, files, reads }, []);
   }
 
   /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred)
@@ -282,38 +282,41 @@ function messagesSeen() {
 // are dealt to whichever worker is free. A helper is given the unread files its unit's
 // tensors lie in, and two units at a time, so it never waits while this worker folds; this
 // worker folds the units no helper can read, takes the helpers' partials in between its
-// own, and folds any unit whose helper failed.
+// own, and folds any unit whose helper failed. Each worker reads a unit's bytes before
+// folding it; a unit whose bytes cannot be read so is folded reading the files (which says why).
 async function foldCheckpoints(units, available, blobs) {
   const files = new Map(blobs);
   const queue = units.map((_, index) => index);
+  const mine = []; // units a helper failed to fold
   const next = (helped) => {
+    if (!helped && mine.length) return mine.shift();
     const at = helped ? queue.findIndex((index) => units[index]) : 0;
     return at < 0 || !queue.length ? undefined : queue.splice(at, 1)[0];
   };
-  const answered = [];
+  const unitFiles = (unit) => unit.files.map((key) => files.get(key));
   const feed = async (helper) => {
     for (let index = next(true); index !== undefined; index = next(true)) {
       const unit = units[index];
-      answered.push([index, await helper.foldCheckpoint(unit.job, unit.files.map((key) => files.get(key))), helper]);
-    }
-  };
-  const takeAnswered = () => {
-    for (let item = answered.shift(); item; item = answered.shift()) {
-      const [index, bytes, helper] = item;
-      if (bytes) {
+      const bytes = await helper.foldCheckpoint(unit.job, unitFiles(unit), unit.reads);
+      if (!bytes) mine.push(index);
+      else {
         core.take_checkpoint_unit(index, bytes);
         helper.giveBack(bytes);
-      } else core.fold_checkpoint_unit(index);
+      }
     }
+  };
+  const foldHere = async (index) => {
+    const unit = units[index];
+    const views = unit && (await readRanges(unitFiles(unit), unit.reads).catch(() => null));
+    core.fold_checkpoint_unit(index, views || null);
   };
   const feeding = Promise.all(available.flatMap((helper) => [feed(helper), feed(helper)]));
   for (let index = next(false); index !== undefined; index = next(false)) {
-    core.fold_checkpoint_unit(index);
+    await foldHere(index);
     await messagesSeen();
-    takeAnswered();
   }
   await feeding;
-  takeAnswered();
+  for (let index = next(false); index !== undefined; index = next(false)) await foldHere(index);
   return JSON.parse(core.answer_checkpoints());
 }
 

@@ -22,10 +22,16 @@ import make_conversion
 from test_checkpoints_page import RENAME, request_of
 
 
-def shared_answer(request, files, helped=lambda index: True, broken=lambda index: False):
+def read_ahead(unit, files):
+    """The bytes of a unit's reads, as the worker reads them before folding it (``readRanges``)."""
+    return [files[unit["files"][f]][0](offset, length) for f, offset, length in unit["reads"]]
+
+
+def shared_answer(request, files, helped=lambda index: True, broken=lambda index: False, ahead=lambda index: True):
     """The answer the page's workers give: serve with two workers, then each unit folded by a
-    'helper' (``fold_unit_job`` over the same readers) or by the core, as ``helped`` says; a
-    ``broken`` helper's unit is folded by the core instead, as the worker does."""
+    'helper' (``fold_unit_job`` over the same readers) or by the core, as ``helped`` says,
+    from its bytes read ahead or through the files' readers, as ``ahead`` says; a ``broken``
+    helper's unit is folded by the core instead, as the worker does."""
     session = Session()
     first = service.serve(request, {}, files, workers=2, session=session)
     if not first.get("checkpoint_units"):
@@ -33,25 +39,28 @@ def shared_answer(request, files, helped=lambda index: True, broken=lambda index
     units = first["checkpoint_units"]
     by_helper = 0
     for index, unit in enumerate(units):
+        views = read_ahead(unit, files) if unit is not None and ahead(index) else None
         if unit is not None and helped(index) and not broken(index):
-            data = fold_unit_job(unit["job"], [files[key] for key in unit["files"]])
+            data = fold_unit_job(unit["job"], [files[key] for key in unit["files"]], views)
             session.checkpoints.take_unit(index, data)
             by_helper += 1
         else:
-            session.checkpoints.fold_unit(index)
-    return handle.answer_checkpoints(session=session), by_helper
+            session.checkpoints.fold_unit(index, views)
+    answer = handle.answer_checkpoints(session=session)
+    assert answer["shared"] == {"units": len(units), "by_helpers": by_helper}
+    return answer, by_helper
 
 
 def test_conversion_shared_equals_cli(tmp_path):
     folders = make_conversion.make(tmp_path)
     request, files = request_of(folders, rename=[RENAME])
     native = compare_checkpoints(folder(folders[0]), folder(folders[1]), rules=[parse_rule(RENAME)])
-    for helped in (lambda i: True, lambda i: i % 2 == 0, lambda i: False):
-        answer, by_helper = shared_answer(request, files, helped)
+    for helped, ahead in ((lambda i: True, lambda i: True), (lambda i: i % 2 == 0, lambda i: i % 3 == 0),
+                          (lambda i: False, lambda i: False), (lambda i: True, lambda i: False)):  # fmt: skip
+        answer, _ = shared_answer(request, files, helped, ahead=ahead)
         assert answer["ok"], answer
         assert answer["checkpoints"] == native.to_dict()
-    assert by_helper == 0
-    answer, by_helper = shared_answer(request, files, broken=lambda i: i == 0)
+    answer, _ = shared_answer(request, files, broken=lambda i: i == 0)
     assert answer["checkpoints"] == native.to_dict()
 
 
@@ -84,7 +93,7 @@ def test_big_and_many_small_tensors(tmp_path, monkeypatch):
     units = first["checkpoint_units"]
     pieces = [len(json.loads(u["job"])) for u in units]
     assert len(units) < 301 // 10 and max(pieces) > 100  # small tensors batched, not one unit each
-    answer, by_helper = shared_answer(request, files, helped=lambda i: i % 3 != 1)
+    answer, by_helper = shared_answer(request, files, helped=lambda i: i % 3 != 1, ahead=lambda i: i % 2 == 0)
     assert by_helper >= 2
     assert answer["checkpoints"] == native.to_dict()
     worst = answer["checkpoints"]["tensors"][:2]
@@ -121,12 +130,13 @@ def test_file_cut_short_after_the_scan_is_an_error_row_whoever_folds(tmp_path):
     units = service.serve(request, {}, files, workers=2, session=session)["checkpoint_units"]
     failed = 0
     for index, unit in enumerate(units):
+        views = read_ahead(unit, files)  # short where the file is cut: the fold reads the rest and says so
         try:  # a helper that meets the cut fails its unit; the core's worker then folds it itself
-            session.checkpoints.take_unit(index, fold_unit_job(unit["job"], [files[k] for k in unit["files"]]))
+            session.checkpoints.take_unit(index, fold_unit_job(unit["job"], [files[k] for k in unit["files"]], views))
         except InputError as err:
             assert "ended early" in str(err)
             failed += 1
-            session.checkpoints.fold_unit(index)
+            session.checkpoints.fold_unit(index, views)
     assert failed
     assert handle.answer_checkpoints(session=session)["checkpoints"] == one["checkpoints"]
 

@@ -181,9 +181,10 @@ class CoreWorker:
     def select_kept_columns(self) -> None:
         self.session.fold.select_kept_columns()
 
-    def fold_checkpoint_unit(self, index: int) -> None:
-        """Fold unit ``index`` of the shared checkpoint comparison here."""
-        self.session.checkpoints.fold_unit(index)
+    def fold_checkpoint_unit(self, index: int, views: Iterable[Any] | None = None) -> None:
+        """Fold unit ``index`` of the shared checkpoint comparison here, from the bytes of
+        its reads (byte views) when the worker read them."""
+        self.session.checkpoints.fold_unit(index, None if views is None else [from_js(v) for v in views])
 
     def take_checkpoint_unit(self, index: int, view: Any) -> None:
         """Take in a helper's partials of unit ``index`` (a byte view)."""
@@ -218,13 +219,13 @@ class HelperWorker:
         ]
         return self.helper.fold_files(share_json, void_json, *files)
 
-    def fold_checkpoint(self, job_json: str, blobs: Iterable[Any]) -> np.ndarray:
+    def fold_checkpoint(self, job_json: str, blobs: Iterable[Any], views: Iterable[Any] | None = None) -> np.ndarray:
         """A unit of a checkpoint comparison (:func:`perpendis.checkpoints.shared.fold_unit_job`),
-        its tensors read from the unread files ``blobs``."""
+        its tensors read from the unread files ``blobs``, or from ``views``, the bytes of its reads."""
         from ..checkpoints.shared import fold_unit_job
 
         files = [(blob_reader(self.read_slice, blob), int(blob.size)) for blob in blobs]
-        return fold_unit_job(job_json, files)
+        return fold_unit_job(job_json, files, None if views is None else [from_js(v) for v in views])
 
     def select(self, ranks_json: str, values: Any, pooled: bool) -> np.ndarray:
         select = self.helper.select_pooled if pooled else self.helper.select
