@@ -171,8 +171,24 @@ class Received:
         distributed.partial_from_bytes = self._read
 
 
+COLD = False
+"""``--cold``: each mode starts with both checkpoints out of the page cache (:func:`evict`)."""
+
+
+def evict(*folders: Path) -> None:
+    """Drop the files under ``folders`` from the page cache (``POSIX_FADV_DONTNEED``; only these files)."""
+    for f in (f for d in folders for f in d.rglob("*") if f.is_file()):
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def run(a: Path, b: Path, runner=None, pids: list[int] | None = None) -> dict:
     pids = pids or []
+    if COLD:
+        evict(a, b)
     cached = cached_fraction(a, b)
     disk = disk_read_bytes()
     with Peak([os.getpid(), *pids]) as peak, Received() as received:
@@ -215,7 +231,10 @@ def main() -> None:
     p.add_argument("--size", default="8G", help="bytes of each checkpoint (8G, 256M, ...)")
     p.add_argument("--dir", default=None, help="where to write them (default: a temporary folder in /tmp)")
     p.add_argument("--keep", action="store_true", help="keep the files")
+    p.add_argument("--cold", action="store_true", help="start each mode with the checkpoints out of the page cache")
     args = p.parse_args()
+    global COLD
+    COLD = args.cold
     root = Path(args.dir or tempfile.mkdtemp(prefix="perpendis-ckpt-", dir="/tmp"))
     try:
         t = time.perf_counter()

@@ -171,7 +171,11 @@ def begin_checkpoints(
     cancelled: Stop | None = None,
     resume: Resume | None = None,
 ) -> Begun:
-    """:func:`compare_checkpoints` up to its folds (arguments as there)."""
+    """A comparison of every tensor of A against B's of the same name (after ``rules``), up to its folds.
+
+    ``planned(n_tasks, n_bytes)`` is told what is left to compare once the checkpoints
+    are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
+    """
     for side, checkpoint in (("A", a), ("B", b)):
         if not tensor_files(checkpoint.names):
             raise InputError(
@@ -213,28 +217,10 @@ def begin_checkpoints(
 
 
 def compare_checkpoints(
-    a: Checkpoint,
-    b: Checkpoint,
-    *,
-    rules: Sequence[Rule] = (),
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
-    runner: Runner = local_runner,
-    done: Done | None = None,
-    planned: Callable[[int, int], object] | None = None,
-    cancelled: Stop | None = None,
-    resume: Resume | None = None,
+    a: Checkpoint, b: Checkpoint, *, runner: Runner = local_runner, **options: Any
 ) -> CheckpointReport:
-    """Every tensor of A against B's of the same name (after ``rules``).
-
-    ``planned(n_tasks, n_bytes)`` is told what is left to compare once the checkpoints
-    are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
-    """
-    begun = begin_checkpoints(
-        a, b, rules=rules, preset=preset, atol=atol, rtol=rtol, depth=depth, done=done, planned=planned,
-        cancelled=cancelled, resume=resume,
-    )
+    """Every tensor of A against B's of the same name, folded by ``runner``; ``options`` are
+    :func:`begin_checkpoints`'s (rename rules, tolerance, progress, resume)."""
+    begun = begin_checkpoints(a, b, **options)
     runner(begun.job)
     return begun.finish()
