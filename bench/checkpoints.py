@@ -226,12 +226,23 @@ def cluster_run(a: Path, b: Path, workers: int, tiny: tuple[Path, Path] | None =
     return big, small
 
 
+def show(mode: str, r: dict, reference: str) -> None:
+    """One mode's row, printed as soon as it is measured."""
+    print(f"{mode:<50} {r['wall_s']:>8} {r['MB_per_s']:>8}  {r['peak_rss_anon_MB']}  {r['json'] == reference}")
+    print(
+        f"{'':<50} cached before {r['cached_before']}, disk read {r['disk_read_GB']} GB, "
+        f"{r['tasks']} tasks, {r['partials_MB']} MB of partials, load {r['load']}",
+        flush=True,
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="8G", help="bytes of each checkpoint (8G, 256M, ...)")
     p.add_argument("--dir", default=None, help="where to write them (default: a temporary folder in /tmp)")
     p.add_argument("--keep", action="store_true", help="keep the files")
     p.add_argument("--cold", action="store_true", help="start each mode with the checkpoints out of the page cache")
+    p.add_argument("--two-only", action="store_true", help="one process and 2 workers only (no multi-host run)")
     args = p.parse_args()
     global COLD
     COLD = args.cold
@@ -242,22 +253,20 @@ def main() -> None:
         a, b = (big / "a", big / "b") if (big / "b").is_dir() else write(big, parse_size(args.size))
         tiny = (small / "a", small / "b") if (small / "b").is_dir() else write_tiny(small)
         print(f"checkpoints ready in {time.perf_counter() - t:.1f} s under {root}", flush=True)
+        print(f"\n{'mode':<50} {'wall s':>8} {'MB/s':>8}  peak RssAnon MB  same report", flush=True)
         results = {"single process": run(a, b)}
-        print("single process done", flush=True)
-        results["Dask, 2 workers x 1 thread"], _ = cluster_run(a, b, 2)
-        print("2 workers done", flush=True)
-        results["Dask, 4 workers x 1 thread (multi-host stand-in)"], tiny_dask = cluster_run(a, b, 4, tiny)
-        tiny_single = run(*tiny)
         reference = results["single process"]["json"]
-        print(f"\n{'mode':<50} {'wall s':>8} {'MB/s':>8}  peak RssAnon MB  same report")
-        for mode, r in results.items():
-            print(f"{mode:<50} {r['wall_s']:>8} {r['MB_per_s']:>8}  {r['peak_rss_anon_MB']}  {r['json'] == reference}")
-            print(
-                f"{'':<50} cached before {r['cached_before']}, disk read {r['disk_read_GB']} GB, "
-                f"{r['tasks']} tasks, {r['partials_MB']} MB of partials, load {r['load']}"
-            )
+        show("single process", results["single process"], reference)
+        results["Dask, 2 workers x 1 thread"], _ = cluster_run(a, b, 2)
+        show("Dask, 2 workers x 1 thread", results["Dask, 2 workers x 1 thread"], reference)
         single, dask2 = results["single process"], results["Dask, 2 workers x 1 thread"]
-        print(f"\nDask 2 workers / single process throughput: {dask2['MB_per_s'] / single['MB_per_s']:.2f}")
+        print(f"Dask 2 workers / single process throughput: {dask2['MB_per_s'] / single['MB_per_s']:.2f}", flush=True)
+        if args.two_only:
+            return
+        multi = "Dask, 4 workers x 1 thread (multi-host stand-in)"
+        results[multi], tiny_dask = cluster_run(a, b, 4, tiny)
+        show(multi, results[multi], reference)
+        tiny_single = run(*tiny)
         per = (tiny_dask["wall_s"] - tiny_single["wall_s"]) / tiny_single["tensors"]
         print(
             f"{tiny_single['tensors']} tiny tensors: {tiny_single['wall_s']} s in one process, {tiny_dask['wall_s']} s "
