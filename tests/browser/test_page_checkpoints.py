@@ -93,3 +93,30 @@ def test_progress_and_cancel(ready_page, tmp_path):
         page.wait_for_timeout(100)
     assert status.text_content() == "cancelled"
     assert page.is_hidden('[data-testid="checkpoint-cancel"]')
+
+
+def test_helper_worker_folds_part_of_the_checkpoint(ready_page, tmp_path):
+    """With a second core, the helper worker folds some of the units (reading its tensors'
+    bytes itself) and the rows are still the native ones, in order."""
+    page = ready_page
+    if page.evaluate("navigator.hardwareConcurrency") < 2:
+        pytest.skip("one CPU core: no helper worker")
+    page.wait_for_selector('[data-testid="status"][title*="on 2 CPU"]', timeout=TIMEOUT_MS)
+    rng = np.random.default_rng(3)
+    tensors = {f"w{i}": rng.standard_normal(4 << 20, dtype=np.float32) for i in range(6)}
+    changed = {**tensors, "w4": tensors["w4"].copy()}
+    changed["w4"][1000:1100] = 0.0
+    for side, ts in (("a", tensors), ("b", changed)):
+        (tmp_path / side).mkdir()
+        save_file(dict(list(ts.items())[:3]), str(tmp_path / side / "one.safetensors"))
+        save_file(dict(list(ts.items())[3:]), str(tmp_path / side / "two.safetensors"))
+    choose(page, tmp_path / "a", tmp_path / "b", rename="")
+    page.click('[data-testid="checkpoint-compare"]')
+    page.wait_for_selector('[data-testid="checkpoint-summary"]', timeout=TIMEOUT_MS)
+    status = page.text_content('[data-testid="checkpoint-progress"]')
+    native = compare_checkpoints(folder(tmp_path / "a"), folder(tmp_path / "b"))
+    rows = page.eval_on_selector_all(ROWS, "rows => rows.map(r => [r.dataset.name, r.dataset.verdict])")
+    assert rows == [[r.name, r.verdict] for r in native.tensors]
+    assert rows[0] == ["w4", "investigate"]
+    helped = status.split(", ")[-1]
+    assert helped.endswith("parts on a helper worker)") and not helped.startswith("0 of"), status
