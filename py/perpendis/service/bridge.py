@@ -191,6 +191,8 @@ class CoreWorker:
         self.session.checkpoints.take_unit(index, from_js(view))
 
     def answer_checkpoints(self) -> str:
+        from . import handle
+
         return json.dumps(handle.answer_checkpoints(session=self.session), allow_nan=False)
 
     def answer_fold(self, found: Any) -> str:
