@@ -12,6 +12,7 @@ import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderPasteBack } from "./render/paste_back.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
 import { renderInputNotes } from "./render/inputs.js";
+import { copyFullValues } from "./render/numbers.js";
 import { renderReference } from "./render/reference.js";
 import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
@@ -701,6 +702,7 @@ const bisectView = createBisectView({
 
 function init() {
   core.onStatus(showStatus);
+  document.addEventListener("copy", copyFullValues);
   INPUTS.forEach(wireSide);
   // A file dropped beside the drop targets must not navigate away from the page.
   window.addEventListener("dragover", (event) => event.preventDefault());
