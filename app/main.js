@@ -352,6 +352,7 @@ function showReport(result, { fresh }) {
     ? { axes: [shape.length - 2, shape.length - 1], index: openingIndex(report, shape), metric: "abs" }
     : null;
   $("slice-card").hidden = !state.view;
+  lastSlice = null; // the last report's slice: never redrawn for this one
   if (state.view) loadSlice();
   if (start) {
     showElement(start, null);
@@ -455,19 +456,26 @@ async function loadScatter(report) {
 }
 
 function changeView(view) {
+  const drawn = lastSlice?.view;
+  const redraw = drawn && ["axes", "index", "metric"].every((key) => String(view[key]) === String(drawn[key]));
   state.view = view;
-  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
-  loadSlice();
+  if (redraw) {
+    // Only the log toggle changed: the cells are the same, drawn on the other scale.
+    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+    markSlice();
+  } else {
+    loadSlice();
+  }
 }
 
-let lastSlice = null;
+let lastSlice = null; // the slice drawn, with the view it was asked for
 
 async function loadSlice() {
   const view = state.view;
   renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
   const result = await ask("slice", { axes: view.axes, index: view.index, metric: view.metric, max_cells: SLICE_CELLS });
   if (!result || !result.ok || view !== state.view) return;
-  lastSlice = result.slice;
+  lastSlice = { ...result.slice, view };
   markSlice();
 }
 
@@ -478,7 +486,7 @@ function markSlice() {
   const at = state.selectedIndex;
   const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
   const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
-  renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement);
+  renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement, { log: state.view.log });
 }
 
 // ---------------------------------------------------------------- tolerance controls
