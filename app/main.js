@@ -67,18 +67,33 @@ function clearError() {
   error.hidden = true;
   error.textContent = "";
   document.querySelector(".error-home").append(error);
+  for (const also of document.querySelectorAll(".error-also")) also.remove();
   for (const side of INPUTS) $(`paste-${side}`).removeAttribute("aria-invalid");
 }
 
-/** Show an error next to the input it concerns; the inputs themselves are never touched. */
-function showError({ message, where, side }) {
+/**
+ * Show an error next to the input it concerns (`side`); one that concerns several boxes
+ * (`sides`: both hold summarised prints) is repeated beside each of the others, announced
+ * once. The inputs themselves are never touched.
+ */
+function showError({ message, where, side, sides }) {
   const error = $("error");
   error.textContent = where ? `${message} (${where})` : message;
   error.hidden = false;
   if (INPUTS.includes(side)) {
     if (side === "ref") $("ref-box").open = true;
     $(`side-${side}`).querySelector(".error-slot").append(error);
-    $(`paste-${side}`).setAttribute("aria-invalid", "true");
+    for (const other of (sides ?? []).filter((s) => s !== side && INPUTS.includes(s))) {
+      const also = error.cloneNode(true);
+      also.removeAttribute("id");
+      also.removeAttribute("role");
+      also.className = "error-also";
+      also.dataset.testid = `error-${other}`;
+      $(`side-${other}`).querySelector(".error-slot").append(also);
+    }
+    for (const flagged of new Set([side, ...(sides ?? [])])) {
+      if (INPUTS.includes(flagged)) $(`paste-${flagged}`).setAttribute("aria-invalid", "true");
+    }
   } else {
     document.querySelector(".error-home").append(error);
   }
