@@ -45,6 +45,7 @@ export function renderSliceControls(node, shape, view, onChange) {
     el("label", {}, log, " log scale"), others);
 }
 
+const METRIC_WORDS = Object.fromEntries(METRICS);
 const LOWEST = 0.15; // the opacity of the smallest value drawn: paler cells would vanish
 
 /** The scale a slice is drawn on: [bottom, top] of the whole pair, log or linear. */
@@ -84,7 +85,7 @@ function legend(scale, metric) {
   return el("div", { class: "heatmap-legend", "data-testid": "heatmap-legend", "data-log": String(scale.log) },
     el("span", { "data-testid": "legend-min" }, number(scale.bottom)), " ", bar, " ",
     el("span", { "data-testid": "legend-max" }, number(scale.top)),
-    el("span", { class: "hint" }, ` ${metric}, ${scale.log ? "log" : "linear"} scale shared by every slice`),
+    el("span", { class: "hint" }, ` ${METRIC_WORDS[metric] ?? metric}, ${scale.log ? "log" : "linear"} scale shared by every slice`),
     el("span", { class: "legend-key" }, swatch("cell zero"), " no difference ", swatch("cell nonfinite"), " NaN/inf"));
 }
 

@@ -34,9 +34,8 @@ export function renderHistogram(node, histogram) {
   const plotH = H - PAD.top - PAD.bottom;
   // Too many bins for every tick: every `every`-th is labelled (and the last, NaN/inf, always).
   const every = Math.ceil(TICK_SPACING / slot);
-  const widest = Math.max(...counts.map((c) => String(c).length));
-  const counted = widest * DIGIT_WIDTH <= slot; // counts stay in the bars' titles when they would collide
   let previous = null;
+  let countsEnd = -Infinity; // right edge of the last count drawn: one that would touch it is left to the bar's title
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "histogram",
     "aria-label": `ULP histogram: ${labels.map((l, i) => `${l}: ${counts[i]}`).join(", ")}` });
   chart.append(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: H - PAD.bottom, y2: H - PAD.bottom, class: "axis" }));
@@ -47,8 +46,10 @@ export function renderHistogram(node, histogram) {
       class: labels[i] === "NaN/inf" ? "bar nonfinite" : "bar", "data-edge": labels[i], "data-count": count },
     svg("title", {}, `${labels[i]} ULP: ${count} elements`));
     chart.append(bar);
-    if (count && counted) {
+    const half = (String(count).length * DIGIT_WIDTH) / 2;
+    if (count && x + slot / 2 - half > countsEnd + 2) {
       chart.append(svg("text", { x: x + slot / 2, y: H - PAD.bottom - h - 3, class: "count" }, full(count)));
+      countsEnd = x + slot / 2 + half;
     }
     const last = i === counts.length - 1;
     if (i % every === 0 || last) {
