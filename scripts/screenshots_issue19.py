@@ -228,7 +228,7 @@ Chromium (the browser tests' flags); the last row is Firefox ESR through puppete
 Made by `python3 scripts/screenshots_issue19.py --before <checkout of 5708a57>`; the inputs
 are made in that script. Not pictured (nothing to see): the verdict's live region, CLS and the
 bisect buttons' accessible names (see tests/browser/test_accessibility.py and bench/lighthouse_page.py).
-The "hello world" / "loss went down" pair was already answered right at 5708a57: its two pictures are the same.
+The "hello world" / "loss went down" pair was already answered right at 5708a57: its two pictures show the same answer.
 
 """
 

@@ -51,6 +51,16 @@ def bug_pair() -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def compared(page) -> dict:
+    """Compare the bug pair; the report the page downloads."""
+    a, b = bug_pair()
+    page.get_by_test_id("paste-a").fill(numpy_text(a))
+    page.get_by_test_id("paste-b").fill(numpy_text(b))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
+    return downloaded_report(page)
+
+
 def copied(page, selector: str, whole: bool) -> str:
     page.evaluate(SELECT, [selector, whole])
     page.keyboard.press("Control+c")
@@ -63,12 +73,7 @@ def copied(page, selector: str, whole: bool) -> str:
 def test_cards_show_four_digits_and_copy_the_full_value(ready_page):
     page = ready_page
     page.evaluate(RECORD_COPIES)
-    a, b = bug_pair()
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    page.get_by_test_id("compare").click()
-    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
-    report = downloaded_report(page)
+    report = compared(page)
 
     # The largest |A − B|: 4 significant digits shown, every digit in the title.
     full_abs = report["max_abs_diff"]
@@ -118,12 +123,7 @@ def test_cards_show_four_digits_and_copy_the_full_value(ready_page):
 
 def test_axis_shares_are_percentages(ready_page):
     page = ready_page
-    a, b = bug_pair()
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    page.get_by_test_id("compare").click()
-    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
-    report = downloaded_report(page)
+    report = compared(page)
     page.get_by_test_id("axes").locator(".axis-top").first.wait_for()
     tops = page.get_by_test_id("axes").locator(".axis-top").all_text_contents()
     axis0 = next(x for x in report["axes"] if x["axis"] == 0)
