@@ -70,23 +70,22 @@ function shade(value, scale) {
   return "cell";
 }
 
-/** The colour bar under the map: the shared scale's bounds, no difference and NaN/inf beside it. */
+/** The colour bar under the map: the shared scale's bounds, no difference and NaN/inf beside it.
+ * Plain HTML, so that the map stays the only SVG (and its cells the only `.cell`s) in the card. */
 function legend(scale, metric) {
   const steps = 24;
-  const w = 160;
-  const bar = svg("svg", { viewBox: `0 0 ${w} 12`, width: w, height: 12, class: "heatmap-bar", "aria-hidden": "true" },
+  const bar = el("span", { class: "heatmap-bar", "aria-hidden": "true" },
     Array.from({ length: steps }, (_, i) => {
-      const rect = svg("rect", { x: (i * w) / steps, y: 0, width: w / steps + 0.5, height: 12, class: "cell" });
-      rect.style.fillOpacity = String(LOWEST + ((1 - LOWEST) * i) / (steps - 1));
-      return rect;
+      const step = el("span", { class: "swatch" });
+      step.style.opacity = String(LOWEST + ((1 - LOWEST) * i) / (steps - 1));
+      return step;
     }));
-  const swatch = (cls) => svg("svg", { viewBox: "0 0 12 12", width: 12, height: 12, class: "heatmap-bar", "aria-hidden": "true" },
-    svg("rect", { x: 0.5, y: 0.5, width: 11, height: 11, class: cls }));
+  const swatch = (cls) => el("span", { class: `swatch ${cls}`, "aria-hidden": "true" });
   return el("div", { class: "heatmap-legend", "data-testid": "heatmap-legend", "data-log": String(scale.log) },
     el("span", { "data-testid": "legend-min" }, number(scale.bottom)), " ", bar, " ",
     el("span", { "data-testid": "legend-max" }, number(scale.top)),
     el("span", { class: "hint" }, ` ${METRIC_WORDS[metric] ?? metric}, ${scale.log ? "log" : "linear"} scale shared by every slice`),
-    el("span", { class: "legend-key" }, swatch("cell zero"), " no difference ", swatch("cell nonfinite"), " NaN/inf"));
+    el("span", { class: "legend-key" }, swatch("zero"), " no difference ", swatch("nonfinite"), " NaN/inf"));
 }
 
 /**
