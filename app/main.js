@@ -12,6 +12,7 @@ import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderPasteBack } from "./render/paste_back.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
 import { renderInputNotes } from "./render/inputs.js";
+import { copyFullValues } from "./render/numbers.js";
 import { renderReference } from "./render/reference.js";
 import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
@@ -66,18 +67,33 @@ function clearError() {
   error.hidden = true;
   error.textContent = "";
   document.querySelector(".error-home").append(error);
+  for (const also of document.querySelectorAll(".error-also")) also.remove();
   for (const side of INPUTS) $(`paste-${side}`).removeAttribute("aria-invalid");
 }
 
-/** Show an error next to the input it concerns; the inputs themselves are never touched. */
-function showError({ message, where, side }) {
+/**
+ * Show an error next to the input it concerns (`side`); one that concerns several boxes
+ * (`sides`: both hold summarised prints) is repeated beside each of the others, announced
+ * once. The inputs themselves are never touched.
+ */
+function showError({ message, where, side, sides }) {
   const error = $("error");
   error.textContent = where ? `${message} (${where})` : message;
   error.hidden = false;
   if (INPUTS.includes(side)) {
     if (side === "ref") $("ref-box").open = true;
     $(`side-${side}`).querySelector(".error-slot").append(error);
-    $(`paste-${side}`).setAttribute("aria-invalid", "true");
+    for (const other of (sides ?? []).filter((s) => s !== side && INPUTS.includes(s))) {
+      const also = error.cloneNode(true);
+      also.removeAttribute("id");
+      also.removeAttribute("role");
+      also.className = "error-also";
+      also.dataset.testid = `error-${other}`;
+      $(`side-${other}`).querySelector(".error-slot").append(also);
+    }
+    for (const flagged of new Set([side, ...(sides ?? [])])) {
+      if (INPUTS.includes(flagged)) $(`paste-${flagged}`).setAttribute("aria-invalid", "true");
+    }
   } else {
     document.querySelector(".error-home").append(error);
   }
@@ -351,6 +367,7 @@ function showReport(result, { fresh }) {
     ? { axes: [shape.length - 2, shape.length - 1], index: openingIndex(report, shape), metric: "abs" }
     : null;
   $("slice-card").hidden = !state.view;
+  lastSlice = null; // the last report's slice: never redrawn for this one
   if (state.view) loadSlice();
   if (start) {
     showElement(start, null);
@@ -454,19 +471,26 @@ async function loadScatter(report) {
 }
 
 function changeView(view) {
+  const drawn = lastSlice?.view;
+  const redraw = drawn && ["axes", "index", "metric"].every((key) => String(view[key]) === String(drawn[key]));
   state.view = view;
-  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
-  loadSlice();
+  if (redraw) {
+    // Only the log toggle changed: the cells are the same, drawn on the other scale.
+    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+    markSlice();
+  } else {
+    loadSlice();
+  }
 }
 
-let lastSlice = null;
+let lastSlice = null; // the slice drawn, with the view it was asked for
 
 async function loadSlice() {
   const view = state.view;
   renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
   const result = await ask("slice", { axes: view.axes, index: view.index, metric: view.metric, max_cells: SLICE_CELLS });
   if (!result || !result.ok || view !== state.view) return;
-  lastSlice = result.slice;
+  lastSlice = { ...result.slice, view };
   markSlice();
 }
 
@@ -477,7 +501,7 @@ function markSlice() {
   const at = state.selectedIndex;
   const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
   const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
-  renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement);
+  renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement, { log: state.view.log });
 }
 
 // ---------------------------------------------------------------- tolerance controls
@@ -701,6 +725,7 @@ const bisectView = createBisectView({
 
 function init() {
   core.onStatus(showStatus);
+  document.addEventListener("copy", copyFullValues);
   INPUTS.forEach(wireSide);
   // A file dropped beside the drop targets must not navigate away from the page.
   window.addEventListener("dragover", (event) => event.preventDefault());

@@ -110,6 +110,32 @@ def test_slice_and_scatter(pair):
     assert not bad["ok"]
 
 
+def test_slice_colour_scale_is_shared_by_every_slice():
+    """Each slice carries the scale of the whole pair: the largest finite and the smallest
+    positive value of the metric, as NumPy measures them, whatever slice was asked for."""
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((3, 6, 7)).astype(np.float32)
+    a = b.copy()
+    a[0, 1, 2] = np.nextafter(a[0, 1, 2], np.float32(np.inf))  # slice 0: one ULP of rounding
+    a[2] += np.float32(0.5)  # slice 2: the bug
+    b[1, 0, 0], a[1, 0, 0] = 0.0, 1.0  # relative difference infinite: left out of the scale
+    compare_files(a, b)
+    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    for metric, want in (("abs", diff), ("rel", diff / np.abs(b.astype(np.float64)))):
+        with np.errstate(divide="ignore"):
+            finite = want[np.isfinite(want) & (want > 0)]
+        scales = []
+        for i in range(3):
+            req = {"op": "slice", "axes": [1, 2], "index": [i, 0, 0], "metric": metric, "max_cells": 100}
+            s = api.handle(req, {})["slice"]
+            scales.append(s["scale"])
+            assert s["max"] == "inf" or s["max"] <= s["scale"]["max"]  # infinite cells: drawn apart
+        assert scales[0] == scales[1] == scales[2], metric
+        assert scales[0]["max"] == float(finite.max()) and scales[0]["min"] == float(finite.min()), metric
+    s0 = api.handle({"op": "slice", "axes": [1, 2], "index": [0, 0, 0], "metric": "abs", "max_cells": 100}, {})["slice"]
+    assert s0["max"] < s0["scale"]["max"] / 1000  # the rounding slice is pale on the shared scale
+
+
 def test_slice_cells_name_the_element_they_show(pair):
     """A cell's ``flat`` is the element it shows: itself unpooled, the worst of its block pooled."""
     a, b = pair

@@ -198,3 +198,38 @@ def test_words_in_both_boxes_blame_a_for_its_own_text() -> None:
     answer = api.handle({"op": "compare", "inputs": inputs}, {})
     assert answer["error"]["side"] == "a"
     assert "loss" not in answer["error"]["message"] and "no numbers" in answer["error"]["message"]
+
+
+def _summarised_prints() -> dict[str, str]:
+    """What numpy and torch really print for arrays over their summary threshold."""
+    import torch
+
+    values = np.arange(2000, dtype=np.float32) / 7
+    return {"numpy": repr(values), "torch": repr(torch.from_numpy(values)), "numpy 2-D": repr(values.reshape(40, 50))}
+
+
+@pytest.mark.parametrize(("a", "b"), [("numpy", "torch"), ("torch", "torch"), ("numpy 2-D", "numpy")])
+def test_summarised_prints_in_both_boxes_name_both(a: str, b: str) -> None:
+    from perpendis import api
+
+    prints = _summarised_prints()
+    assert all("..." in text for text in prints.values())
+    answer = api.handle({"op": "compare", "inputs": {"a": {"text": prints[a]}, "b": {"text": prints[b]}}}, {})
+    error = answer["error"]
+    assert not answer["ok"] and error["side"] == "a" and error["sides"] == ["a", "b"]
+    assert error["message"].startswith("both boxes hold summarised prints")
+    assert error["where"].startswith("A line ") and ", B line " in error["where"]
+    fixes = {"numpy": "np.set_printoptions(threshold=sys.maxsize)", "torch": 'torch.set_printoptions(profile="full")'}
+    for side in {a.split()[0], b.split()[0]}:
+        assert fixes[side] in error["message"]
+
+
+def test_a_summarised_print_beside_a_full_one_names_only_its_box() -> None:
+    from perpendis import api
+
+    prints = _summarised_prints()
+    full = np.array2string(np.arange(2000, dtype=np.float32) / 7, threshold=10**6, separator=", ")
+    for inputs, side in (({"a": {"text": prints["torch"]}, "b": {"text": full}}, "a"),
+                         ({"a": {"text": full}, "b": {"text": prints["numpy"]}}, "b")):
+        error = api.handle({"op": "compare", "inputs": inputs}, {})["error"]
+        assert error["side"] == side and "sides" not in error and "was summarised" in error["message"]

@@ -1,6 +1,7 @@
 // Per-axis localisation: how the failing elements spread along each axis. A bug that
 // hits one channel or one row shows as a single tall bar; rounding spreads evenly.
-import { el, fill, num, svg } from "./dom.js";
+import { el, fill, svg } from "./dom.js";
+import { pct } from "./numbers.js";
 
 const W = 300;
 const H = 60;
@@ -20,6 +21,6 @@ export function renderAxes(node, axes) {
     el("div", { class: "axis-name" }, `axis ${a.axis} (size ${a.size})`),
     bars(a.fail_counts),
     el("div", { class: "axis-top" }, a.top.length
-      ? `most failures at ${a.top.map(([i, share]) => `${i} (share ${num(share)})`).join(", ")}`
+      ? `most failures at ${a.top.map(([i, share]) => `${i} (${pct(share)})`).join(", ")}`
       : "no failures"))));
 }

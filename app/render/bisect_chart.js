@@ -2,7 +2,7 @@
 // elements failing the tolerance (bars), on one log axis. Rounding grows smoothly with
 // depth; a bug is a step, and the first failing layer is marked where the step is.
 import { fill, svg } from "./dom.js";
-import { sig } from "./summary.js";
+import { pct, sig } from "./numbers.js";
 
 const W = 1000;
 const H = 260;
@@ -54,7 +54,7 @@ export function renderDepthChart(node, bisect, { selected = null, onSelect }) {
     if (!(f > 0)) return;
     chart.append(svg("rect", { x: x(i) - slot * 0.3, y: y(f), width: slot * 0.6, height: PAD.top + plotH - y(f),
       class: "fail-bar", "data-testid": "depth-fail-bar", "data-index": i },
-    svg("title", {}, `${pairs[i].a_name}: ${(f * 100).toFixed(2)}% failing`)));
+    svg("title", {}, `${pairs[i].a_name}: ${pct(f)} failing`)));
   });
   if (rtol) {
     chart.append(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(rtol), y2: y(rtol), class: "rtol-line" }),
@@ -66,7 +66,7 @@ export function renderDepthChart(node, bisect, { selected = null, onSelect }) {
     const dot = svg("circle", { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: i === selected ? 6 : 4,
       class: `rel-dot ${pairs[i].verdict}${i === selected ? " selected" : ""}${Number.isFinite(v) ? "" : " nonfinite"}`,
       "data-testid": "depth-point", "data-index": i, "data-name": pairs[i].a_name, tabindex: 0 },
-    svg("title", {}, `${i + 1}. ${pairs[i].a_name}: max relative ${sig(pairs[i].max_rel_diff, 3)}, ${pairs[i].verdict}`));
+    svg("title", {}, `${i + 1}. ${pairs[i].a_name}: max relative ${sig(pairs[i].max_rel_diff)}, ${pairs[i].verdict}`));
     dot.addEventListener("click", () => onSelect(i));
     dot.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") {

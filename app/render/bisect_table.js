@@ -3,7 +3,7 @@
 // so it is marked, and the rows before it are marked as passing: together they say
 // "everything up to here agrees, the fault is in this layer".
 import { el, fill, formatIndex, num } from "./dom.js";
-import { sig } from "./summary.js";
+import { number, pct } from "./numbers.js";
 
 const HOW = {
   metadata: "paired by the exporter's metadata (the module each ONNX node was made in)",
@@ -27,12 +27,6 @@ function aloneCell(pair, index, culprit) {
   const label = index === culprit ? "culprit" : own ? "own error" : pair.verdict === "investigate" ? "inherits" : "ok";
   return el("td", { class: `alone ${own ? "own" : "ok"}`, "data-testid": "bisect-alone", "data-own": String(own),
     title: `run alone: ${iso.verdict}, max ULP ${iso.max_ulp}` }, label);
-}
-
-function percent(fraction) {
-  if (fraction === null || fraction === undefined) return "—";
-  if (fraction > 0 && fraction < 0.0001) return "<0.01%";
-  return `${(fraction * 100).toFixed(2)}%`;
 }
 
 function agreement(same, a, b, testid) {
@@ -150,9 +144,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
     agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype"),
     el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
-    el("td", { class: "num" }, sig(pair.max_abs_diff, 3)),
-    el("td", { class: "num" }, sig(pair.max_rel_diff, 3)),
-    el("td", { class: "num", "data-testid": "bisect-fail" }, percent(pair.fraction_fail)),
+    el("td", { class: "num" }, number(pair.max_abs_diff)),
+    el("td", { class: "num" }, number(pair.max_rel_diff)),
+    el("td", { class: "num", "data-testid": "bisect-fail" }, pct(pair.fraction_fail)),
     el("td", { class: `verdict-cell ${pair.verdict}`, "data-testid": "bisect-verdict" },
       where === "pass" && pair.verdict !== "investigate" ? "✓ " : "", pair.verdict),
     bisect.isolated ? aloneCell(pair, index, culprit) : null,

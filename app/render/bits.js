@@ -1,7 +1,8 @@
 // The selected element bit by bit: sign, exponent and mantissa as coloured cells, bits
 // that differ between A and B marked, the values in decimal and hex, the exponent
 // decoded and the neighbouring representable values.
-import { el, facts, fill, num } from "./dom.js";
+import { el, facts, fill } from "./dom.js";
+import { full, number, relativeNumber } from "./numbers.js";
 
 const FIELD_NAMES = ["sign", "exponent", "mantissa"];
 
@@ -48,14 +49,8 @@ function sideRow(label, side, element, detail) {
       ["value", element[side], `value-${side}`, "mono"],
       ["hex", element[`${side}_hex`], `hex-${side}`, "mono"],
       fields ? ["exponent", exponentText(fields), `exponent-${side}`] : null,
-      detail ? ["neighbours", `${num(prev)} ◂ ▸ ${num(next)}`, `neighbours-${side}`, "mono"] : null,
+      detail ? ["neighbours", `${full(prev)} ◂ ▸ ${full(next)}`, `neighbours-${side}`, "mono"] : null,
     ].filter(Boolean)));
-}
-
-/** The relative difference; an infinite one in words (B is zero and A is not). */
-function relativeText(rel) {
-  if (rel === "inf" || rel === Infinity) return "infinite: B is 0 and A is not";
-  return num(rel);
 }
 
 /** Opposite sign bits on two values that differ: their ULP distance is counted through zero. */
@@ -71,9 +66,9 @@ export function renderElement(node, element, detail) {
     sideRow("A", "a", element, detail),
     sideRow("B", "b", element, detail),
     facts([
-      ["ULP distance", num(element.ulp), "ulp"],
-      ["|A − B|", num(element.abs_diff), "abs-diff"],
-      ["relative", relativeText(element.rel_diff), "rel-diff"],
+      ["ULP distance", number(element.ulp), "ulp"],
+      ["|A − B|", number(element.abs_diff), "abs-diff"],
+      ["relative", relativeNumber(element.rel_diff), "rel-diff"],
     ]),
     acrossZero(element)
       ? el("p", { class: "hint", "data-testid": "ulp-across-zero" },

@@ -2,6 +2,7 @@
 // them) filterable by verdict and name, the bad input and the tensors on one side only.
 // Every figure is the core's; nothing is computed here but which rows to show.
 import { el, fill, num } from "./dom.js";
+import { number, pct } from "./numbers.js";
 
 const VERDICT_WORDS = {
   error: "unreadable",
@@ -25,8 +26,8 @@ function row(r) {
     el("td", {}, dtype || ""),
     el("td", {}, shape),
     el("td", {}, figures ? num(r.max_ulp) : ""),
-    el("td", {}, figures ? num(r.max_abs_diff) : ""),
-    el("td", {}, figures && r.fraction_fail !== null ? `${(r.fraction_fail * 100).toFixed(3)}%` : ""),
+    el("td", {}, figures ? number(r.max_abs_diff) : ""),
+    el("td", {}, figures && r.fraction_fail !== null ? pct(r.fraction_fail) : ""),
     el("td", {}, r.description));
 }
 

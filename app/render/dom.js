@@ -37,10 +37,24 @@ export function formatIndex(index) {
   return `(${index.join(", ")})`;
 }
 
-/** A report number as Python wrote it: JSON numbers as they are, "inf"/"nan" strings kept. */
-export function num(value) {
-  if (value === null || value === undefined) return "—";
-  return String(value);
+// A report number as Python wrote it; numbers.js formats every number the page shows.
+export { full as num } from "./numbers.js";
+
+/**
+ * A wide block (a table) in a container that scrolls sideways and shows that it does: it is
+ * focusable and named, so the keyboard can scroll it, and while its content is wider than it
+ * (`data-overflowing`) its cut edge is shaded and a hint under it says so.
+ */
+export function scrollable(content, label) {
+  const box = el("div", { class: "scroll-x", tabindex: 0, role: "region", "aria-label": label }, content);
+  const hint = el("p", { class: "scroll-hint", hidden: true }, "Scroll sideways for more columns →");
+  const check = () => {
+    const over = box.scrollWidth > box.clientWidth + 1;
+    box.dataset.overflowing = String(over);
+    hint.hidden = !over;
+  };
+  new ResizeObserver(check).observe(box);
+  return [box, hint];
 }
 
 /** A definition list from [label, value, testid?] rows. */

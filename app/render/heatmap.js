@@ -1,9 +1,11 @@
 // The error over one 2-D slice of an array of two or more dimensions: the user picks
 // the row and column axes and the index along every other axis; the core (op `slice`)
 // returns the cells, max-pooled when the slice is larger than the page can draw, and for
-// each cell the element it shows, so clicking a cell selects that element.
-import { el, fill, num, svg } from "./dom.js";
-import { sig } from "./summary.js";
+// each cell the element it shows, so clicking a cell selects that element. Every slice is
+// coloured on the scale of the whole pair (`slice.scale`), linear from 0 or logarithmic from
+// the smallest positive value, and a legend shows that scale's bounds.
+import { el, fill, svg } from "./dom.js";
+import { full, number } from "./numbers.js";
 
 const MAX_W = 640;
 const MAX_H = 360;
@@ -26,6 +28,8 @@ export function renderSliceControls(node, shape, view, onChange) {
   const metric = el("select", { "data-testid": "slice-metric", "aria-label": "Colour by" },
     METRICS.map(([value, label]) => el("option", { value, selected: view.metric === value }, label)));
   metric.addEventListener("change", () => onChange({ ...view, metric: metric.value }));
+  const log = el("input", { type: "checkbox", "data-testid": "heatmap-log", checked: Boolean(view.log) });
+  log.addEventListener("change", () => onChange({ ...view, log: log.checked }));
   const others = shape.map((size, axis) => {
     if (view.axes.includes(axis)) return null;
     const input = el("input", { type: "number", min: 0, max: size - 1, value: view.index[axis],
@@ -37,39 +41,77 @@ export function renderSliceControls(node, shape, view, onChange) {
     });
     return el("label", {}, `axis ${axis} index `, input);
   });
-  fill(node, axisSelect("rows", "Rows"), axisSelect("cols", "Columns"), el("label", {}, "Colour by ", metric), others);
+  fill(node, axisSelect("rows", "Rows"), axisSelect("cols", "Columns"), el("label", {}, "Colour by ", metric),
+    el("label", {}, log, " log scale"), others);
 }
 
-function shade(value, max) {
+const METRIC_WORDS = Object.fromEntries(METRICS);
+const LOWEST = 0.15; // the opacity of the smallest value drawn: paler cells would vanish
+
+/** The scale a slice is drawn on: [bottom, top] of the whole pair, log or linear. */
+function scaleOf(slice, log) {
+  const top = typeof slice.scale?.max === "number" ? slice.scale.max : 0;
+  const min = typeof slice.scale?.min === "number" ? slice.scale.min : 0;
+  return { log: log && min > 0 && top > min, bottom: log && min > 0 ? min : 0, top };
+}
+
+/** Where `value` sits on the scale, 0 (bottom) to 1 (top). */
+function position(value, scale) {
+  if (!(scale.top > 0)) return 1;
+  const t = scale.log
+    ? (Math.log(value) - Math.log(scale.bottom)) / (Math.log(scale.top) - Math.log(scale.bottom))
+    : value / scale.top;
+  return Math.min(1, Math.max(0, t));
+}
+
+function shade(value, scale) {
   if (typeof value !== "number") return "cell nonfinite";
-  if (value === 0 || !(max > 0)) return "cell zero";
+  if (value === 0 || !(scale.top > 0)) return "cell zero";
   return "cell";
+}
+
+/** The colour bar under the map: the shared scale's bounds, no difference and NaN/inf beside it.
+ * Plain HTML, so that the map stays the only SVG (and its cells the only `.cell`s) in the card. */
+function legend(scale, metric) {
+  const steps = 24;
+  const bar = el("span", { class: "heatmap-bar", "aria-hidden": "true" },
+    Array.from({ length: steps }, (_, i) => {
+      const step = el("span", { class: "swatch" });
+      step.style.opacity = String(LOWEST + ((1 - LOWEST) * i) / (steps - 1));
+      return step;
+    }));
+  const swatch = (cls) => el("span", { class: `swatch ${cls}`, "aria-hidden": "true" });
+  return el("div", { class: "heatmap-legend", "data-testid": "heatmap-legend", "data-log": String(scale.log) },
+    el("span", { "data-testid": "legend-min" }, number(scale.bottom)), " ", bar, " ",
+    el("span", { "data-testid": "legend-max" }, number(scale.top)),
+    el("span", { class: "hint" }, ` ${METRIC_WORDS[metric] ?? metric}, ${scale.log ? "log" : "linear"} scale shared by every slice`),
+    el("span", { class: "legend-key" }, swatch("zero"), " no difference ", swatch("nonfinite"), " NaN/inf"));
 }
 
 /**
  * Draw the slice; `mark` is [row, col] of the selected element in the slice, or null.
  * onSelect(flat) selects the element a clicked cell shows (the worst of its block when pooled).
  */
-export function renderHeatmap(node, slice, metric, mark, onSelect) {
+export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false } = {}) {
   const size = Math.max(2, Math.min(24, Math.floor(MAX_W / slice.cols), Math.floor(MAX_H / slice.rows)));
   const w = slice.cols * size;
   const h = slice.rows * size;
-  const max = typeof slice.max === "number" ? slice.max : 0;
+  const scale = scaleOf(slice, log);
   const pooled = slice.row_step > 1 || slice.col_step > 1;
   const chart = svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img", class: "heatmap",
     "data-rows": slice.rows, "data-cols": slice.cols, tabindex: 0,
-    "aria-label": `Heatmap of ${metric}, ${slice.rows} by ${slice.cols} cells, maximum ${num(slice.max)}; ` +
+    "aria-label": `Heatmap of ${metric}, ${slice.rows} by ${slice.cols} cells, maximum in this slice ${full(slice.max)}; ` +
       "arrow keys select the element of the next cell" });
   slice.values.forEach((value, i) => {
     const r = Math.floor(i / slice.cols);
     const c = i % slice.cols;
-    const rect = svg("rect", { x: c * size, y: r * size, width: size, height: size, class: shade(value, max),
+    const rect = svg("rect", { x: c * size, y: r * size, width: size, height: size, class: shade(value, scale),
       "data-row": r, "data-col": c, "data-value": value, "data-flat": slice.flat[i] },
     svg("title", {}, `${pooled ? `rows ${r * slice.row_step}…, cols ${c * slice.col_step}…` : `row ${r}, col ${c}`}: ` +
-      `${num(value)} — click to show ${pooled ? "its worst element" : "this element"}`));
+      `${full(value)} — click to show ${pooled ? "its worst element" : "this element"}`));
     rect.addEventListener("click", () => onSelect(slice.flat[i]));
-    if (typeof value === "number" && max > 0 && value > 0) {
-      rect.style.fillOpacity = String(0.15 + 0.85 * Math.sqrt(value / max));
+    if (typeof value === "number" && scale.top > 0 && value > 0) {
+      rect.style.fillOpacity = String(LOWEST + (1 - LOWEST) * position(value, scale));
     }
     chart.append(rect);
   });
@@ -77,7 +119,7 @@ export function renderHeatmap(node, slice, metric, mark, onSelect) {
     chart.append(svg("rect", { x: mark[1] * size, y: mark[0] * size, width: size, height: size, class: "mark",
       "data-testid": "heatmap-mark", "data-row": mark[0], "data-col": mark[1] }));
   }
-  const scale = pooled
+  const pooling = pooled
     ? `each cell is the maximum over ${slice.row_step} × ${slice.col_step} elements; `
     : "";
   // From the keyboard, arrows step the selection cell by cell, starting from the marked one.
@@ -89,8 +131,10 @@ export function renderHeatmap(node, slice, metric, mark, onSelect) {
     if (r >= 0 && r < slice.rows && c >= 0 && c < slice.cols) onSelect(slice.flat[r * slice.cols + c]);
   });
   const hadFocus = node.contains(document.activeElement);
-  fill(node, el("div", { class: "heatmap-wrap" }, chart),
-    el("p", { class: "caption", title: `darkest = ${num(slice.max)}` },
-      `${scale}darkest = ${sig(slice.max)}; click a cell to show its element`));
+  // The caption names no colour: the strongest colour is dark on a light page and bright on a dark one.
+  fill(node, el("div", { class: "heatmap-wrap" }, chart), legend(scale, metric),
+    el("p", { class: "caption", "data-testid": "heatmap-caption" },
+      `${pooling}the largest in this slice is `, number(slice.max),
+      "; click a cell to show its element"));
   if (hadFocus) chart.focus(); // redrawn with the new mark: keep the keyboard where it was
 }

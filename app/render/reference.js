@@ -1,6 +1,7 @@
 // The optional reference run: how far each side is from it, and whether B is as close to it
 // as rounding allows. The core measures and decides; this only shows its numbers.
-import { el, facts, fill, formatIndex, num } from "./dom.js";
+import { el, facts, fill, formatIndex } from "./dom.js";
+import { number } from "./numbers.js";
 
 export function renderReference(card, node, report) {
   const info = report.ref;
@@ -20,11 +21,11 @@ export function renderReference(card, node, report) {
     el("p", { class: ref.equivalent ? "good" : "bad", "data-testid": "ref-verdict" }, verdict),
     facts([
       ["reference", about, "ref-info"],
-      ["A error (RMSE against it)", num(ref.a_rmse), "ref-a-rmse"],
-      ["B error (RMSE against it)", num(ref.b_rmse), "ref-b-rmse"],
-      ["A max ULP from it, rounded to A's dtype", num(ref.a_max_ulp), "ref-a-max-ulp"],
-      ["B max ULP from it, rounded to B's dtype", num(ref.b_max_ulp), "ref-b-max-ulp"],
-      ["B error / A error", num(ref.ratio), "ref-ratio"],
+      ["A error (RMSE against it)", number(ref.a_rmse), "ref-a-rmse"],
+      ["B error (RMSE against it)", number(ref.b_rmse), "ref-b-rmse"],
+      ["A max ULP from it, rounded to A's dtype", number(ref.a_max_ulp), "ref-a-max-ulp"],
+      ["B max ULP from it, rounded to B's dtype", number(ref.b_max_ulp), "ref-b-max-ulp"],
+      ["B error / A error", number(ref.ratio), "ref-ratio"],
       ["B rounding-equivalent", ref.equivalent ? "yes" : "no", "ref-equivalent"],
     ]));
 }

@@ -1,6 +1,7 @@
 // Shapes and dtypes of both sides (problems there come before any number), then the
 // headline counts, then the distribution statistics.
-import { el, facts, fill, formatIndex, num } from "./dom.js";
+import { el, facts, fill, formatIndex } from "./dom.js";
+import { number, relativeNumber } from "./numbers.js";
 
 function sideLabel(info) {
   const bits = [info.source];
@@ -30,15 +31,15 @@ export function renderSummary(node, report) {
     table,
     facts([
       ["compared as", report.compared_as + (report.compared_shape ? ` in shape ${formatIndex(report.compared_shape)}` : "")],
-      ["elements", num(report.n_elements), "n-elements"],
-      ["differing bits", num(report.n_bitwise_diff), "n-diff"],
+      ["elements", number(report.n_elements), "n-elements"],
+      ["differing bits", number(report.n_bitwise_diff), "n-diff"],
       ["first difference", report.first_diff ? formatIndex(report.first_diff.index) : "none", "first-diff-index"],
-      ["max ULP", num(report.max_ulp), "max-ulp"],
-      ["max |A − B|", num(report.max_abs_diff), "max-abs"],
-      ["max relative", num(report.max_rel_diff), "max-rel"],
-      ["NaN on one side", num(report.n_nan_mismatch), "n-nan", report.n_nan_mismatch ? "bad" : null],
-      ["inf mismatches", num(report.n_inf_mismatch), "n-inf", report.n_inf_mismatch ? "bad" : null],
-      ["+0 vs −0", num(report.n_signed_zero_diff), "n-signed-zero"],
+      ["max ULP", number(report.max_ulp), "max-ulp"],
+      ["max |A − B|", number(report.max_abs_diff), "max-abs"],
+      ["max relative", relativeNumber(report.max_rel_diff), "max-rel"],
+      ["NaN on one side", number(report.n_nan_mismatch), "n-nan", report.n_nan_mismatch ? "bad" : null],
+      ["inf mismatches", number(report.n_inf_mismatch), "n-inf", report.n_inf_mismatch ? "bad" : null],
+      ["+0 vs −0", number(report.n_signed_zero_diff), "n-signed-zero"],
     ]),
     notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", {}, n))) : null);
 }
@@ -49,29 +50,11 @@ const STAT_LABELS = [
   ["p99_rel", "99th pct relative"], ["rmse", "RMSE"], ["cosine", "cosine similarity"], ["snr_db", "SNR (dB)"],
 ];
 
-/** Digits after the point, trailing zeros dropped: "0.5000" → "0.5", "2.000" → "2". */
-function trim(fixed) {
-  return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
-}
-
-/**
- * A report float as a person reads it: `digits` significant digits, in exponent form when
- * tiny or huge (the rule of printf's %g, so 1.5e-7 and 98.23), "inf"/"nan" strings and
- * null kept as the report has them. Only for showing: the JSON and Markdown keep every digit.
- */
-export function sig(value, digits = 4) {
-  if (typeof value !== "number" || !Number.isFinite(value)) return num(value);
-  const [mantissa, exponent] = value.toExponential(digits - 1).split("e");
-  const exp = Number(exponent);
-  if (exp < -4 || exp >= digits) return `${trim(mantissa)}e${exp}`;
-  return trim(value.toFixed(digits - 1 - exp));
-}
-
 /** The distribution statistics, rounded for reading; each keeps its full value in a tooltip. */
 export function renderStats(node, report) {
   const rows = STAT_LABELS.map(([key, label]) => {
     const value = report.stats[key];
-    return [label, el("span", { title: num(value), "data-full": num(value) }, sig(value)), `stat-${key}`];
+    return [label, number(value), `stat-${key}`];
   });
   fill(node, facts(rows));
 }

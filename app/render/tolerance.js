@@ -1,5 +1,6 @@
 // The allclose result under the chosen tolerance, and the smallest tolerance that passes.
-import { el, facts, fill, formatIndex, num } from "./dom.js";
+import { el, facts, fill, formatIndex } from "./dom.js";
+import { number, percentage } from "./numbers.js";
 
 export function renderTolerance(node, report, onPick) {
   const t = report.tolerance;
@@ -11,12 +12,12 @@ export function renderTolerance(node, report, onPick) {
   }
   const outcome = el("p", { class: `outcome ${t.passed ? "pass" : "fail"}`, "data-testid": "tolerance-result" },
     t.passed ? "passes" : "fails",
-    ` |A − B| ≤ atol + rtol·|B| with atol=${num(t.atol)}, rtol=${num(t.rtol)}`,
+    " |A − B| ≤ atol + rtol·|B| with atol=", number(t.atol), ", rtol=", number(t.rtol),
     t.preset ? ` (preset ${t.preset})` : "");
   const rows = [
-    ["failing elements", `${num(t.n_fail)} (${num(t.fraction_fail)} of all)`, "n-fail"],
-    ["smallest atol at this rtol", num(report.min_tolerance.atol_at_rtol), "min-atol"],
-    ["smallest rtol at this atol", num(report.min_tolerance.rtol_at_atol), "min-rtol"],
+    ["failing elements", [number(t.n_fail), " (", percentage(t.fraction_fail), " of all)"], "n-fail"],
+    ["smallest atol at this rtol", number(report.min_tolerance.atol_at_rtol), "min-atol"],
+    ["smallest rtol at this atol", number(report.min_tolerance.rtol_at_atol), "min-rtol"],
   ];
   const first = t.first_fail
     ? el("p", {}, "first failure at ",

@@ -1,5 +1,6 @@
 // The verdict in plain words, with the strongest evidence for it right below.
-import { el, fill, formatIndex, num } from "./dom.js";
+import { el, fill, formatIndex } from "./dom.js";
+import { full } from "./numbers.js";
 
 const WORDS = {
   identical: ["identical", "every element has exactly the same bits."],
@@ -33,10 +34,10 @@ export function renderVerdict(box, word, evidence, report) {
   const lines = layoutProblems(report);
   lines.push(report.headline);
   if (report.verdict !== "identical") {
-    lines.push(`${num(report.n_bitwise_diff)} of ${num(report.n_elements)} elements differ in their bits; `
-      + `largest distance ${num(report.max_ulp)} ULP.`);
+    lines.push(`${full(report.n_bitwise_diff)} of ${full(report.n_elements)} elements differ in their bits; `
+      + `largest distance ${full(report.max_ulp)} ULP.`);
   } else {
-    lines.push(`All ${num(report.n_elements)} elements compared bit for bit.`);
+    lines.push(`All ${full(report.n_elements)} elements compared bit for bit.`);
   }
   fill(evidence, lines.map((line) => el("span", { class: "line" }, line)));
 }

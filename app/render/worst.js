@@ -1,5 +1,6 @@
 // The worst elements by ULP, absolute and relative difference; each one opens its bits.
-import { el, fill, formatIndex, num } from "./dom.js";
+import { el, fill, formatIndex, scrollable } from "./dom.js";
+import { number, relativeNumber } from "./numbers.js";
 
 const ROWS = [["first_diff", "first difference"], ["ulp", "largest ULP"], ["abs", "largest |A − B|"],
   ["rel", "largest relative"]];
@@ -14,14 +15,15 @@ export function renderWorst(node, report, onPick) {
       formatIndex(e.index));
     button.addEventListener("click", () => onPick(e.flat));
     body.append(el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, button),
-      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), el("td", {}, num(e.ulp)),
-      el("td", {}, num(e.abs_diff)), el("td", {}, num(e.rel_diff))));
+      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), el("td", {}, number(e.ulp)),
+      el("td", {}, number(e.abs_diff)), el("td", {}, relativeNumber(e.rel_diff))));
   }
   if (!body.children.length) {
     fill(node, el("p", {}, "No element differs."));
     return;
   }
-  fill(node, el("table", { class: "worst" },
+  fill(node, scrollable(el("table", { class: "worst", "data-testid": "worst-table" },
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "which")),
-      ["index", "A", "B", "ULP", "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body));
+      ["index", "A", "B", "ULP", "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body),
+  "Worst elements table"));
 }

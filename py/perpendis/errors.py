@@ -20,14 +20,20 @@ class InputError(ValueError):
     the error next to the box it concerns.
     """
 
-    def __init__(self, message: str, *, where: str | None = None, side: str | None = None):
+    def __init__(
+        self, message: str, *, where: str | None = None, side: str | None = None, sides: tuple[str, ...] = ()
+    ):
         super().__init__(message)
         self.message = message
         self.where = where
         self.side = side
+        self.sides = sides  # every box the error concerns, when more than ``side`` (both boxes summarised)
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {"message": self.message, "where": self.where, "side": self.side}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"message": self.message, "where": self.where, "side": self.side}
+        if self.sides:
+            out["sides"] = list(self.sides)
+        return out
 
     def to_answer(self) -> dict[str, object]:
         """The error answer the page and the worker protocol expect, ``{"ok": False, "error": ...}``.
@@ -42,6 +48,14 @@ class InputError(ValueError):
         prefix = f"{self.side}: " if self.side else ""
         suffix = f" ({self.where})" if self.where else ""
         return f"{prefix}{self.message}{suffix}"
+
+
+class SummarisedPrint(InputError):
+    """A print whose ``...`` hides values; ``fix`` is the call that prints everything."""
+
+    def __init__(self, message: str, *, fix: str, where: str | None = None, side: str | None = None):
+        super().__init__(message, where=where, side=side)
+        self.fix = fix
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from .bits import Format, format_of, from_float64
-from .errors import InputError
+from .errors import InputError, SummarisedPrint
 from .formats.limits import TEXT_MAX_CHARS
 from .tensor import Tensor, from_numpy
 from .text.clean import clean
@@ -86,9 +86,11 @@ def _tensor(piece: Piece) -> Tensor:
     data = body.encode("ascii")
     dots: np.ndarray | None = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("."))
     if (ellipsis := np.flatnonzero(dots[2:] - dots[:-2] == 2)).size:
-        raise InputError(
+        fix = _FULL_PRINT.get(piece.library, _FULL_PRINT[""])
+        raise SummarisedPrint(
             f"the {source} was summarised: '...' stands for values that were not printed; print everything "
-            f"with {_FULL_PRINT.get(piece.library, _FULL_PRINT[''])} and paste again",
+            f"with {fix} and paste again",
+            fix=fix,
             where=line_at(int(dots[ellipsis[0]])),
         )
     notes = list(piece.notes)

@@ -1,4 +1,5 @@
-"""The page in Firefox: paste, file, bisect, share and offline, in Debian's ``firefox-esr``.
+"""The page in Firefox: paste, file, bisect, share, offline, axe-core and a short action fuzz,
+in Debian's ``firefox-esr``.
 
 Playwright cannot drive a stock Firefox (it speaks Juggler, a protocol only its own patched
 Firefox build has, and that build cannot be downloaded here), so each test runs
@@ -22,6 +23,7 @@ from conftest import Server, serving
 from made import npy_bytes, numpy_text
 from perpendis import api, formats
 from perpendis.bisect import bisect
+from test_page_actions_fuzz import CAPTURES, CASES
 
 pytestmark = pytest.mark.browser
 
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tests" / "firefox" / "run.mjs"
 FIREFOX = Path("/usr/bin/firefox-esr")
 MODELS = ROOT / "tests" / "fixtures" / "models"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 TEST_TIMEOUT_S = 420
 
 
@@ -143,3 +146,21 @@ def test_offline(server, tmp_path):
     spec = {"a": numpy_text(a), "b": numpy_text(b)}
     spec["expect"] = shown({"a": {"text": spec["a"]}, "b": {"text": spec["b"]}})
     run_in_firefox("offline", server, spec, tmp_path)
+
+
+def cases() -> dict:
+    """The action fuzz's real cases (tests/browser/test_page_actions_fuzz.py), as the runner reads them."""
+    return {name: {"a": a, "b": b} for name, (a, b) in CASES.items()}
+
+
+def test_axe(server, tmp_path):
+    """axe-core finds nothing in Firefox either: empty, input error, report, shapes, bisect."""
+    assert AXE.exists(), "axe-core is missing: run `npm ci`"
+    spec = {"axe": str(AXE), "cases": cases(), "captures": {k: str(v) for k, v in CAPTURES.items()}}
+    run_in_firefox("axe", server, spec, tmp_path)
+
+
+def test_action_fuzz(server, tmp_path):
+    """A shorter run of the Chromium action fuzz: one seed, 15 actions; no page error, no console error."""
+    spec = {"seed": 1, "steps": 15, "cases": cases(), "captures": {k: str(v) for k, v in CAPTURES.items()}}
+    run_in_firefox("fuzz", server, spec, tmp_path)

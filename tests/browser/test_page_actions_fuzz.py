@@ -116,6 +116,8 @@ def slice_control(page, rng: random.Random) -> str:
     if control.evaluate("node => node.tagName") == "SELECT":
         values = control.evaluate("node => [...node.options].map(o => o.value)")
         control.select_option(rng.choice(values))
+    elif control.get_attribute("type") == "checkbox":  # the log scale
+        control.click()
     else:
         control.fill(str(rng.randrange(-1, 6)))
         control.dispatch_event("change")

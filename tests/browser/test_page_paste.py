@@ -78,3 +78,33 @@ def test_a_paste_over_the_parsers_cap_gets_its_error_and_is_kept(ready_page):
     # Nothing pasted is lost: the chip still holds the text.
     size = len(head) + len(body) * repeat + len(tail)
     assert f"pasted text ({size} characters" in page.locator("#chip-a .file-name").text_content()
+
+
+def test_summarised_prints_in_both_boxes_are_flagged_in_both(ready_page):
+    """Real over-threshold prints of NumPy and PyTorch: one error, shown beside both boxes."""
+    import torch
+
+    page = ready_page
+    values = np.arange(2000, dtype=np.float32) / 7
+    a_text, b_text = repr(values), repr(torch.from_numpy(values))
+    assert "..." in a_text and "..." in b_text
+    page.get_by_test_id("paste-a").fill(a_text)
+    page.get_by_test_id("paste-b").fill(b_text)
+    page.get_by_test_id("compare").click()
+    wait_for_outcome(page)
+    want = api.handle({"op": "compare", "inputs": {"a": {"text": a_text}, "b": {"text": b_text}}}, {})["error"]
+    shown = f"{want['message']} ({want['where']})"
+    assert want["sides"] == ["a", "b"]
+    in_a = page.locator("#side-a .error-slot [data-testid=error]")
+    in_b = page.locator("#side-b .error-slot [data-testid=error-b]")
+    assert in_a.text_content() == shown and in_b.text_content() == shown
+    assert in_a.get_attribute("role") == "alert" and in_b.get_attribute("role") is None  # announced once
+    for side in "ab":
+        assert page.get_by_test_id(f"paste-{side}").get_attribute("aria-invalid") == "true"
+    # Fixing both and comparing again clears both.
+    page.get_by_test_id("paste-a").fill(numpy_text(values[:4]))
+    page.get_by_test_id("paste-b").fill(numpy_text(values[:4]))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for()
+    assert page.locator(".error-also").count() == 0
+    assert page.get_by_test_id("paste-b").get_attribute("aria-invalid") is None

@@ -105,6 +105,116 @@ async function upload(page, side, paths) {
   await until(page, (s) => !document.getElementById(`chip-${s}`).hidden, side, 30_000, `the file chip of ${side}`);
 }
 
+/** Wait until no request to the core is outstanding and no debounce is pending. */
+async function settle(page) {
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the atol/rtol fields wait 250 ms
+  await until(page, () => !document.body.classList.contains("busy"), null, ANSWER_MS, "the page to settle");
+}
+
+/** axe-core's violations in the page as it is now (axe is put in once, by the driver, past the CSP). */
+async function axeViolations(page) {
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) {
+    await page.evaluate(`${readFileSync(spec.axe, "utf8")}\n;void 0`);
+  }
+  return page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((v) => `${v.id} ×${v.nodes.length}: ${v.help} — `
+      + v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", "));
+  });
+}
+
+/** Whether `selector` matches a shown, enabled control. */
+async function offered(page, selector) {
+  return page.evaluate((sel) => {
+    const node = document.querySelector(sel);
+    return Boolean(node && node.getClientRects().length && !node.disabled && !node.closest("[hidden]"));
+  }, selector);
+}
+
+/** A seeded generator (mulberry32): the same seed gives the same sequence of actions. */
+function seeded(seed) {
+  let t = seed >>> 0;
+  const next = () => {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+  return { random: next, below: (n) => Math.floor(next() * n), pick: (list) => list[Math.floor(next() * list.length)] };
+}
+
+async function clickNth(page, selector, rng) {
+  await page.evaluate((sel, pick) => {
+    const nodes = document.querySelectorAll(sel);
+    nodes[Math.floor(pick * nodes.length)].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  }, selector, rng.random());
+}
+
+// The action fuzz of tests/browser/test_page_actions_fuzz.py, shorter: [name, needs, act].
+const ACTIONS = [
+  ["load case", null, async (page, rng) => {
+    const name = rng.pick(Object.keys(spec.cases));
+    for (const side of ["a", "b"]) {
+      if (await offered(page, `#chip-${side} .chip-remove`)) await page.click(`#chip-${side} .chip-remove`);
+      await fill(page, side, spec.cases[name][side]);
+    }
+    if (rng.random() < 0.5) {
+      await page.click("[data-testid=compare]");
+      return `compare ${name}`;
+    }
+    return `load ${name}`;
+  }],
+  ["load captures", null, async (page) => {
+    for (const side of ["a", "b"]) await upload(page, side, [spec.captures[side]]);
+    return "load captures";
+  }],
+  ["compare", "[data-testid=compare]", null],
+  ["compare", "[data-testid=compare]", null],
+  ["preset", null, async (page, rng) => {
+    const values = await page.$$eval("#preset option", (options) => options.map((o) => o.value));
+    const value = rng.pick(values);
+    await page.select("[data-testid=preset]", value);
+    return `preset ${JSON.stringify(value)}`;
+  }],
+  ["tolerance field", null, async (page, rng) => {
+    const value = rng.pick(["1e-5", "0", "0.5", "", "abc", "-1", "1e309"]);
+    const id = rng.pick(["atol", "rtol"]);
+    await page.evaluate((i, v) => {
+      const field = document.getElementById(i);
+      field.value = v;
+      field.dispatchEvent(new Event("input", { bubbles: true }));
+    }, id, value);
+    return `${id} ${JSON.stringify(value)}`;
+  }],
+  ["swap", "[data-testid=swap]", null],
+  ["clear", "[data-testid=clear]", null],
+  ["prev-diff", "[data-testid=prev-diff]", null],
+  ["next-diff", "[data-testid=next-diff]", null],
+  ["first-diff", "[data-testid=first-diff]", null],
+  ["first-fail", "[data-testid=first-fail]", null],
+  ["slice control", "#slice-controls select", async (page, rng) => {
+    return page.evaluate((pickControl, pickValue) => {
+      const controls = document.querySelectorAll("#slice-controls select, #slice-controls input");
+      const control = controls[Math.floor(pickControl * controls.length)];
+      if (control.tagName === "SELECT") control.value = control.options[Math.floor(pickValue * control.options.length)].value;
+      else if (control.type === "checkbox") control.checked = !control.checked;
+      else control.value = String(Math.floor(pickValue * 7) - 1);
+      control.dispatchEvent(new Event("change", { bubbles: true }));
+      return `slice control ${control.dataset.testid}`;
+    }, rng.random(), rng.random());
+  }],
+  ["heat map cell", "#heatmap rect.cell", async (page, rng) => {
+    await clickNth(page, "#heatmap rect.cell", rng);
+    return "heat map cell";
+  }],
+  ["share", "[data-testid=share]", null],
+  ["bisect row", "[data-testid=bisect-row] button", async (page, rng) => {
+    await clickNth(page, "[data-testid=bisect-row] button", rng);
+    return "bisect row";
+  }],
+  ["example-bug", "[data-testid=example-bug]", null],
+];
+
 const TESTS = {
   async paste(page) {
     for (const [side, text] of Object.entries(spec.short)) await paste(page, side, text);
@@ -169,6 +279,68 @@ const TESTS = {
     check(text === spec.a, "the link did not carry A's text");
   },
 
+  async axe(page) {
+    const found = { empty: await axeViolations(page) };
+    const texts = async (name) => {
+      await page.click("[data-testid=clear]");
+      await fill(page, "a", spec.cases[name].a);
+      await fill(page, "b", spec.cases[name].b);
+      await compare(page);
+      await settle(page);
+    };
+    await texts("words");
+    check(await offered(page, "[data-testid=error]"), "the words case shows no error");
+    found["input error"] = await axeViolations(page);
+    await texts("bug");
+    found.report = await axeViolations(page);
+    await texts("shapes");
+    found.shapes = await axeViolations(page);
+    await page.click("[data-testid=clear]");
+    for (const side of ["a", "b"]) await upload(page, side, [spec.captures[side]]);
+    await page.click("[data-testid=compare]");
+    await until(page, () => document.querySelector("[data-testid=bisect-summary]") !== null, null, ANSWER_MS,
+      "the layer table");
+    await settle(page);
+    found.bisect = await axeViolations(page);
+    const bad = Object.fromEntries(Object.entries(found).filter(([, v]) => v.length));
+    check(!Object.keys(bad).length, `axe violations: ${JSON.stringify(bad, null, 1)}`);
+    process.stdout.write(`axe: 0 violations in ${Object.keys(found).join(", ")}\n`);
+  },
+
+  async fuzz(page) {
+    const rng = seeded(spec.seed);
+    const done = [];
+    for (let step = 0; step < spec.steps; step += 1) {
+      const choices = [];
+      for (const action of ACTIONS) if (!action[1] || (await offered(page, action[1]))) choices.push(action);
+      const [name, needs, act] = rng.pick(choices);
+      done.push(act ? await act(page, rng) : name);
+      if (!act) await page.click(needs);
+      await settle(page);
+      check(!problems.length, `seed ${spec.seed}, after ${done.join(" → ")}: ${problems.join("; ")}`);
+    }
+    // The page still answers: a fresh comparison of the bug gives its verdict.
+    await page.click("[data-testid=clear]");
+    await fill(page, "a", spec.cases.bug.a);
+    await fill(page, "b", spec.cases.bug.b);
+    const last = await compare(page);
+    check(last.verdict === "investigate", `after ${done.join(" → ")}: the bug case gives ${JSON.stringify(last)}`);
+    process.stdout.write(`fuzz: ${done.join(" → ")}\n`);
+  },
+
+  /** Not a test: a screenshot of one element after comparing spec.a and spec.b (scripts/screenshots_issue19.py). */
+  async screenshot(page) {
+    await fill(page, "a", spec.a);
+    await fill(page, "b", spec.b);
+    await compare(page);
+    await settle(page);
+    await until(page, (sel) => document.querySelector(sel)?.getClientRects().length > 0, spec.selector, ANSWER_MS,
+      spec.selector);
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the heat map's slice arrives after the report
+    const target = await page.$(spec.selector);
+    await target.screenshot({ path: spec.path });
+  },
+
   async offline(page) {
     await until(page, () => navigator.serviceWorker.controller !== null, null, 60_000, "the service worker");
     process.stdout.write("stop-server\n");
@@ -190,7 +362,9 @@ function watch(page) {
 }
 
 const browser = await puppeteer.launch({ browser: "firefox", executablePath: FIREFOX, headless: true,
-  extraPrefsFirefox: { "dom.serviceWorkers.testing.enabled": true } });
+  extraPrefsFirefox: { "dom.serviceWorkers.testing.enabled": true,
+    // BiDi has no colour-scheme emulation: a dark page is asked for by preference (0 = dark).
+    ...(spec.dark ? { "layout.css.prefers-color-scheme.content-override": 0 } : {}) } });
 let failed = null;
 try {
   const page = await browser.newPage();

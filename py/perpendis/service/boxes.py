@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError, blame
+from ..errors import InputError, SummarisedPrint, blame
 from ..formats import npy
 from ..formats.buffer import as_view
 from ..load import load_bytes, load_text
@@ -32,6 +32,31 @@ def load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str 
             raise InputError(f"box {side.upper()} is empty: paste a tensor or drop a file")
         specs = spec if isinstance(spec, list) else [spec]
         return [t for s in specs for t in _load_one(s, payloads, void_format)]
+
+
+def load_a(inputs: Mapping[str, Any], payloads: Mapping[str, Any], void: Mapping[str, str]) -> list[Tensor]:
+    """Box A's tensors. When A is a summarised print, box B is read too: if it is one as
+    well, the one error names both boxes, so that both are printed again at once rather than
+    A now and B after the next Compare."""
+    try:
+        return load(inputs.get("a"), payloads, "a", void.get("a"))
+    except SummarisedPrint as in_a:
+        if is_empty(inputs.get("b")):
+            raise
+        try:
+            load(inputs.get("b"), payloads, "b", void.get("b"))
+        except SummarisedPrint as in_b:
+            fixes = in_a.fix if in_a.fix == in_b.fix else f"{in_a.fix} for A and {in_b.fix} for B"
+            raise InputError(
+                "both boxes hold summarised prints: '...' stands for values that were not printed; print "
+                f"everything with {fixes} and paste both again",
+                where=f"A {in_a.where}, B {in_b.where}",
+                side="a",
+                sides=("a", "b"),
+            ) from in_b
+        except InputError:
+            pass  # B's own problem is told once A is fixed
+        raise
 
 
 def names(tensors: list[Tensor], shown: int = 8) -> str:

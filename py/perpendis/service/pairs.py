@@ -24,7 +24,7 @@ def compare_boxes(
     session: Session, request: CompareRequest, payloads: Mapping[str, Any], progress: Progress | None, workers: int
 ) -> dict[str, Any]:
     inputs, void = request.inputs, request.void_format
-    a_list = boxes.load(inputs.get("a"), payloads, "a", void.get("a"))
+    a_list = boxes.load_a(inputs, payloads, void)
     notes = []
     one_box = None
     if boxes.is_empty(inputs.get("b")) and len(a_list) == 2:

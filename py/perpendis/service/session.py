@@ -34,6 +34,8 @@ class KeptPair:
     options: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     report: Report | None = None
+    scales: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
+    """The heat map's colour scale per metric and tolerance (views.metric_scale), measured once."""
 
 
 @dataclass

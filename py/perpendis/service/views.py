@@ -102,7 +102,32 @@ def _metric(
         nan_fails = np.zeros(same.size, dtype=bool)
         nan_fails[bit_equal_nan_fails(bits.raw_bits(a, fmt).ravel(), bits.raw_bits(b, fmt).ravel(), fmt, tol)] = True
         same &= ~nan_fails.reshape(same.shape)
-    return np.where(same, 0.0, np.nan_to_num(out, nan=np.inf))
+    return np.where(same, 0.0, np.nan_to_num(out, nan=np.inf, posinf=np.inf))
+
+
+def metric_scale(
+    session: Session, metric: str, tol: Tolerance, lossy: tuple[int | None, int | None]
+) -> tuple[float, float]:
+    """The smallest positive and the largest finite value of ``metric`` over the whole pair.
+
+    Every slice of the heat map is coloured on this one scale, so the same value has the same
+    colour in every slice and a slice of rounding noise looks pale next to the bug's slice
+    (a per-slice maximum made each slice look as bad as the worst). The smallest positive
+    value is the bottom of the log scale. Measured in chunks once per metric and tolerance.
+    """
+    _, a, b = session.flat_arrays()
+    key = (metric, tol.atol, tol.rtol, tol.preset, lossy)
+    kept = session.pair.scales if session.pair is not None else {}
+    if key not in kept:
+        fmt = session.report().aligned.fmt
+        lo, hi = math.inf, 0.0
+        for start in range(0, a.size, CHUNK):
+            values = _metric(metric, a[start : start + CHUNK], b[start : start + CHUNK], fmt, tol, lossy)
+            shown = values[np.isfinite(values) & (values > 0)]
+            if shown.size:
+                lo, hi = min(lo, float(shown.min())), max(hi, float(shown.max()))
+        kept[key] = (lo if hi > 0 else 0.0, hi)
+    return kept[key]
 
 
 def _steps(rows: int, cols: int, max_cells: int) -> tuple[int, int]:
@@ -185,6 +210,7 @@ def pooled_slice(
                 "values": [float(v) for v in pooled.ravel()],
                 "flat": [int(f) for f in flat.ravel()],
                 "max": float(pooled.max(initial=0.0)),
+                "scale": dict(zip(("min", "max"), metric_scale(session, request.metric, tol, lossy), strict=True)),
             }
         )
     }
