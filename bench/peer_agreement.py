@@ -44,8 +44,8 @@ PEERS = {
 NOT_FOR = {
     "numpy-default": {"bfloat16"},
     "numpy-allclose": {"bfloat16"},
-    "polygraphy": {"bfloat16", "complex64"},
-    "dynamo": {"complex64"},
+    "polygraphy": {"bfloat16", "complex64", "complex128"},
+    "dynamo": {"complex64", "complex128"},
 }
 
 

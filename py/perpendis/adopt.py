@@ -50,6 +50,7 @@ def adopt_dtype(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, list[str]]:
             [*x.notes, note],
             x.decimals,
             True,
+            x.is_complex,
         )
         notes.append(note)
     return out["A"], out["B"], notes

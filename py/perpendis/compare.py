@@ -28,7 +28,7 @@ import math
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, NamedTuple
 
@@ -55,6 +55,7 @@ from .tensor import Tensor, as_tensor
 from .tolerance import (
     Tolerance,
     bit_equal_nan_fails,
+    complex_test,
     dynamo_rmse_passes,
     failing,
     judged_difference,
@@ -63,7 +64,8 @@ from .tolerance import (
     resolve,
 )
 
-CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream
+CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream; even,
+# so that a chunk (and a share, whole chunks) never splits a complex value's two parts
 ERROR_SAMPLE_CAP = 1 << 21  # non-zero errors kept for percentiles; exact below this many
 PATTERN_SAMPLE_CAP = 4096  # (flat, a, b) rows of differing and failing elements, for diagnosis
 INDEX_CAP = 8  # first NaN/Inf mismatch indices reported
@@ -496,7 +498,9 @@ def chunk_partial(
     p.sum_bb = ExactSum.of(s_bb)
     same_nan = bit_equal_nan_fails(ra, rb, fmt, tol)
     if diff.size == 0:
-        if same_nan.size:
+        if same_nan.size and tol.complex:
+            _complex_fails(p, start, ra, rb, same_nan, fmt, shape, tol, lossy)
+        elif same_nan.size:
             _count_fails(p, same_nan, start, ra, rb, fmt, shape, np.full(same_nan.size, math.nan))
         return p
     exact_sum = p.n_excluded == 0
@@ -561,26 +565,64 @@ def chunk_partial(
     else:
         p.errors = _sample_of(ERROR_SAMPLE_CAP, fflat, fd, fr)
 
-    failed, p.n_print_limited = failing(absd, absb, both_nan, da, db, fmt, tol, lossy)
-    if failed.any() or same_nan.size:
-        judged = judged_difference(absd[failed], da[failed], db[failed], fmt, tol)
-        at = diff[failed]
-        if same_nan.size:  # bit-equal NaNs the rule fails, in flat order among the others
-            at, judged = np.concatenate([at, same_nan]), np.concatenate([judged, np.full(same_nan.size, math.nan)])
-            order = np.argsort(at, kind="stable")
-            at, judged = at[order], judged[order]
-        _count_fails(p, at, start, ra, rb, fmt, shape, judged)
+    if tol.complex:
+        _complex_fails(p, start, ra, rb, np.concatenate([diff, same_nan]), fmt, shape, tol, lossy)
+    else:
+        failed, p.n_print_limited = failing(absd, absb, both_nan, da, db, fmt, tol, lossy)
+        if failed.any() or same_nan.size:
+            judged = judged_difference(absd[failed], da[failed], db[failed], fmt, tol)
+            at = diff[failed]
+            if same_nan.size:  # bit-equal NaNs the rule fails, in flat order among the others
+                at, judged = np.concatenate([at, same_nan]), np.concatenate([judged, np.full(same_nan.size, math.nan)])
+                order = np.argsort(at, kind="stable")
+                at, judged = at[order], judged[order]
+            _count_fails(p, at, start, ra, rb, fmt, shape, judged)
+        p.need_atol, p.need_rtol = _needed(fd, fbabs, tol)
+    p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
+    return p
+
+
+def _needed(fd: np.ndarray, fbabs: np.ndarray, tol: Tolerance) -> tuple[float, float]:
+    """The smallest atol (at the rtol used) and rtol (at the atol used) that pass the finite
+    ``|a - b|`` ``fd`` against ``|b|`` ``fbabs``."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        p.need_atol = float(np.max(fd - tol.rtol * fbabs, initial=0.0))
+        need_atol = float(np.max(fd - tol.rtol * fbabs, initial=0.0))
         # Pairs within atol give a ratio <= 0, or NaN for 0/0 (a difference of exactly atol
         # against a zero), which fmax passes over; maximum, twice as fast in Pyodide, does
         # not, so it runs first and fmax only when it met such a NaN.
         ratio = (fd - tol.atol) / fbabs
-        p.need_rtol = float(np.maximum.reduce(ratio, initial=0.0))
-        if math.isnan(p.need_rtol):
-            p.need_rtol = float(np.fmax.reduce(ratio, initial=0.0))
-    p.diffs = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
-    return p
+        need_rtol = float(np.maximum.reduce(ratio, initial=0.0))
+        if math.isnan(need_rtol):
+            need_rtol = float(np.fmax.reduce(ratio, initial=0.0))
+    return need_atol, need_rtol
+
+
+def _complex_fails(
+    p: Partial,
+    start: int,
+    ra: np.ndarray,
+    rb: np.ndarray,
+    candidates: np.ndarray,
+    fmt: Format,
+    shape: tuple[int, ...],
+    tol: Tolerance,
+    lossy: tuple[int | None, int | None],
+) -> None:
+    """The tolerance test of a chunk of complex values (``tol.complex``: the chunk holds whole
+    (real, imaginary) pairs), judged whole by :func:`~perpendis.tolerance.complex_test` at the
+    values one of whose parts is a ``candidates`` position (differing bits, or a NaN the rule
+    fails): the failing count, first, worst and smallest passing tolerance are of complex
+    values, as the peers count them."""
+    if ra.size % 2 or start % 2:
+        raise ValueError(f"a chunk of complex values must hold whole pairs, got {ra.size} values from {start}")
+    which = np.unique(candidates // 2)
+    pa, pb = ra.reshape(-1, 2)[which], rb.reshape(-1, 2)[which]
+    zero_d = shape == (2,)  # one complex value a side
+    failed, judged, exact_d, exact_b, p.n_print_limited = complex_test(pa, pb, fmt, tol, lossy, scalar_pair=zero_d)
+    if failed.any():
+        _count_fails(p, 2 * which[failed], start, ra, rb, fmt, shape, judged[failed], pairs=True)
+    finite = np.isfinite(exact_d) & np.isfinite(exact_b)
+    p.need_atol, p.need_rtol = _needed(exact_d[finite], exact_b[finite], tol)
 
 
 _NAN_KEY = 0x7FF8_0000_0000_0000  # above every other |a - b|: the peers' max puts NaN first
@@ -595,24 +637,43 @@ def _count_fails(
     fmt: Format,
     shape: tuple[int, ...],
     judged: np.ndarray,
+    *,
+    pairs: bool = False,
 ) -> None:
     """Count the failures at chunk positions ``at`` (ascending): first and worst, per axis,
     those no tolerance passes, and a sample of rows.  ``judged`` is each one's ``|a - b|``
-    as the rule computes it (NaN where either side is NaN)."""
+    as the rule computes it (NaN where either side is NaN); each pick keeps it in its
+    metric (as the ordered bits of a float64).
+
+    With ``pairs``, each position is the real part of a failing complex value, which is
+    one failure: the picks point at its real part, the component axis (the last) counts
+    none (a complex value fails whole, in neither part), and the sample holds both parts.
+    """
     flat = at + start
     fa, fb = ra[at], rb[at]
     va, vb = bits.raw_to_float64(fa, fmt), bits.raw_to_float64(fb, fmt)
+    if pairs:
+        both = np.stack([at, at + 1], axis=1).reshape(-1)
+        whole_a, whole_b = bits.raw_to_float64(ra[both], fmt), bits.raw_to_float64(rb[both], fmt)
+        nonfinite = ~(np.isfinite(whole_a) & np.isfinite(whole_b)).reshape(-1, 2).all(axis=1)
+    else:
+        nonfinite = ~(np.isfinite(va) & np.isfinite(vb))
     p.n_fail = int(at.size)
-    p.first_fail = Pick(0.0, int(flat[0]), int(fa[0]), int(fb[0]))
     # The ordered bits of a non-negative float64 rank it; every NaN shares the top key.
     key = np.where(np.isnan(judged), np.uint64(_NAN_KEY), bits.magnitude(judged).view(np.uint64))
+    p.first_fail = Pick(int(key[0]), int(flat[0]), int(fa[0]), int(fb[0]))
     p.worst_fail = _pick(key, None, flat, fa, fb)
-    p.n_unreachable = int((~(np.isfinite(va) & np.isfinite(vb))).sum())
+    p.n_unreachable = int(nonfinite.sum())
     if shape:
         for axis, idx in enumerate(np.unravel_index(flat, shape)):
+            if pairs and axis == len(shape) - 1:
+                continue
             counts = p.axis_fails[axis]
             counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
-    p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
+    if pairs:
+        p.fails = _sample_of(PATTERN_SAMPLE_CAP, both + start, whole_a, whole_b)
+    else:
+        p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
 
 
 def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK, offset: int = 0) -> Iterator[Chunk]:
@@ -736,6 +797,7 @@ class Share:
     rtol: float
     preset: str
     lossy: list[int | None]
+    complex: bool = False  # the values are (real, imaginary) pairs judged whole (Tolerance.complex)
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -750,7 +812,7 @@ class Share:
 
     def fold_chunks(self, chunks: Iterable[Chunk]) -> Partial:
         """The partial of this share from its chunks, however they were read."""
-        tol = Tolerance(self.atol, self.rtol, self.preset, None)
+        tol = Tolerance(self.atol, self.rtol, self.preset, None, self.complex)
         return fold(chunks, format_of(self.fmt), tuple(self.shape), tol, lossy=tuple(self.lossy))
 
 
@@ -958,6 +1020,16 @@ def _numbers(
     def element(pick: Pick | None) -> Element | None:
         return None if pick is None else make_element(pick.flat, pick.raw_a, pick.raw_b, fmt, shape)
 
+    def failure(pick: Pick | None) -> Element | None:
+        """A failing element; of complex values judged whole, its real part, with the
+        ``|A - B|`` of the complex values as the rule computed it (no relative error:
+        the pick does not keep ``|B|``)."""
+        found = element(pick)
+        if found is None or pick is None or not tol.complex:
+            return found
+        judged = float(np.array([pick.metric], dtype=np.uint64).view(np.float64)[0])
+        return replace(found, abs_diff=None if math.isnan(judged) else judged, rel_diff=None)
+
     report.n_elements = p.n
     report.n_bitwise_diff = p.n_diff
     report.identical = p.n_diff == 0 and report.shape_match and report.dtype_match
@@ -974,23 +1046,25 @@ def _numbers(
     report.ulp_histogram = _histogram(p)
     refused = refusal(tol, str(report.a["dtype"]), str(report.b["dtype"]), fmt.name)
     # dynamo's RMSE rule may pass failing elements, never a NaN or an infinity A and B disagree on.
+    judged = p.n // 2 if tol.complex else p.n  # complex values are judged whole
     by_rmse = bool(p.n_fail and rmse is not None and not p.n_unreachable and dynamo_rmse_passes(*rmse, fmt, shape, tol))
     report.tolerance = ToleranceResult(
         atol=tol.atol,
         rtol=tol.rtol,
         preset=tol.preset,
         n_fail=p.n_fail,
-        fraction_fail=p.n_fail / p.n if p.n else 0.0,
+        fraction_fail=p.n_fail / judged if judged else 0.0,
         passed=(p.n_fail == 0 or by_rmse) and refused is None,
-        first_fail=element(p.first_fail),
+        first_fail=failure(p.first_fail),
         warning=tol.warning,
-        worst_fail=element(p.worst_fail),
+        worst_fail=failure(p.worst_fail),
         refused=refused,
         passed_by=(
             f"its RMSE rule: RMSE(ref, A) = {rmse[0]:.3g} within that rule's bound on RMSE(ref, B) = {rmse[1]:.3g}"
             if by_rmse and rmse is not None
             else None
         ),
+        n_judged=judged if tol.complex else None,
     )
     # One step up, so that the reported tolerance passes despite rounding in atol + rtol*|b|.
     need_atol = float(np.nextafter(p.need_atol, math.inf)) if p.need_atol > 0 else 0.0
@@ -1206,7 +1280,7 @@ class Prepared:
         bounds = sorted({min(self.size, round(f * chunks) * CHUNK) for f in ends})
         tol, shape, lossy = self.tol, list(self._shape()), list(self._lossy())
         return [
-            Share(lo, hi, self.report.compared_as, shape, tol.atol, tol.rtol, tol.preset, lossy)
+            Share(lo, hi, self.report.compared_as, shape, tol.atol, tol.rtol, tol.preset, lossy, tol.complex)
             for lo, hi in itertools.pairwise(bounds)
         ]
 
@@ -1230,6 +1304,13 @@ class Prepared:
         return self.report
 
 
+def _keeps_parts(aligned: Aligned) -> bool:
+    """Whether the compared elements still pair (real, imaginary) along the last axis: a
+    transpose that moved that axis breaks the pairs, and their parts are judged apart."""
+    perm = aligned.layout.get("perm")
+    return aligned.shape is not None and (perm is None or perm[-1] == len(perm) - 1)  # type: ignore[index,arg-type]
+
+
 def prepare(
     a: Tensor,
     b: Tensor,
@@ -1248,6 +1329,8 @@ def prepare(
     fmt = compared_format(a.fmt, b.fmt)
     tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
     aligned = align(a, b, tol)
+    if a.is_complex and b.is_complex and _keeps_parts(aligned):
+        tol = replace(tol, complex=True)
     report = _empty_report(a.describe(), b.describe(), None if ref is None else ref.describe(), fmt)
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)

@@ -87,6 +87,7 @@ class ToleranceResult:
     worst_fail: Element | None = None  # the failing element of greatest |A - B| (NaN first), as the peers name it
     refused: str | None = None  # why the preset's peer refuses the pair outright (two dtypes): it fails
     passed_by: str | None = None  # how a preset passed failing elements (dynamo's RMSE rule)
+    n_judged: int | None = None  # values the test judged when not n_elements: complex values, judged whole
 
 
 @dataclass

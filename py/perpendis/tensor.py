@@ -38,6 +38,8 @@ class Tensor:
     # otherwise), and whether the dtype was assumed because the text printed none.
     decimals: int | None = None
     dtype_assumed: bool = False
+    # The last axis holds (real, imaginary) parts of complex values (see from_numpy).
+    is_complex: bool = False
 
     def __post_init__(self) -> None:
         fmt = format_of(self.format)
@@ -80,7 +82,8 @@ def from_numpy(array: np.ndarray, source: str, *, name: str | None = None, notes
     """
     array = np.asarray(array)
     notes = list(notes or [])
-    if array.dtype.kind == "c":
+    is_complex = array.dtype.kind == "c"
+    if is_complex:
         from .formats.limits import MAX_DIMS  # here: the formats package imports this module
 
         if array.ndim >= MAX_DIMS:
@@ -104,7 +107,7 @@ def from_numpy(array: np.ndarray, source: str, *, name: str | None = None, notes
             f"arrays of dtype {array.dtype} cannot be compared; Perpendis compares float16, bfloat16, "
             "float32, float64, float8, integer, bool and complex arrays"
         )
-    return Tensor(array, fmt.name, source, name=name, notes=notes)
+    return Tensor(array, fmt.name, source, name=name, notes=notes, is_complex=is_complex)
 
 
 # torch dtypes NumPy lacks: (Perpendis format, torch dtype of the same width to view the bits as)
