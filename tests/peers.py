@@ -325,3 +325,53 @@ def _decoded(x: np.ndarray, dtype: str) -> np.ndarray:
         return (x.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
     with np.errstate(invalid="ignore"):
         return x.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# Disagreements: which documented departure (docs/presets.md) explains one, if any.
+
+DEVIATIONS = {
+    "dynamo-inf-rmse": "dynamo's RMSE rule passes an infinity in A against a finite B when both RMSEs are inf",
+    "numpy-abs-overflow": "numpy's |B| of a finite complex B overflows to inf, so np.isclose passes a NaN or an "
+    "infinity against it",
+}
+
+
+def _parts(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values of a generated side, a complex one as (..., 2) parts."""
+    if dtype.startswith("complex"):
+        return np.stack([x.real, x.imag], axis=-1).astype(np.float64)
+    return _decoded(x, dtype)
+
+
+def _rmse(ref: np.ndarray, x: np.ndarray) -> float:
+    """``torch._dynamo.utils.rmse`` in float64: over every element, so an inf makes it inf."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.sqrt(np.mean(np.square(ref - x)))) if x.size else math.nan
+
+
+def disagreement(
+    preset: str, dtype: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray | None, ours: Said, theirs: Said
+) -> str | None:
+    """None when Perpendis says what the peer says (verdict, and count and worst where the
+    peer states them); else the name of the documented departure (:data:`DEVIATIONS`) that
+    explains the difference, checked on the pair itself, or ``"unexplained"``."""
+    same_count = theirs.n_fail is None or ours.n_fail == theirs.n_fail
+    same = ours.passed == theirs.passed and same_count
+    if same and (theirs.worst is None or same_worst(ours, theirs, preset, dtype)):
+        return None
+    va, vb = _parts(a, dtype), _parts(b, dtype)
+    if preset == "dynamo" and ref is not None and theirs.passed and not ours.passed:
+        inf_against_finite = bool((np.isinf(va) & np.isfinite(vb)).any())
+        r = np.asarray(ref, dtype=np.float64)
+        if inf_against_finite and math.isinf(_rmse(r, va)) and math.isinf(_rmse(r, vb)):
+            return "dynamo-inf-rmse"
+    if preset.startswith("numpy") and dtype.startswith("complex"):
+        with np.errstate(all="ignore"):
+            close = np.asarray(np.isclose(a, b, equal_nan=preset == "numpy-default")).reshape(-1)
+            overflowed = (np.isinf(np.abs(b)) & np.isfinite(b)).reshape(-1)
+        nonfinite = ~np.isfinite(va).all(axis=-1).reshape(-1)
+        k = int((close & overflowed & nonfinite).sum())
+        if k and ours.n_fail is not None and (theirs.n_fail is None or ours.n_fail == theirs.n_fail + k):
+            return "numpy-abs-overflow"
+    return "unexplained"

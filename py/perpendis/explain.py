@@ -8,7 +8,7 @@ rest is in the files ``--perpendis-report`` writes.
 
 from __future__ import annotations
 
-from .report import Report, _element_lines, main_finding, number_text, shape_text, verdict_line
+from .report import Report, _element_lines, judged_of, main_finding, number_text, shape_text, verdict_line
 
 MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
 
@@ -40,6 +40,6 @@ def explain(r: Report) -> str:
     if t is not None and not t.passed:
         lines.append(
             f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): "
-            f"{t.n_fail} of {r.n_elements} elements fail"
+            f"{t.n_fail} of {judged_of(r)} fail"
         )
     return "\n".join(lines) + "\n"

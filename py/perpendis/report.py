@@ -21,6 +21,7 @@ from .paste_back import paste_back
 from .report_text import (  # noqa: F401  (re-exported: where they were)
     _element_lines,
     finding_lines,
+    judged_of,
     number_text,
     passing_tolerance,
     render_markdown,

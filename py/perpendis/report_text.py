@@ -67,13 +67,22 @@ def _element_lines(label: str, e: Element) -> list[str]:
     ]
 
 
+def judged_of(r: Report) -> str:
+    """"``n`` elements" or, for complex values judged whole, "``n`` complex values": the
+    whole a failing count is out of, in every text."""
+    t = r.tolerance
+    if t is not None and t.n_judged is not None:
+        return f"{t.n_judged} complex values"
+    return f"{r.n_elements} elements"
+
+
 def _tolerance_line(r: Report) -> str | None:
     t = r.tolerance
     if t is None:
         return None
-    state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {r.n_elements} elements ({t.fraction_fail:.3%})"
+    state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {judged_of(r)} ({t.fraction_fail:.3%})"
     if t.passed and t.passed_by:
-        state = f"PASS by {t.passed_by}, though {t.n_fail} of {r.n_elements} elements fail its allclose"
+        state = f"PASS by {t.passed_by}, though {t.n_fail} of {judged_of(r)} fail its allclose"
     line = f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): {state}"
     if t.refused:
         line = f"{line}; {t.refused}"
