@@ -9,6 +9,7 @@ them from the peer's own message or result).
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32}
+FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}
 
 
 @st.composite
@@ -46,12 +47,12 @@ def pairs(draw: st.DrawFn, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
         xs = draw(st.lists(element, min_size=count, max_size=count))
         return xs, [draw(side_b(x)) for x in xs]
 
-    if dtype == "complex64":
+    if dtype.startswith("complex"):
         (re_a, re_b), (im_a, im_b) = draw_side(n), draw_side(n)
-        with np.errstate(all="ignore"):
-            a = (np.array(re_a) + 1j * np.array(im_a)).astype(np.complex64).reshape(shape)
-            b = (np.array(re_b) + 1j * np.array(im_b)).astype(np.complex64).reshape(shape)
-        return a, b, b.real.astype(np.float64)
+        a, b = np.empty(n, dtype=dtype), np.empty(n, dtype=dtype)
+        with np.errstate(all="ignore"):  # each part set apart: an infinite part keeps the other
+            a.real, a.imag, b.real, b.imag = re_a, im_a, re_b, im_b
+        return a.reshape(shape), b.reshape(shape), b.real.astype(np.float64).reshape(shape)
     xs, ys = draw_side(n)
     a, b = peers._cast(np.array(xs, dtype=np.float64), dtype), peers._cast(np.array(ys, dtype=np.float64), dtype)
     # Half the NaNs on both sides keep A's bits: bit-equal NaNs.
@@ -74,6 +75,7 @@ def agree(ours: peers.Said, theirs: peers.Said, preset: str, dtype: str) -> None
 
 REAL = ["float16", "bfloat16", "float32", "float64", "int32"]
 NUMPY = ["float16", "float32", "float64", "int32"]  # numpy has no bfloat16
+COMPLEX = ["complex64", "complex128"]
 
 
 @pytest.mark.parametrize("dtype", REAL)
@@ -84,20 +86,28 @@ def test_torch_default_says_what_assert_close_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "torch-default"), peers.torch_assert_close(a, b, dtype), "", dtype)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
 @SETTINGS
 @given(data=st.data())
-def test_torch_default_on_complex_agrees_where_components_and_modulus_agree(data):
-    """Complex pairs are compared per component, where torch takes the modulus: the verdict
-    agrees whenever no element passes one way and fails the other (almost always)."""
-    a, b, _ = data.draw(pairs("complex64"))
-    ours, theirs = peers.perpendis_says(a, b, "complex64", "torch-default"), peers.torch_assert_close(a, b, "complex64")
-    per_component = ~np.asarray(
-        torch.isclose(torch.from_numpy(a.real.copy()), torch.from_numpy(b.real.copy()), 1.3e-6, 1e-5)
-        & torch.isclose(torch.from_numpy(a.imag.copy()), torch.from_numpy(b.imag.copy()), 1.3e-6, 1e-5)
-    )
-    modulus = ~np.asarray(torch.isclose(torch.from_numpy(a), torch.from_numpy(b), 1.3e-6, 1e-5))
-    if np.array_equal(per_component, modulus):
-        assert ours.passed == theirs.passed
+def test_torch_default_on_complex_says_what_assert_close_says(dtype, data):
+    """Complex values are judged whole, by the modulus, as torch.isclose judges them."""
+    a, b, _ = data.draw(pairs(dtype))
+    agree(peers.perpendis_says(a, b, dtype, "torch-default"), peers.torch_assert_close(a, b, dtype), "", dtype)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@SETTINGS
+@given(data=st.data())
+def test_numpy_presets_on_complex_say_what_numpy_says(dtype, data):
+    a, b, _ = data.draw(pairs(dtype))
+    for preset, theirs in (
+        ("numpy-default", peers.numpy_assert_allclose(a, b)),
+        ("numpy-allclose", peers.numpy_allclose(a, b)),
+    ):
+        ours = peers.perpendis_says(a, b, dtype, preset)
+        if peers.disagreement(preset, dtype, a, b, None, ours, theirs) == "numpy-abs-overflow":
+            continue  # documented: numpy passes a NaN or inf against a B whose |B| overflows
+        agree(ours, theirs, preset, dtype)
 
 
 @pytest.mark.parametrize("dtype", NUMPY)
@@ -244,3 +254,100 @@ def test_the_preset_list_names_the_peer_each_mimics():
     assert preset_label("numpy-allclose") == "numpy-allclose (atol 1e-08, rtol 1e-05), as numpy.allclose"
     assert preset_label("fp16") == "fp16 (atol 0.01, rtol 0.01)"
     assert all(PRESETS[n].mimics for n in ("torch-default", "numpy-default", "numpy-allclose", "polygraphy", "dynamo"))
+
+
+def _complex_fold_paths(a: np.ndarray, b: np.ndarray, preset: str, chunks: tuple[int, ...] = (2, 6)) -> list[tuple]:
+    """The tolerance result of one complex pair folded in memory, streamed in chunks of
+    ``chunks`` values, and cut into shares whose partials travel as bytes."""
+    from functools import reduce
+
+    from perpendis import stream
+    from perpendis.compare import compare, partial_from_bytes, partial_to_bytes, prepare
+    from perpendis.formats.buffer import view_reader
+    from perpendis.tensor import from_numpy
+
+    def said(t) -> tuple:
+        worst = None if t.worst_fail is None else (t.worst_fail.flat, t.worst_fail.abs_diff)
+        return t.passed, t.n_fail, t.fraction_fail, t.first_fail and t.first_fail.flat, worst
+
+    out = [said(compare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset).tolerance)]
+    files = []
+    for x in (a, b):
+        buffer = io.BytesIO()
+        np.save(buffer, x)
+        files.append(view_reader(buffer.getvalue()))
+    for chunk in chunks:
+        sides = [stream.open_source(*f, side=s) for f, s in zip(files, "ab", strict=True)]
+        out.append(said(stream.compare_sources(*sides, preset=preset, chunk=chunk).tolerance))
+    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset)
+    parts = [partial_from_bytes(partial_to_bytes(s.fold(*prepared.share_bytes(s)))) for s in prepared.shares(3)]
+    out.append(said(prepared.finish(reduce(lambda x, y: x.merge(y), parts)).tolerance))
+    return out
+
+
+def test_complex_values_are_judged_whole_through_every_fold():
+    """Two parts each within the tolerance, whose modulus is not: one failure of one complex
+    value (of 3), in every path that folds, the same as torch counts it."""
+    a = np.array([1 + 1j, 2 + 2j, 3 + 3j], dtype=np.complex64)
+    b = a.copy()
+    b[1] = np.complex64(complex(2 + 1.1e-5, 2 + 1.1e-5))  # each part within 1e-5 + 1.3e-6 * 2, |d| not
+    theirs = peers.torch_assert_close(a, b, "complex64")
+    assert (theirs.passed, theirs.n_fail, theirs.worst_flat) == (False, 1, 1)
+    results = _complex_fold_paths(a, b, "torch-default")
+    assert results[0][:4] == (False, 1, 1 / 3, 2)  # flat 2: the real part of value 1
+    assert all(r == results[0] for r in results[1:]), results
+    per_part = peers.perpendis_says(a.view(np.float32), b.view(np.float32), "float32", "torch-default")
+    assert per_part.passed  # the parts alone pass: only the modulus fails
+
+
+def test_a_shares_boundary_never_splits_a_complex_value():
+    from perpendis.compare import CHUNK
+
+    assert CHUNK % 2 == 0
+    rng = np.random.default_rng(0)
+    n = CHUNK // 2 + 3  # 2n values: two chunks, three shares at most
+    a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    b = a.copy()
+    b[CHUNK // 2 - 1] += np.complex64(1e-3 + 1e-3j)  # the last value of the first chunk
+    b[-1] = np.complex64(complex(np.nan, 0.0))
+    results = _complex_fold_paths(a, b, "numpy-allclose", chunks=(CHUNK,))
+    assert results[0][:2] == (False, 2)
+    assert all(r == results[0] for r in results[1:]), results
+
+
+def test_the_classifier_names_dynamos_inf_rmse_pass_and_dynamo_passes_it():
+    """A holds an infinity where B is finite, and B's RMSE against the float64 reference
+    overflows too: dynamo passes (inf <= 2 * inf + tol / 10); Perpendis fails the pair."""
+    a = np.array([np.inf, 1.0])
+    b = np.array([1e300, 1.0])
+    ref = np.array([-1e300, 1.0])
+    theirs = peers.dynamo_same(a, b, "float64", ref)
+    ours = peers.perpendis_says(a, b, "float64", "dynamo", ref)
+    assert theirs.passed and not ours.passed
+    assert peers.disagreement("dynamo", "float64", a, b, ref, ours, theirs) == "dynamo-inf-rmse"
+    # Without the reference, dynamo fails it too: no disagreement.
+    bare = peers.dynamo_same(a, b, "float64", None), peers.perpendis_says(a, b, "float64", "dynamo")
+    assert peers.disagreement("dynamo", "float64", a, b, None, bare[1], bare[0]) is None
+
+
+def test_the_classifier_names_numpys_complex_abs_overflow():
+    """|B| of a finite complex64 B near the largest float32 overflows to inf in numpy, and
+    np.isclose then passes a NaN in A against it; Perpendis fails that value."""
+    big = np.finfo(np.float32).max
+    a = np.array([complex(np.nan, np.inf), 1 + 1j], dtype=np.complex64)
+    b = np.array([complex(-big, -big), 1 + 1j], dtype=np.complex64)
+    theirs = peers.numpy_allclose(a, b)
+    ours = peers.perpendis_says(a, b, "complex64", "numpy-allclose")
+    assert theirs.passed and (ours.passed, ours.n_fail) == (False, 1)
+    assert peers.disagreement("numpy-allclose", "complex64", a, b, None, ours, theirs) == "numpy-abs-overflow"
+
+
+def test_an_unexplained_disagreement_shows_as_one():
+    """A pair no documented departure covers, said differently: unexplained."""
+    a, b = np.array([1.0, 2.0]), np.array([1.0, 2.5])
+    theirs = peers.numpy_allclose(a, b)
+    wrong = peers.Said(True, 0)  # as a broken preset would say it
+    assert not theirs.passed
+    assert peers.disagreement("numpy-allclose", "float64", a, b, None, wrong, theirs) == "unexplained"
+    ours = peers.perpendis_says(a, b, "float64", "numpy-allclose")
+    assert peers.disagreement("numpy-allclose", "float64", a, b, None, ours, theirs) is None
