@@ -193,7 +193,7 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
         return [], {}
     region = {}
     for axis in r.axes:
-        top = _axis_region(axis, tol.n_fail, r.n_elements)
+        top = _axis_region(axis, tol.n_fail, tol.n_judged or r.n_elements)  # complex values: judged whole
         if top is not None:
             region[axis.axis] = top
     if not region:
