@@ -15,7 +15,9 @@ export function renderTolerance(node, report, onPick) {
     " |A − B| ≤ atol + rtol·|B| with atol=", number(t.atol), ", rtol=", number(t.rtol),
     t.preset ? ` (preset ${t.preset})` : "");
   const rows = [
-    ["failing elements", [number(t.n_fail), " (", percentage(t.fraction_fail), " of all)"], "n-fail"],
+    // Complex values are judged whole (modulus), as torch and numpy judge them: count those.
+    [t.n_judged == null ? "failing elements" : "failing complex values",
+      [number(t.n_fail), " (", percentage(t.fraction_fail), " of all)"], "n-fail"],
     ["smallest atol at this rtol", number(report.min_tolerance.atol_at_rtol), "min-atol"],
     ["smallest rtol at this atol", number(report.min_tolerance.rtol_at_atol), "min-rtol"],
   ];
