@@ -607,9 +607,13 @@ def test_reference_file_from_a_float64_run(ready_page):
     drop_file(page, "ref", files["ref"].name, files["ref"].read_bytes())
     run_compare(page)
     check_report(page, want, case="with reference")
-    shown = {key: text(page, f"ref-{key.replace('_', '-')}") for key in
-             ("a_rmse", "b_rmse", "a_max_ulp", "b_max_ulp", "ratio")}  # fmt: skip
-    assert shown == {key: js_number(reference[key]) for key in shown}
+    # Each figure shows 4 significant digits; its title holds every digit (app/render/numbers.js).
+    keys = ("a_rmse", "b_rmse", "a_max_ulp", "b_max_ulp", "ratio")
+    full = {key: page.get_by_test_id(f"ref-{key.replace('_', '-')}").locator("span").first.get_attribute("title")
+            for key in keys}  # fmt: skip
+    assert full == {key: js_number(reference[key]) for key in keys}
+    shown = {key: text(page, f"ref-{key.replace('_', '-')}") for key in keys}
+    assert all(float(shown[key]) == float(f"{reference[key]:.4g}") for key in keys), shown
     assert text(page, "ref-equivalent") == ("yes" if reference["equivalent"] else "no")
     assert "(2, 3, 7) float64" in text(page, "ref-info")
     # Both runtimes are float32 runs of the same model: each is near the float64 run.
