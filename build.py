@@ -34,6 +34,7 @@ import base64
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -646,7 +647,9 @@ def gzipped(data: bytes, cache: Path = CACHE / "gz") -> bytes:
     # Zopfli's header says mtime 0, so an identical rebuild writes identical bytes.
     packed = zopfli.gzip.compress(data, numiterations=ZOPFLI_ITERATIONS)
     cache.mkdir(parents=True, exist_ok=True)
-    part = cached.with_name(cached.name + ".part")
+    # A part file of this process's own: two builds at once (the test workers) must not
+    # write into, or move away, each other's half-written copy.
+    part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
     part.write_bytes(packed)
     part.replace(cached)
     return packed

@@ -55,7 +55,6 @@ from .tensor import Tensor, as_tensor
 from .tolerance import (
     Tolerance,
     bit_equal_nan_fails,
-    complex_test,
     dynamo_rmse_passes,
     failing,
     judged_difference,
@@ -63,6 +62,7 @@ from .tolerance import (
     refusal,
     resolve,
 )
+from .tolerance_complex import complex_test
 
 CHUNK = 1 << 20  # elements per chunk: big enough to amortise NumPy calls, small enough to stream; even,
 # so that a chunk (and a share, whole chunks) never splits a complex value's two parts
@@ -609,7 +609,7 @@ def _complex_fails(
     lossy: tuple[int | None, int | None],
 ) -> None:
     """The tolerance test of a chunk of complex values (``tol.complex``: the chunk holds whole
-    (real, imaginary) pairs), judged whole by :func:`~perpendis.tolerance.complex_test` at the
+    (real, imaginary) pairs), judged whole by :func:`~perpendis.tolerance_complex.complex_test` at the
     values one of whose parts is a ``candidates`` position (differing bits, or a NaN the rule
     fails; deduplicated by a sort: NumPy's hashing ``unique`` took 5 s on 2 million): the failing
     count, first, worst and smallest passing tolerance are of complex values, as the peers
