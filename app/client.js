@@ -111,18 +111,30 @@ export class CoreClient {
 /** The one client of the page, started on import. */
 export const core = new CoreClient();
 
-/** Installs the service worker that lets the next visit start offline, once the core is
- * ready: its downloads then never compete with start-up, and come from the HTTP cache. */
+// How long after the core is ready the offline copy waits for its helpers to start.
+const HELPERS_START_MS = 20_000;
+
+/** Installs the service worker that lets the next visit start offline, once the core and its
+ * helpers have started: its downloads then never compete with start-up, and come from the
+ * HTTP cache. Nor does it take control of the page while the core starts its helper workers:
+ * the Firefox tests saw the core's worker freeze at that moment, about one start in thirty. */
 function keepOfflineCopy(client) {
   if (!("serviceWorker" in navigator)) return;
   let registered = false;
-  client.onStatus((status) => {
-    if (status.state !== "ready" || registered) return;
+  let timer = null;
+  const register = () => {
+    if (registered) return;
     registered = true;
+    clearTimeout(timer);
     navigator.serviceWorker
       .register(SERVICE_WORKER_URL)
       // Offline, the update check fails while the installed worker keeps serving the page.
       .catch((err) => console.info(`offline copy not updated: ${err.message}`));
+  };
+  client.onStatus((status) => {
+    if (status.state !== "ready" || registered) return;
+    if (status.helpersStarted) register();
+    else if (timer === null) timer = setTimeout(register, HELPERS_START_MS);
   });
 }
 

@@ -78,15 +78,21 @@ async function cached(key) {
 }
 
 async function networkFirst(key, request) {
+  const network = fetch(request);
+  network.catch(() => {}); // answered from the cache, a late failure is nobody's concern
   let response = null;
   try {
     response = await Promise.race([
-      fetch(request),
+      network,
       new Promise((_, reject) => setTimeout(() => reject(new Error("network timeout")), NETWORK_TIMEOUT_MS)),
     ]);
     if (response.ok) return response;
   } catch {
     // offline, refused or timed out: the cached copy below answers
   }
-  return (await cached(key)) ?? response ?? Response.error();
+  const copy = await cached(key);
+  if (copy) return copy;
+  if (response) return response; // the server's own error
+  // Nothing cached yet (this worker is still installing): a slow answer is still an answer.
+  return network.catch(() => Response.error());
 }

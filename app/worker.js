@@ -29,18 +29,28 @@ class Helper {
   #nextId = 1;
   ready = false;
 
-  constructor(onReady) {
+  /** `onStarted` is called once, when the helper is ready or has failed to start. */
+  constructor(onStarted) {
+    let started = false;
+    const once = () => {
+      if (!started) onStarted();
+      started = true;
+    };
     this.#worker.onmessage = ({ data }) => {
       if (data.type === "ready") {
         this.ready = true;
-        onReady();
+        once();
       }
-      else if (data.type === "failed") this.#fail();
+      else if (data.type === "failed") {
+        this.#fail();
+        once();
+      }
       else this.#settle(data.id, data.bytes && new Uint8Array(data.bytes, 0, data.length));
     };
     this.#worker.onerror = (event) => {
       event.preventDefault();
       this.#fail();
+      once();
     };
   }
 
@@ -101,8 +111,10 @@ let helpers = [];
 
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
-function status(state, message, fraction) {
-  self.postMessage({ type: "status", state, message, fraction });
+// `helpersStarted` (when ready): every helper is ready or has failed to start, so nothing
+// of the start-up is left to load (the page installs its offline copy only then).
+function status(state, message, fraction, helpersStarted = false) {
+  self.postMessage({ type: "status", state, message, fraction, helpersStarted });
 }
 
 // Replaces every {name, buffer} and {name, file} in the inputs by {name, data: key}, the
@@ -380,9 +392,10 @@ async function start() {
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
   core = pyodide.pyimport("perpendis.service.bridge").CoreWorker(self.readSlice);
-  status("ready", "ready", 1);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
-  helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1)));
+  let starting = HELPERS;
+  helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1, --starting === 0)));
+  status("ready", "ready", 1, HELPERS === 0);
   // Warming up queues as a job does and gives way to the first real job. It starts a little
   // after ready, leaving the moment to the helpers' start and the service worker's caching:
   // started at once, it made a reload right after ready start 0.1-0.3 s slower.

@@ -81,6 +81,9 @@ class CountingServer(ThreadingHTTPServer):
     """A threading server that counts the bytes its responses carried."""
 
     daemon_threads = True
+    # A first visit opens many connections at once (the page, its workers, the service
+    # worker's install): socketserver's backlog of 5 left some waiting a second for a retry.
+    request_queue_size = 128
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

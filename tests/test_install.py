@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 import venv
 from pathlib import Path
@@ -35,8 +36,11 @@ def test_installed_wheel_gives_the_command_and_the_plugin(tmp_path):
     network): the ``perpendis`` command runs, ``--open`` says how to build the page the wheel
     does not ship, and pytest loads the plugin with no ``-p``."""
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    # Without a pip of its own (ensurepip is most of this test's time): this interpreter's pip
+    # builds the wheel and installs it into the venv (`pip --python`).
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
     python = env_dir / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # From a copy: setuptools writes build/ and perpendis.egg-info beside the sources, and an
     # egg-info in py/ would register the plugin a second time in every later test session.
@@ -44,11 +48,11 @@ def test_installed_wheel_gives_the_command_and_the_plugin(tmp_path):
     shutil.copytree(ROOT / "py", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, source],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", wheels, source],
         check=True, env=clean, cwd=tmp_path,
     )
     (wheel,) = wheels.glob("perpendis-*.whl")
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", wheel], check=True, env=clean, cwd=tmp_path)
+    subprocess.run([*pip, "install", "-q", "--no-deps", wheel], check=True, env=clean, cwd=tmp_path)
     cli = subprocess.run(
         [env_dir / "bin" / "perpendis", MODELS / "transformer.signflip.npy", MODELS / "transformer.ort.npy"],
         capture_output=True, text=True, env=clean, cwd=tmp_path,

@@ -24,15 +24,45 @@ function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+/** What the page shows now, for a failure message: a timeout says where the page stood. */
+function pageState(page) {
+  return page.evaluate(() => {
+    const shown = (id) => {
+      const node = document.getElementById(id);
+      return node ? !node.hidden : null;
+    };
+    return JSON.stringify({
+      status: document.getElementById("status")?.textContent,
+      busy: document.body.classList.contains("busy"),
+      job: document.getElementById("job")?.textContent,
+      error: shown("error") ? document.getElementById("error").textContent : null,
+      report: shown("report"),
+      lengths: ["a", "b"].map((side) => document.getElementById(`paste-${side}`)?.value.length),
+    });
+  }).catch((err) => `(the page could not be read: ${err.message})`);
+}
+
 /** Poll `probe` (run in the page) until it returns something truthy; CSP forbids string eval. */
 async function until(page, probe, arg, timeout, what) {
   const deadline = Date.now() + timeout;
   for (;;) {
     const value = await page.evaluate(probe, arg);
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the page: ${await pageState(page)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Clicks `selector` as the user does, and fails at once, saying so, when the page did not
+ * receive the click (the driver clicks at a point: something over the button would take it),
+ * rather than later, as a wait for an answer that was never asked for. */
+async function press(page, selector) {
+  await page.evaluate((sel) => {
+    window.pressed = false;
+    document.querySelector(sel).addEventListener("click", () => { window.pressed = true; }, { once: true, capture: true });
+  }, selector);
+  await page.click(selector);
+  await until(page, () => window.pressed, null, 2_000, `the click on ${selector}`);
 }
 
 async function waitReady(page) {
@@ -90,7 +120,7 @@ async function drop(page, side, text) {
 }
 
 async function compare(page) {
-  await page.click("[data-testid=compare]");
+  await press(page, "[data-testid=compare]");
   return outcome(page);
 }
 
@@ -159,7 +189,7 @@ const ACTIONS = [
       await fill(page, side, spec.cases[name][side]);
     }
     if (rng.random() < 0.5) {
-      await page.click("[data-testid=compare]");
+      await press(page, "[data-testid=compare]");
       return `compare ${name}`;
     }
     return `load ${name}`;
@@ -221,7 +251,7 @@ const TESTS = {
     expectOutcome(await compare(page), spec.short_expect, "pasted text");
     // A text too long for the box is kept beside it and compared all the same. It is dropped,
     // not pasted: Firefox gives a page-made paste event an empty clipboard, whatever it holds.
-    await page.click("[data-testid=clear]");
+    await press(page, "[data-testid=clear]");
     for (const [side, text] of Object.entries(spec.long)) await drop(page, side, text);
     for (const side of Object.keys(spec.long)) {
       const value = await page.$eval(`#paste-${side}`, (n) => n.value);
@@ -231,7 +261,7 @@ const TESTS = {
     check(chip.includes("pasted text"), `chip says ${chip}`);
     expectOutcome(await compare(page), spec.long_expect, "long paste");
     // An input error is named beside its box.
-    await page.click("[data-testid=clear]");
+    await press(page, "[data-testid=clear]");
     await fill(page, "a", spec.bad.a);
     await fill(page, "b", spec.bad.b);
     const bad = await compare(page);
@@ -246,7 +276,7 @@ const TESTS = {
   async bisect(page) {
     await upload(page, "a", [spec.files.a]);
     await upload(page, "b", [spec.files.b]);
-    await page.click("[data-testid=compare]");
+    await press(page, "[data-testid=compare]");
     await until(page, () => document.querySelector("[data-testid=bisect-summary]") !== null, null, ANSWER_MS,
       "the layer table");
     const first = await page.$eval("[data-testid=first-failing]", (n) => n.closest("[data-testid=bisect-row]")
@@ -262,7 +292,7 @@ const TESTS = {
     await fill(page, "a", spec.a);
     await fill(page, "b", spec.b);
     expectOutcome(await compare(page), spec.expect, "before sharing");
-    await page.click("[data-testid=share]");
+    await press(page, "[data-testid=share]");
     const link = await until(page, () => {
       const field = document.getElementById("share-link");
       return field.hidden ? null : field.value;
@@ -282,7 +312,7 @@ const TESTS = {
   async axe(page) {
     const found = { empty: await axeViolations(page) };
     const texts = async (name) => {
-      await page.click("[data-testid=clear]");
+      await press(page, "[data-testid=clear]");
       await fill(page, "a", spec.cases[name].a);
       await fill(page, "b", spec.cases[name].b);
       await compare(page);
@@ -295,9 +325,9 @@ const TESTS = {
     found.report = await axeViolations(page);
     await texts("shapes");
     found.shapes = await axeViolations(page);
-    await page.click("[data-testid=clear]");
+    await press(page, "[data-testid=clear]");
     for (const side of ["a", "b"]) await upload(page, side, [spec.captures[side]]);
-    await page.click("[data-testid=compare]");
+    await press(page, "[data-testid=compare]");
     await until(page, () => document.querySelector("[data-testid=bisect-summary]") !== null, null, ANSWER_MS,
       "the layer table");
     await settle(page);
@@ -316,11 +346,13 @@ const TESTS = {
       const [name, needs, act] = rng.pick(choices);
       done.push(act ? await act(page, rng) : name);
       if (!act) await page.click(needs);
-      await settle(page);
+      await settle(page).catch((error) => {
+        throw new Error(`seed ${spec.seed}, after ${done.join(" → ")}: ${error.message}`);
+      });
       check(!problems.length, `seed ${spec.seed}, after ${done.join(" → ")}: ${problems.join("; ")}`);
     }
     // The page still answers: a fresh comparison of the bug gives its verdict.
-    await page.click("[data-testid=clear]");
+    await press(page, "[data-testid=clear]");
     await fill(page, "a", spec.cases.bug.a);
     await fill(page, "b", spec.cases.bug.b);
     const last = await compare(page);
@@ -354,9 +386,12 @@ const TESTS = {
 };
 
 const problems = [];
+const consoleLog = []; // every console message of the page and its workers, printed on failure
+const started = Date.now();
 function watch(page) {
   page.on("pageerror", (error) => problems.push(`uncaught: ${error.message ?? error}`));
   page.on("console", (message) => {
+    consoleLog.push(`${((Date.now() - started) / 1000).toFixed(1)} s ${message.type()}: ${message.text()}`);
     if (message.type() === "error") problems.push(`console error: ${message.text()}`);
   });
 }
@@ -378,7 +413,8 @@ try {
   await browser.close();
 }
 if (failed || problems.length) {
-  process.stderr.write(`${failed ? failed.stack : ""}\n${problems.join("\n")}\n`);
+  const log = consoleLog.length ? `\nthe console, last lines:\n${consoleLog.slice(-30).join("\n")}` : "";
+  process.stderr.write(`${failed ? failed.stack : ""}\n${problems.join("\n")}${log}\n`);
   process.exit(1);
 }
 process.stdout.write(`${name} passed\n`, () => process.exit(0)); // stdin, read when offline, would keep node alive
