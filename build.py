@@ -129,8 +129,6 @@ SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
 # The start-up script of the workers, told which wheels to fetch at once.
-BOOT_SCRIPT = Path("app") / "boot.js"
-BOOT_PREFETCH_LINE = "const PREFETCH = []; // build.py: wheels"
 
 
 # Precompressed copies: a host sends ``name.gz`` for ``name`` to a browser that accepts gzip.
@@ -599,18 +597,6 @@ def trim_stdlib(path: Path, traced: set[str], project_left_out: Iterable[str] = 
     rewrite_zip(path, lambda name, _: name != TRIM_GUARD)
 
 
-def write_prefetch_list(out: Path) -> None:
-    """Name in ``app/boot.js`` the wheels the core loads at start (NumPy and perpendis)."""
-    boot = out / BOOT_SCRIPT
-    source = boot.read_text()
-    if source.count(BOOT_PREFETCH_LINE) != 1:
-        raise BuildError(f"{BOOT_SCRIPT} must hold this line exactly once, for the build to fill in: "
-                         f"{BOOT_PREFETCH_LINE}")
-    lock = json.loads((out / "pyodide" / "pyodide-lock.json").read_text())["packages"]
-    wheels = [lock[name]["file_name"] for name in ("numpy", PROJECT_PACKAGE)]
-    boot.write_text(source.replace(BOOT_PREFETCH_LINE, f"const PREFETCH = {json.dumps(wheels)};"))
-
-
 def write_service_worker(out: Path, immutable: set[Path]) -> None:
     """Publish ``app/sw.js`` as ``out/sw.js`` listing every file of the site with its
     integrity hash. Its cache name is a hash of that list, so any rebuilt file makes a new
@@ -684,7 +670,6 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     shutil.copyfile(ROOT / "index.html", out / "index.html")
     shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
     immutable = build_pyodide(out / "pyodide", pyodide_dist)
-    write_prefetch_list(out)
     write_service_worker(out, {Path("pyodide", name) for name in immutable})
     packed = precompress(out)
     before, after = sum(size for _, size, _ in packed), sum(size for _, _, size in packed)

@@ -4,76 +4,21 @@
 
 const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 
-// The wheels the core loads (build.py writes their names over this line).
-const PREFETCH = []; // build.py: wheels
+// Given to loadPyodide, which fetches the wheels as soon as its lock has arrived, alongside
+// the runtime, and installs them once Python is up. Measured against fetching them only
+// after the runtime's WebAssembly and standard library had arrived (bench/run.py --only
+// startup, two runs each, same hour): a first visit at 50 Mbit/s ready in 3.14-3.48 s
+// against 4.18-4.57 s, at 20 Mbit/s 5.28-5.60 s against 6.15-6.44 s.
 const PACKAGES = ["numpy", "perpendis"];
-// What Python needs first: the runtime's WebAssembly and standard library. On a first visit
-// every download shares one link, and the wheels (4 MB) would slow these down while they are
-// not needed until Python is up: the core asks for the wheels once these have arrived, so
-// that the WebAssembly compiles and Python starts while they download.
-const RUNTIME_FIRST = ["pyodide.asm.wasm", "python_stdlib.zip"];
-// Should resource timing never report them (a browser without it in workers), the wheels
-// are still fetched by Pyodide itself once Python is up.
-const RUNTIME_WAIT_MS = 20000;
-
-// A returning visit has the site in the service worker's cache (app/sw.js names its caches
-// so): nothing to fetch ahead then, and requests through the service worker would only cost.
-const OFFLINE_CACHE_PREFIX = "perpendis-";
-
-async function returning() {
-  const names = self.caches ? await self.caches.keys().catch(() => []) : [];
-  return names.some((name) => name.startsWith(OFFLINE_CACHE_PREFIX));
-}
-
-/** Resolves once every file of `names` (in pyodide/) has downloaded, or after `waitMs`. */
-function downloaded(names, waitMs) {
-  return new Promise((resolve) => {
-    const left = new Set(names.map((name) => PYODIDE_URL + name));
-    let observer = null;
-    const seen = (entries) => {
-      for (const entry of entries) left.delete(entry.name);
-      if (left.size) return;
-      observer?.disconnect();
-      resolve();
-    };
-    try {
-      observer = new PerformanceObserver((list) => seen(list.getEntries()));
-      observer.observe({ type: "resource", buffered: true });
-    } catch {
-      resolve(); // no resource timing here: fetch at once
-    }
-    setTimeout(resolve, waitMs);
-  });
-}
-
-// Fetched ahead, the wheels are in the HTTP cache when Pyodide asks for them (a 304 then).
-async function prefetchWheels() {
-  if (await returning()) return;
-  await downloaded(RUNTIME_FIRST, RUNTIME_WAIT_MS);
-  for (const name of PREFETCH) {
-    fetch(PYODIDE_URL + name)
-      .then((response) => response.arrayBuffer())
-      .catch(() => {}); // Pyodide's own request reports a failure
-  }
-}
-
-// Only the core's worker: its helpers (fold_worker.js) start once everything is cached.
-const CORE = !self.location.pathname.endsWith("/fold_worker.js");
-if (CORE) prefetchWheels();
 
 importScripts(PYODIDE_URL + "pyodide.js");
 
-self.bootPython = async () => {
-  const pyodide = await loadPyodide({
+self.bootPython = () =>
+  loadPyodide({
     indexURL: PYODIDE_URL,
     lockFileURL: PYODIDE_URL + "pyodide-lock.json",
-    // Given here, Pyodide would fetch the wheels as soon as its lock arrives, alongside the
-    // runtime; the core asks for them once Python is up (they are on their way by then).
-    packages: CORE ? [] : PACKAGES,
+    packages: PACKAGES,
   });
-  if (CORE) await pyodide.loadPackage(PACKAGES, { messageCallback: () => {} });
-  return pyodide;
-};
 
 // Made-up comparisons (perpendis.api.warm_up, 1 M elements each) run once Python is up, so
 // the browser has optimised NumPy's hot loops before the user's first big comparison: fresh

@@ -14,7 +14,7 @@
 
 const BUILD = { version: "unbuilt", files: [] }; // build.py: files
 
-const CACHE_PREFIX = "perpendis-"; // app/boot.js looks for it: a site cached here is not fetched ahead
+const CACHE_PREFIX = "perpendis-";
 const CACHE = CACHE_PREFIX + BUILD.version;
 // Past this wait for response headers the network counts as down (a captive portal or a
 // dead link can hang far longer than a refused connection).

@@ -549,15 +549,6 @@ def test_an_import_of_a_module_left_out_of_the_served_wheel_fails_naming_it(site
     assert any("'perpendis.cli_capture'" in line for line in outcome["printed"]), outcome
 
 
-def test_the_core_names_the_served_wheels_it_fetches_ahead(site: Path):
-    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())["packages"]
-    boot = (site / "app" / "boot.js").read_text()
-    match = re.search(r"^const PREFETCH = (\[.*\]);$", boot, re.M)
-    assert match, "build.py did not name the wheels in app/boot.js"
-    assert json.loads(match.group(1)) == [lock["numpy"]["file_name"], lock[build.PROJECT_PACKAGE]["file_name"]]
-    assert build.BOOT_PREFETCH_LINE not in boot
-
-
 # Every fixture file read and compared with itself in the built runtime, through the worker's
 # entry point: an import the trace missed would print the guard's message.
 FIXTURES_JS = """
