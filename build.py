@@ -128,7 +128,6 @@ SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 # writes the file list over this exact line of the source.
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
-# The start-up script of the workers, told which wheels to fetch at once.
 
 
 # Precompressed copies: a host sends ``name.gz`` for ``name`` to a browser that accepts gzip.

@@ -82,7 +82,7 @@ class CountingServer(ThreadingHTTPServer):
 
     daemon_threads = True
     # A first visit opens many connections at once (the page, its workers, the service
-    # worker's install): socketserver's backlog of 5 left some waiting a second for a retry.
+    # worker's install); past socketserver's backlog of 5, a client waits for its SYN retry.
     request_queue_size = 128
 
     def __init__(self, *args, **kwargs):
