@@ -653,29 +653,25 @@ def _count_fails(
     """
     flat = at + start
     fa, fb = ra[at], rb[at]
-    va, vb = bits.raw_to_float64(fa, fmt), bits.raw_to_float64(fb, fmt)
+    # The values the failures are: both parts of each complex one.
+    places = np.stack([at, at + 1], axis=1).reshape(-1) if pairs else at
+    va, vb = bits.raw_to_float64(ra[places], fmt), bits.raw_to_float64(rb[places], fmt)
+    finite = np.isfinite(va) & np.isfinite(vb)
     if pairs:
-        both = np.stack([at, at + 1], axis=1).reshape(-1)
-        whole_a, whole_b = bits.raw_to_float64(ra[both], fmt), bits.raw_to_float64(rb[both], fmt)
-        nonfinite = ~(np.isfinite(whole_a) & np.isfinite(whole_b)).reshape(-1, 2).all(axis=1)
-    else:
-        nonfinite = ~(np.isfinite(va) & np.isfinite(vb))
+        finite = finite.reshape(-1, 2).all(axis=1)
     p.n_fail = int(at.size)
     # The ordered bits of a non-negative float64 rank it; every NaN shares the top key.
     key = np.where(np.isnan(judged), np.uint64(_NAN_KEY), bits.magnitude(judged).view(np.uint64))
     p.first_fail = Pick(int(key[0]), int(flat[0]), int(fa[0]), int(fb[0]))
     p.worst_fail = _pick(key, None, flat, fa, fb)
-    p.n_unreachable = int(nonfinite.sum())
+    p.n_unreachable = int((~finite).sum())
     if shape:
         for axis, idx in enumerate(np.unravel_index(flat, shape)):
             if pairs and axis == len(shape) - 1:
                 continue
             counts = p.axis_fails[axis]
             counts += np.bincount((idx // _buckets(shape[axis])).astype(np.intp), minlength=counts.size)
-    if pairs:
-        p.fails = _sample_of(PATTERN_SAMPLE_CAP, both + start, whole_a, whole_b)
-    else:
-        p.fails = _sample_of(PATTERN_SAMPLE_CAP, flat, va, vb)
+    p.fails = _sample_of(PATTERN_SAMPLE_CAP, places + start, va, vb)
 
 
 def aligned_chunks(a: np.ndarray, b: np.ndarray, size: int = CHUNK, offset: int = 0) -> Iterator[Chunk]:
