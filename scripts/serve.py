@@ -3,9 +3,10 @@
 Why not ``python -m http.server``: the page needs a Content-Security-Policy header on every
 response (a worker's CSP comes from its own response, not from the page's meta tag), the
 ``application/wasm`` type (streaming compilation refuses anything else), and caching
-headers that let a second visit skip the 20 MB of runtime. And it sends the gzip'd copy
-``build.py`` wrote beside a file (``name.gz``) with ``Content-Encoding: gzip`` to a browser
-that accepts gzip, as nginx's ``gzip_static`` and Caddy's ``precompressed`` do (README,
+headers that let a second visit skip the 20 MB of runtime. And it sends the Brotli or gzip'd
+copy ``build.py`` wrote beside a file (``name.br``, ``name.gz``) with ``Content-Encoding: br``
+or ``gzip`` to a browser that accepts it, Brotli first, as nginx's ``brotli_static`` and
+``gzip_static`` and Caddy's ``precompressed br gzip`` do (README,
 "Hosting"); ``--plain`` serves every file as it is, as a host that does nothing would.
 
 Usage: ``python scripts/serve.py [--port 8000] [--dir dist] [--log FILE] [--plain]``.
@@ -44,20 +45,33 @@ def cache_control(path: str) -> str:
     return "no-cache"
 
 
-PRECOMPRESSED_SUFFIX = ".gz"  # as build.py writes them
+# The precompressed copies build.py writes beside a file, best first: (Content-Encoding, suffix).
+PRECOMPRESSED = (("br", ".br"), ("gzip", ".gz"))
 
 
-def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether an Accept-Encoding header allows gzip (``gzip;q=0`` refuses it)."""
+def accepted(accept_encoding: str) -> set[str]:
+    """The codings an Accept-Encoding header allows (``gzip;q=0`` refuses gzip; ``*``
+    stands for every coding not named)."""
+    allowed, refused, star = set(), set(), False
     for item in accept_encoding.split(","):
         token, _, params = item.strip().partition(";")
-        if token.strip().lower() in ("gzip", "*"):
-            quality = params.strip().removeprefix("q=").strip() if params.strip().startswith("q=") else "1"
-            try:
-                return float(quality) > 0
-            except ValueError:
-                return False
-    return False
+        token = token.strip().lower()
+        quality = "1"
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip().lower() == "q":
+                quality = value.strip()
+        try:
+            wanted = float(quality) > 0
+        except ValueError:
+            wanted = False
+        if token == "*":
+            star = wanted
+        elif token:
+            (allowed if wanted else refused).add(token)
+    if star:
+        allowed |= {coding for coding, _ in PRECOMPRESSED} - refused
+    return allowed
 
 
 class CountingWriter:
@@ -116,24 +130,28 @@ class Handler(SimpleHTTPRequestHandler):
         super().__init__(*args, **kwargs)
 
     def translate_path(self, path: str) -> str:
-        """The file to send: the gzip'd copy of the file asked for, when there is one and the
-        browser accepts gzip (the response then says ``Content-Encoding: gzip``)."""
+        """The file to send: the best precompressed copy of the file asked for that there is
+        and the browser accepts (the response then names its ``Content-Encoding``)."""
         real = super().translate_path(path)
         self.content_encoding, self.varies = None, False
         wanted = real
         if os.path.isdir(real) and path.split("?", 1)[0].endswith("/"):
             wanted = os.path.join(real, "index.html")
-        packed = wanted + PRECOMPRESSED_SUFFIX
-        if self.compress and os.path.isfile(wanted) and os.path.isfile(packed):
-            self.varies = True
-            if accepts_gzip(self.headers.get("Accept-Encoding", "")):
-                self.content_encoding = "gzip"
-                return packed
+        if not (self.compress and os.path.isfile(wanted)):
+            return real
+        codings = accepted(self.headers.get("Accept-Encoding", ""))
+        for coding, suffix in PRECOMPRESSED:
+            if os.path.isfile(wanted + suffix):
+                self.varies = True
+                if coding in codings:
+                    self.content_encoding = coding
+                    return wanted + suffix
         return real
 
     def guess_type(self, path) -> str:
-        if self.content_encoding is not None:
-            path = str(path).removesuffix(PRECOMPRESSED_SUFFIX)
+        for coding, suffix in PRECOMPRESSED:
+            if self.content_encoding == coding:
+                path = str(path).removesuffix(suffix)
         return super().guess_type(path)
 
     def setup(self) -> None:
@@ -161,7 +179,7 @@ def make_server(
     directory: Path, port: int = 8000, log_path: Path | None = None, compress: bool = True
 ) -> CountingServer:
     """A server bound to 127.0.0.1 only (port 0 picks a free one); call ``serve_forever``.
-    ``compress=False`` ignores the gzip'd copies, as a host that does nothing would."""
+    ``compress=False`` ignores the precompressed copies, as a host that does nothing would."""
     if not (directory / "index.html").is_file():
         raise SystemExit(f"{directory} holds no index.html: run `python build.py` first")
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115 - lives as long as the server
@@ -174,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--dir", type=Path, default=ROOT / "dist", help="the built site")
     parser.add_argument("--log", type=Path, default=None, help="append an access log to this file")
-    parser.add_argument("--plain", action="store_true", help="ignore the gzip'd copies (a host that does nothing)")
+    parser.add_argument("--plain", action="store_true", help="ignore the .br and .gz copies (as a plain host)")
     args = parser.parse_args(argv)
     server = make_server(args.dir, args.port, args.log, compress=not args.plain)
     print(f"serving {args.dir} at http://127.0.0.1:{server.server_address[1]}/", flush=True)

@@ -17,6 +17,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+import brotli
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,28 +307,56 @@ def get(url: str, accept_encoding: str | None):
         return response.headers, response.read()
 
 
+DECODE = {"br": brotli.decompress, "gzip": gzip.decompress}
+
+
 @pytest.mark.parametrize("path", ["/pyodide/pyodide.asm.wasm", "/", "/app/main.js", "/sw.js"])
-def test_gzip_copies_are_sent_to_browsers_that_accept_gzip(served, site: Path, path: str):
+@pytest.mark.parametrize(("accept", "coding"), [("gzip, deflate, br, zstd", "br"), ("gzip, deflate", "gzip"),
+                                                ("br;q=0, *", "gzip"), ("*", "br")])
+def test_precompressed_copies_are_sent_to_browsers_that_accept_them(served, site: Path, path: str, accept: str,
+                                                                    coding: str):
     base, _ = served
     on_disk = site / (path.lstrip("/") or "index.html")
-    assert (on_disk.parent / (on_disk.name + ".gz")).is_file(), "build.py wrote no gzip'd copy"
-    headers, body = get(base + path, "gzip, deflate, br")
-    assert headers["Content-Encoding"] == "gzip"
+    suffix = dict(serve.PRECOMPRESSED)[coding]
+    assert (on_disk.parent / (on_disk.name + suffix)).is_file(), f"build.py wrote no {suffix} copy"
+    headers, body = get(base + path, accept)
+    assert headers["Content-Encoding"] == coding
     assert headers["Vary"] == "Accept-Encoding"
     assert headers["Content-Type"] == head(base + path)["Content-Type"]
     assert int(headers["Content-Length"]) == len(body) < on_disk.stat().st_size
-    assert gzip.decompress(body) == on_disk.read_bytes()
-    for refusing in (None, "identity", "gzip;q=0"):
-        headers, body = get(base + path, refusing)
-        assert headers["Content-Encoding"] is None, refusing
-        assert body == on_disk.read_bytes()
+    assert DECODE[coding](body) == on_disk.read_bytes()
 
 
-def test_a_plain_server_ignores_the_gzip_copies(site: Path):
+@pytest.mark.parametrize("refusing", [None, "identity", "gzip;q=0", "br;q=0, gzip;q=0", "deflate, zstd"])
+def test_a_browser_that_accepts_no_copy_gets_the_plain_file(served, site: Path, refusing: str | None):
+    base, _ = served
+    headers, body = get(base + "/pyodide/pyodide.asm.wasm", refusing)
+    assert headers["Content-Encoding"] is None, refusing
+    assert headers["Vary"] == "Accept-Encoding"
+    assert body == (site / "pyodide" / "pyodide.asm.wasm").read_bytes()
+
+
+def test_the_server_sends_the_copies_the_build_writes():
+    assert tuple(suffix for _, suffix in serve.PRECOMPRESSED) == build.PRECOMPRESSED_SUFFIXES
+
+
+@pytest.mark.parametrize(("header", "codings"), [
+    ("gzip, deflate, br, zstd", {"gzip", "deflate", "br", "zstd"}),
+    ("br;q=0.5, gzip;q=0", {"br"}),
+    ("GZIP ; Q=1", {"gzip"}),
+    ("*;q=0.1, br;q=0", {"gzip"}),
+    ("gzip;q=nonsense", set()),
+    ("", set()),
+])
+def test_accept_encoding_is_read_as_http_says(header: str, codings: set[str]):
+    assert serve.accepted(header) == codings
+
+
+def test_a_plain_server_ignores_the_precompressed_copies(site: Path):
     httpd = serve.make_server(site, port=0, compress=False)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        headers, body = get(f"http://127.0.0.1:{httpd.server_address[1]}/pyodide/pyodide.asm.wasm", "gzip")
+        headers, body = get(f"http://127.0.0.1:{httpd.server_address[1]}/pyodide/pyodide.asm.wasm", "gzip, br")
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -336,14 +365,21 @@ def test_a_plain_server_ignores_the_gzip_copies(site: Path):
     assert httpd.bytes_sent > len(body)
 
 
-def test_gzip_copies_are_only_of_files_they_shrink(site: Path):
-    copies = list(site.rglob("*" + build.PRECOMPRESSED_SUFFIX))
-    assert copies
-    for copy in copies:
-        original = copy.with_name(copy.name.removesuffix(build.PRECOMPRESSED_SUFFIX))
+def test_precompressed_copies_are_only_of_files_they_shrink(site: Path):
+    gzipped = list(site.rglob("*" + build.GZIP_SUFFIX))
+    assert gzipped
+    for copy in gzipped:
+        original = copy.with_name(copy.name.removesuffix(build.GZIP_SUFFIX))
         assert gzip.decompress(copy.read_bytes()) == original.read_bytes(), copy
         assert copy.stat().st_size <= build.PRECOMPRESS_MAX_RATIO * original.stat().st_size
     assert not (site / "pyodide" / "python_stdlib.zip.gz").exists(), "a zip is already compressed"
+    brotlied = list(site.rglob("*" + build.BROTLI_SUFFIX))
+    assert site / "pyodide" / "pyodide.asm.wasm.br" in brotlied
+    for copy in brotlied:
+        original = copy.with_name(copy.name.removesuffix(build.BROTLI_SUFFIX))
+        assert brotli.decompress(copy.read_bytes()) == original.read_bytes(), copy
+        beside = original.with_name(original.name + build.GZIP_SUFFIX)
+        assert copy.stat().st_size < beside.stat().st_size, "a Brotli copy is written only beside a bigger gzip'd one"
 
 
 def test_access_log_records_paths(served):
@@ -366,7 +402,7 @@ def test_service_worker_is_at_the_root_and_lists_every_file_with_its_hash(site: 
     assert not (site / "app" / "sw.js").exists(), "a second copy under app/ would have the wrong scope"
     files = {file["path"]: file for file in sw_manifest(site)["files"]}
     on_disk = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()
-               and path.suffix != build.PRECOMPRESSED_SUFFIX} - {"sw.js"}
+               and path.suffix not in build.PRECOMPRESSED_SUFFIXES} - {"sw.js"}
     assert set(files) == on_disk
     for path, file in files.items():
         digest = hashlib.sha256((site / path).read_bytes()).digest()
