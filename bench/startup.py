@@ -13,7 +13,8 @@ The page's own start-up is judged by its ratio to the floor, run for run, cold a
 (``ready_vs_floor_cold``, ``ready_vs_floor_warm``): on a loaded machine the ratio moves
 far less than either time.  A first visit over a real link is a fresh profile under
 Chromium's network emulation (CDP ``Network.emulateNetworkConditions``, 30 ms latency),
-timed to ready (``first_visit_50mbit_s``, ``first_visit_20mbit_s``); ``first_visit_mb``
+timed to ready (``first_visit_50mbit_s``, ``first_visit_20mbit_s``), each beside the floor's
+own first visit over the same link (``floor_first_visit_50mbit_s``...); ``first_visit_mb``
 is what the server sent for it (bodies and headers, as encoded on the wire), counted by
 ``scripts/serve.py`` until the service worker has cached the site.
 
@@ -127,9 +128,10 @@ def floor_vs_page(pw, url: str, profiles: Path, runs: int) -> dict[str, list[flo
     return times
 
 
-def first_visit(pw, url: str, server, profiles: Path, mbit: float) -> tuple[float, float, float]:
+def first_visit(pw, url: str, server, profiles: Path, mbit: float, floor: bool = False) -> tuple[float, float, float]:
     """A fresh profile over an emulated link of ``mbit`` Mbit/s and 30 ms latency: (seconds
-    to ready, MB the server sent by then, MB it sent until the service worker had cached the site)."""
+    to ready, MB the server sent by then, MB it sent until the service worker had cached the
+    site). With ``floor``, the same first visit of the floor page (which has no service worker)."""
     context, page = fresh_context(pw, profiles / f"link{mbit}")
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
@@ -137,10 +139,11 @@ def first_visit(pw, url: str, server, profiles: Path, mbit: float) -> tuple[floa
     cdp.send("Network.emulateNetworkConditions",
              {"offline": False, "latency": LATENCY_MS, "downloadThroughput": rate, "uploadThroughput": rate})
     start = server.bytes_sent
-    page.goto(url)
-    ready = page.evaluate(READY_AT_JS) / 1000
+    page.goto(url + FLOOR_URL if floor else url)
+    ready = page.evaluate(FLOOR_READY_JS if floor else READY_AT_JS) / 1000
     at_ready = server.bytes_sent - start
-    page.evaluate(SERVICE_WORKER_JS)
+    if not floor:
+        page.evaluate(SERVICE_WORKER_JS)
     total = server.bytes_sent - start
     context.close()
     return ready, at_ready / 1e6, total / 1e6
@@ -165,12 +168,17 @@ def floor_figures(pw, url: str, server, profiles: Path, runs: int) -> dict[str, 
               f"ratio {spread(ratios)}", file=sys.stderr)
     sent, by_ready = [], []
     for mbit in LINKS_MBIT:
-        visits = [first_visit(pw, url, server, profiles, mbit) for _ in range(runs)]
+        # The page and the floor take turns, so both meet the same load.
+        pairs = [tuple(first_visit(pw, url, server, profiles, mbit, floor) for floor in (False, True))
+                 for _ in range(runs)]
+        visits, floors = [page for page, _ in pairs], [bare for _, bare in pairs]
         figures[f"first_visit_{mbit}mbit_s"] = statistics.median(v[0] for v in visits)
+        figures[f"floor_first_visit_{mbit}mbit_s"] = statistics.median(v[0] for v in floors)
         sent += [v[2] for v in visits]
         by_ready += [v[1] for v in visits]
         print(f"first visit at {mbit} Mbit/s: ready {spread([v[0] for v in visits])} s, "
-              f"sent {spread([v[1] for v in visits])} MB by ready, {spread([v[2] for v in visits])} MB in all",
+              f"sent {spread([v[1] for v in visits])} MB by ready, {spread([v[2] for v in visits])} MB in all; "
+              f"the floor ready {spread([v[0] for v in floors])} s, sent {spread([v[1] for v in floors])} MB",
               file=sys.stderr)
     figures["first_visit_mb"] = statistics.median(sent)
     figures["first_visit_ready_mb"] = statistics.median(by_ready)
