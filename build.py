@@ -670,6 +670,10 @@ def precompress(out: Path) -> list[tuple[str, int, int, int]]:
     bytes."""
     written = []
     for path in sorted(p for p in out.rglob("*") if p.is_file() and p.suffix not in PRECOMPRESSED_SUFFIXES):
+        copies = {suffix: path.with_name(path.name + suffix) for suffix in PRECOMPRESSED_SUFFIXES}
+        # A copy left from an earlier build of this folder would be sent for the new file.
+        for copy in copies.values():
+            copy.unlink(missing_ok=True)
         data = path.read_bytes()
         if len(data) < PRECOMPRESS_MIN_BYTES:
             continue
@@ -679,10 +683,10 @@ def precompress(out: Path) -> list[tuple[str, int, int, int]]:
         packed = gzipped(data)
         if len(packed) > PRECOMPRESS_MAX_RATIO * len(data):
             continue
-        path.with_name(path.name + GZIP_SUFFIX).write_bytes(packed)
+        copies[GZIP_SUFFIX].write_bytes(packed)
         smaller = brotlied(data)
         if len(smaller) < len(packed):
-            path.with_name(path.name + BROTLI_SUFFIX).write_bytes(smaller)
+            copies[BROTLI_SUFFIX].write_bytes(smaller)
         written.append((path.relative_to(out).as_posix(), len(data), len(packed),
                         len(smaller) if len(smaller) < len(packed) else 0))
     return written

@@ -8,6 +8,7 @@ import base64
 import gzip
 import hashlib
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -380,6 +381,21 @@ def test_precompressed_copies_are_only_of_files_they_shrink(site: Path):
         assert brotli.decompress(copy.read_bytes()) == original.read_bytes(), copy
         beside = original.with_name(original.name + build.GZIP_SUFFIX)
         assert copy.stat().st_size < beside.stat().st_size, "a Brotli copy is written only beside a bigger gzip'd one"
+
+
+def test_precompressing_again_leaves_no_stale_copy(site: Path, tmp_path: Path):
+    again = tmp_path / "dist"
+    shutil.copytree(site, again)
+    script = again / "app" / "main.js"
+    script.write_bytes(random.Random(22).randbytes(2048))  # 2 KB that neither gzip nor Brotli shrinks
+    build.precompress(again)
+    assert not script.with_name("main.js.gz").exists()
+    assert not script.with_name("main.js.br").exists()
+    styles = again / "app" / "styles.css"
+    styles.write_text(styles.read_text() + "\n/* next build */\n")
+    build.precompress(again)
+    for suffix, decode in ((build.GZIP_SUFFIX, gzip.decompress), (build.BROTLI_SUFFIX, brotli.decompress)):
+        assert decode(styles.with_name("styles.css" + suffix).read_bytes()) == styles.read_bytes()
 
 
 def test_access_log_records_paths(served):

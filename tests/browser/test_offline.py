@@ -40,7 +40,11 @@ ONLY_CACHE_JS = """async ([name, timeoutMs]) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     names = await caches.keys();
   }
-  return names;
+  // What the registration holds, for the failure message: which worker installs, waits, runs.
+  const registration = await navigator.serviceWorker.getRegistration();
+  const workers = registration ? ["installing", "waiting", "active"].map((slot) =>
+    `${slot}: ${registration[slot] ? registration[slot].state : "none"}`).join(", ") : "no registration";
+  return { names, workers };
 }"""
 
 
@@ -119,9 +123,8 @@ def test_a_new_build_replaces_the_cached_one(page, server: Server, site: Path, t
     deploy(next_site, tmp_path)
     page.reload()
     wait_until_ready(page)
-    assert page.evaluate(ONLY_CACHE_JS, [f"perpendis-{new['version']}", SW_TIMEOUT_MS]) == [
-        f"perpendis-{new['version']}"
-    ]
+    caches = page.evaluate(ONLY_CACHE_JS, [f"perpendis-{new['version']}", SW_TIMEOUT_MS])
+    assert caches["names"] == [f"perpendis-{new['version']}"], caches["workers"]
     cached_css = page.evaluate(
         """async (url) => (await (await caches.match(url)).text())""", server.url + "app/styles.css"
     )
