@@ -397,14 +397,17 @@ def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc
     Results are cached by the hash of the input and of the script, since Pyodide under
     Node.js takes seconds to start and the inputs rarely change."""
     script_hash = sha256_of(PRECOMPILE_SCRIPT.read_bytes())
-    jobs, results = [], []
+    jobs, made, results = [], [], []
     for path, layout, prefix in archives:
         key = sha256_of(path.read_bytes() + script_hash.encode() + prefix.encode())[:32]
         cached = cache / f"{key}{path.suffix}"
         results.append((path, cached))
         if not cached.is_file():
-            jobs.append({"src": str(path.resolve()), "dst": str(cached.resolve()) + ".part", "layout": layout,
-                         "prefix": prefix})
+            # A part file of this process's own, as in packed_by_content: two builds at once
+            # (the test workers) must not move away each other's half-written archive.
+            jobs.append({"src": str(path.resolve()), "dst": f"{cached.resolve()}.{os.getpid()}.part",
+                         "layout": layout, "prefix": prefix})
+            made.append(cached)
     if jobs:
         node = shutil.which("node")
         if node is None:
@@ -414,8 +417,8 @@ def precompile(archives: list[tuple[Path, str, str]], cache: Path = CACHE / "pyc
             job_file = Path(tmp) / "jobs.json"
             job_file.write_text(json.dumps(jobs))
             subprocess.run([node, str(PRECOMPILE_SCRIPT), str(job_file)], cwd=ROOT, check=True)
-        for job in jobs:
-            Path(job["dst"]).replace(job["dst"].removesuffix(".part"))
+        for job, cached in zip(jobs, made, strict=True):
+            Path(job["dst"]).replace(cached)
     for path, cached in results:
         shutil.copyfile(cached, path)
 
@@ -685,10 +688,10 @@ def precompress(out: Path) -> list[tuple[str, int, int, int]]:
             continue
         copies[GZIP_SUFFIX].write_bytes(packed)
         smaller = brotlied(data)
-        if len(smaller) < len(packed):
+        kept = len(smaller) < len(packed)
+        if kept:
             copies[BROTLI_SUFFIX].write_bytes(smaller)
-        written.append((path.relative_to(out).as_posix(), len(data), len(packed),
-                        len(smaller) if len(smaller) < len(packed) else 0))
+        written.append((path.relative_to(out).as_posix(), len(data), len(packed), len(smaller) if kept else 0))
     return written
 
 
@@ -706,9 +709,9 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     packed = precompress(out)
     before, after = sum(size for _, size, _, _ in packed), sum(size for _, _, size, _ in packed)
     print(f"gzip'd copies of {len(packed)} files: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB", file=sys.stderr)
-    brotli = [(gz, br) for _, _, gz, br in packed if br]
-    print(f"Brotli copies of {len(brotli)} of them: {sum(gz for gz, _ in brotli) / 1e6:.2f} MB gzip'd -> "
-          f"{sum(br for _, br in brotli) / 1e6:.2f} MB", file=sys.stderr)
+    beaten = [(gz, br) for _, _, gz, br in packed if br]
+    print(f"Brotli copies of {len(beaten)} of them: {sum(gz for gz, _ in beaten) / 1e6:.2f} MB gzip'd -> "
+          f"{sum(br for _, br in beaten) / 1e6:.2f} MB", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -149,9 +149,8 @@ class Handler(SimpleHTTPRequestHandler):
         return real
 
     def guess_type(self, path) -> str:
-        for coding, suffix in PRECOMPRESSED:
-            if self.content_encoding == coding:
-                path = str(path).removesuffix(suffix)
+        if self.content_encoding is not None:
+            path = str(path).removesuffix(dict(PRECOMPRESSED)[self.content_encoding])
         return super().guess_type(path)
 
     def setup(self) -> None:
