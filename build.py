@@ -17,10 +17,12 @@ hash pinned here): standard-library modules that neither Pyodide's start, NumPy'
 nor any module of perpendis imports (traced by ``scripts/trace_imports.mjs``), the
 standard library's and NumPy's ``.py`` sources where bytecode is shipped (perpendis keeps
 its sources, for readable tracebacks), NumPy's tests and its C headers, stubs and static
-libraries, and the modules of perpendis that no import reaches from those the page's
-scripts call (``pyimport("perpendis....")``): the command line, the pytest plugin and the
-like. An import of a left-out module fails naming it (``sitecustomize`` in the trimmed
-standard library); ``STDLIB_KEEP`` lists what to keep besides the trace.
+libraries, NumPy's subpackages that nothing imports or uses as ``np.X`` (``f2py``, ``fft``,
+``polynomial``, ``testing``...), and the modules of perpendis that no import reaches from
+those the page's scripts call (``pyimport("perpendis....")``): the command line, the pytest
+plugin and the like. An import of a left-out module fails naming it (``sitecustomize`` in
+the trimmed standard library); ``STDLIB_KEEP`` and ``NUMPY_KEEP`` list what to keep besides
+the trace.
 
 Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cached in
 ``.cache/`` so a second build makes no network call.
@@ -84,6 +86,10 @@ TRACE_SCRIPT = ROOT / "scripts" / "trace_imports.mjs"
 # a codec named at run time, `encodings.<name>`). `pyodide`, `_pyodide`: Pyodide's
 # JavaScript calls into them by name.
 STDLIB_KEEP = ("pyodide", "_pyodide")
+# NumPy subpackages (numpy.X) kept besides those the trace finds. NumPy imports a subpackage
+# on first attribute access (np.fft), so a use the trace misses (a name built at run time)
+# says "build.py left it out" on the page's console: add the X here.
+NUMPY_KEEP: tuple[str, ...] = ()
 # Written into the trimmed standard library: the guard (imported by `site` at every start)
 # and the names of the modules left out, which it reads only when an import misses.
 TRIM_GUARD = "sitecustomize.py"
@@ -106,7 +112,11 @@ class LeftOutByBuild:
             cls.names = frozenset(cls.loader.get_data(cls.listing).decode().split())
         if name not in cls.names:
             return None
-        if name.partition(".")[0] == "{PROJECT_PACKAGE}":
+        if name.partition(".")[0] == "numpy":
+            message = (f"No module named {{name!r}}: build.py left it out of the NumPy wheel served to this page, "
+                       "since no import or use of it was traced from perpendis; add it to NUMPY_KEEP in build.py "
+                       "and build again")
+        elif name.partition(".")[0] == "{PROJECT_PACKAGE}":
             message = (f"No module named {{name!r}}: build.py left it out of the {PROJECT_PACKAGE} wheel served to "
                        "this page, since no import reaches it from the modules the page's scripts call; "
                        "import it from one of those modules (not by a name built at run time) and build again")
@@ -455,7 +465,11 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
         (project_wheel, "wheel", SITE_PACKAGES_AT),
     ])
     write_lock(out, lock["info"], served)
-    trim_stdlib(out / "python_stdlib.zip", traced_stdlib(out), unreachable)
+    trace = import_trace(out)
+    subpackages = untraced_subpackages(numpy_wheel, "numpy", trace["numpy"] | set(NUMPY_KEEP))
+    report(f"NumPy subpackages nothing imports ({', '.join(subpackages)})",
+           rewrite_zip(numpy_wheel, lambda name, _: not in_subpackage(name, "numpy", subpackages)))
+    trim_stdlib(out / "python_stdlib.zip", trace["stdlib"], [*unreachable, *(f"numpy.{s}" for s in subpackages)])
     report("NumPy's .py sources beside bytecode, headers, stubs, its RECORD",
            rewrite_zip(numpy_wheel, numpy_needs, rename=sourceless_place))
     write_lock(out, lock["info"], served)
@@ -547,9 +561,10 @@ def module_of(member: str) -> str:
     return stem.replace("/", ".")
 
 
-def traced_stdlib(out: Path, cache: Path = CACHE / "trace") -> set[str]:
-    """The standard-library modules the page can import (``scripts/trace_imports.mjs`` on the
-    built runtime in ``out``), cached by the hash of everything the trace reads."""
+def import_trace(out: Path, cache: Path = CACHE / "trace") -> dict[str, set[str]]:
+    """What the page can import (``scripts/trace_imports.mjs`` on the built runtime in ``out``):
+    ``stdlib``, the standard-library modules, and ``numpy``, the names X of the modules
+    numpy.X; cached by the hash of everything the trace reads."""
     key = hashlib.sha256()
     for path in sorted(out.iterdir()):
         if path.suffix in (".zip", ".whl", ".json"):
@@ -567,10 +582,27 @@ def traced_stdlib(out: Path, cache: Path = CACHE / "trace") -> set[str]:
             raise BuildError(f"tracing the imports of the page failed: {result.stderr.strip()[-2000:]}")
         cache.mkdir(parents=True, exist_ok=True)
         cached.write_text(lines[-1])
-    modules = set(json.loads(cached.read_text())["modules"])
-    if "perpendis" in modules or len(modules) < 50:
-        raise BuildError(f"the import trace looks wrong ({len(modules)} standard-library modules): delete {cached}")
-    return modules
+    trace = json.loads(cached.read_text())
+    modules, numpy_names = set(trace["modules"]), set(trace["numpy"])
+    if "perpendis" in modules or len(modules) < 50 or not {"_core", "lib"} <= numpy_names:
+        raise BuildError(f"the import trace looks wrong ({len(modules)} standard-library modules, NumPy's "
+                         f"{sorted(numpy_names)}): delete {cached}")
+    return {"stdlib": modules, "numpy": numpy_names}
+
+
+def in_subpackage(member: str, package: str, subpackages: Iterable[str]) -> bool:
+    """Whether the wheel member ``member`` lies in one of the subpackages ``package.X``."""
+    head, _, rest = member.partition("/")
+    return head == package and "/" in rest and rest.partition("/")[0] in subpackages
+
+
+def untraced_subpackages(wheel: Path, package: str, traced: set[str]) -> list[str]:
+    """The subpackages ``package.X`` of the wheel whose X is not in ``traced``."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    inits = {name.split("/")[1] for name in names if name.startswith(f"{package}/") and name.count("/") == 2
+             and name.endswith(("/__init__.py", "/__init__.pyc"))}
+    return sorted(inits - traced)
 
 
 def kept_in_stdlib(module: str, traced: set[str]) -> bool:
@@ -579,10 +611,10 @@ def kept_in_stdlib(module: str, traced: set[str]) -> bool:
     return module in traced or bool(wanted & set(STDLIB_KEEP))
 
 
-def trim_stdlib(path: Path, traced: set[str], project_left_out: Iterable[str] = ()) -> None:
+def trim_stdlib(path: Path, traced: set[str], wheels_left_out: Iterable[str] = ()) -> None:
     """Leave out of the standard library what no traced import needs, and the sources of
     what is kept where bytecode is shipped; add the guard that names a left-out module
-    (of the standard library, or ``project_left_out``, left out of the project's wheel)."""
+    (of the standard library, or ``wheels_left_out``, left out of the project's or NumPy's wheel)."""
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
     modules = {module_of(name) for name in names if name.endswith((".py", ".pyc"))}
@@ -598,7 +630,7 @@ def trim_stdlib(path: Path, traced: set[str], project_left_out: Iterable[str] = 
         path,
         lambda name, _: not (name.endswith(".py") and has_bytecode(name, names)),
         {TRIM_GUARD: TRIM_GUARD_SOURCE.encode(),
-         TRIMMED_LIST: "\n".join([*left_out, *project_left_out]).encode() + b"\n"},
+         TRIMMED_LIST: "\n".join([*left_out, *wheels_left_out]).encode() + b"\n"},
     )
     report("the standard library's .py sources beside bytecode", removed)
     precompile([(path, "zip", STDLIB_AT)])  # the guard's own bytecode (cached by content)

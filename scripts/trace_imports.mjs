@@ -6,13 +6,17 @@
 //   3. runs perpendis.api.warm_up, the made-up comparisons the page runs at start;
 //   4. looks up every text encoding named in perpendis's sources (`.decode("latin-1")`,
 //      `encoding="..."`): codecs are imported by name when first used;
-//   5. imports, until nothing new comes, every module named by an import statement (at
+//   5. imports every NumPy subpackage (numpy.X) that a loaded module of perpendis or NumPy
+//      imports anywhere or uses as np.X (NumPy imports its subpackages on first attribute
+//      access, which running nothing would not see), until nothing new comes;
+//   6. imports, until nothing new comes, every module named by an import statement (at
 //      the top or inside a function) in any loaded module of the packages SCANNED names
 //      (perpendis by default; "stdlib" stands for the standard library): what a later call
 //      could import on first use. Imports inside functions of NumPy and the standard
 //      library are left out by default (they would keep unittest, doctest, pdb, email and
 //      http for np.info and np.testing); one the page ever makes meets build.py's guard.
-// Prints one JSON object: {"modules": [standard-library module names], "failed": [...]}.
+// Prints one JSON object: {"modules": [standard-library module names], "numpy": [the names X
+// of the loaded modules numpy.X], "failed": [...]}.
 //
 // Usage: node scripts/trace_imports.mjs DIST/pyodide/ [SCANNED, comma-separated]
 
@@ -112,6 +116,40 @@ for encoding in sorted(ENCODINGS):
     except LookupError:
         failed.add(f"encoding {encoding}")
 
+# NumPy's __init__ imports its subpackages (fft, polynomial, testing, ...) only on first
+# attribute access (np.fft), and numpy.test() imports numpy.testing: neither counts as a use.
+NUMPY_LAZY = {"numpy", "numpy._pytesttester"}
+
+
+def numpy_subpackages(name, source, is_package):
+    """The NumPy subpackages (numpy.X) a module asks for: by an import anywhere in it, or as np.X."""
+    asked = {n for n in named(name, source, is_package) if n.startswith("numpy.")}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = ast.Module(body=[], type_ignores=[])
+    asked.update(f"numpy.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                 and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"))
+    return {".".join(n.split(".")[:2]) for n in asked}
+
+
+def is_module(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return False
+
+
+numpy_scanned = set()
+while todo := [name for name in list(sys.modules) if name not in numpy_scanned
+               and name.split(".")[0] in ("perpendis", "numpy") and name not in NUMPY_LAZY]:
+    for name in todo:
+        numpy_scanned.add(name)
+        source, is_package = source_of(name)
+        for sub in sorted(numpy_subpackages(name, source, is_package) if source else ()):
+            if sub not in sys.modules and is_module(sub):
+                attempt(sub)
+
 scanned = set()
 while todo := [name for name in list(sys.modules) if name not in scanned]:
     for name in todo:
@@ -124,7 +162,8 @@ while todo := [name for name in list(sys.modules) if name not in scanned]:
                 attempt(imported)
 
 modules = sorted(name for name, m in sys.modules.items() if origin(m).startswith(STDLIB))
-json.dumps({"modules": modules, "failed": sorted(failed)})
+numpy_names = sorted({name.split(".")[1] for name in sys.modules if name.startswith("numpy.")})
+json.dumps({"modules": modules, "numpy": numpy_names, "failed": sorted(failed)})
 `;
 
 const dir = process.argv[2];

@@ -85,9 +85,52 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     assert "numpy/__init__.pyc" in added and "numpy/__init__.py" in dropped
     assert all(member.endswith(".pyc") and member[:-1] in dropped for member in added)
     unused = (".py", *build.NUMPY_UNUSED_SUFFIXES, build.WHEEL_RECORD)
-    assert all(member.endswith(unused) for member in dropped), dropped
+    subpackages = left_out_numpy_subpackages(site)
+    assert all(member.endswith(unused) or build.in_subpackage(member, "numpy", subpackages)
+               for member in dropped), dropped
     assert not [member for member in after_names if member.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
     assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in kept
+
+
+def left_out_numpy_subpackages(site: Path) -> set[str]:
+    """The X of the subpackages numpy.X that the served standard library lists as left out."""
+    with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
+        listed = stdlib.read(build.TRIMMED_LIST).decode().split()
+    return {name.removeprefix("numpy.") for name in listed if name.startswith("numpy.")}
+
+
+def test_numpy_keeps_the_subpackages_perpendis_uses_and_leaves_out_the_rest(site: Path):
+    name = official_lock()["packages"]["numpy"]["file_name"]
+    with zipfile.ZipFile(build.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
+        original, served = before.namelist(), after.namelist()
+
+    def subpackages(names: list[str]) -> set[str]:
+        return {member.split("/")[1] for member in names if member.startswith("numpy/") and member.count("/") >= 2}
+
+    left_out = left_out_numpy_subpackages(site)
+    # perpendis calls np.linalg.norm and np.random.default_rng, which NumPy imports on first
+    # use (np.X), and np.median, whose NumPy code asks for np.ma: none is imported by `import numpy`.
+    assert {"_core", "lib", "linalg", "random", "ma"} <= subpackages(served)
+    assert {"f2py", "fft", "polynomial", "testing"} <= left_out
+    assert left_out <= subpackages(original)
+    assert not left_out & subpackages(served)
+    assert "numpy/fft/_pocketfft_umath.cpython-312-wasm32-emscripten.so" in original
+
+
+def test_subpackages_of_a_wheel_are_told_apart_from_its_modules(tmp_path: Path):
+    wheel = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", {
+        "pkg/__init__.py": "",
+        "pkg/used/__init__.pyc": "",
+        "pkg/unused/__init__.py": "",
+        "pkg/unused/deep/__init__.py": "",
+        "pkg/module.py": "",
+        "pkg/data/notes.txt": "",  # a folder without __init__: not a subpackage
+    })
+    assert build.untraced_subpackages(wheel, "pkg", {"used"}) == ["unused"]
+    assert build.in_subpackage("pkg/unused/deep/__init__.py", "pkg", ["unused"])
+    assert not build.in_subpackage("pkg/unused.py", "pkg", ["unused"])
+    assert not build.in_subpackage("pkg/used/__init__.pyc", "pkg", ["unused"])
+    assert not build.in_subpackage("other/unused/__init__.py", "pkg", ["unused"])
 
 
 def test_stdlib_gets_bytecode_for_zipimport(site: Path):
@@ -503,7 +546,7 @@ def test_stdlib_keeps_what_is_imported_and_leaves_out_the_rest(site: Path):
     assert "sitecustomize.pyc" in names
     # Named in the list only if the release had it; what is listed is gone.
     assert {"email.mime", "tkinter", "unittest", "xmlrpc.client", "sqlite3"} & left_out
-    for module in {m for m in left_out if m.partition(".")[0] != build.PROJECT_PACKAGE}:  # its own test above
+    for module in {m for m in left_out if m.partition(".")[0] not in (build.PROJECT_PACKAGE, "numpy")}:  # own tests
         path = module.replace(".", "/")
         assert {f"{path}.py", f"{path}/__init__.py"} & original, module
         assert not {f"{path}.pyc", f"{path}/__init__.pyc"} & names, module
@@ -566,19 +609,20 @@ def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome
 
 
-# A module of perpendis left out of the served wheel, imported in the built runtime.
-PROJECT_LEFT_OUT_JS = """
+# A module left out of a served wheel (perpendis's or NumPy's), asked for in the built runtime.
+WHEEL_LEFT_OUT_JS = """
 import { loadPyodide } from "pyodide";
-const dir = process.argv[1];
+const [dir, statement] = process.argv.slice(1);
 const printed = [];
 const pyodide = await loadPyodide({
   indexURL: dir, stdLibURL: dir + "python_stdlib.zip", stderr: (text) => printed.push(text),
 });
 await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+pyodide.globals.set("STATEMENT", statement);
 const caught = pyodide.runPython(`
 import perpendis.service.bridge
 try:
-    import perpendis.cli_capture
+    exec(STATEMENT, {})
     outcome = ["imported"]
 except ModuleNotFoundError as err:
     outcome = [str(err), err.name]
@@ -588,17 +632,26 @@ console.log(JSON.stringify({ caught, printed }));
 """
 
 
-def test_an_import_of_a_module_left_out_of_the_served_wheel_fails_naming_it(site: Path):
+@pytest.mark.parametrize(("statement", "name", "served_as", "keep"), [
+    ("import perpendis.cli_capture", "perpendis.cli_capture", "perpendis wheel served to this page", None),
+    # NumPy imports a subpackage on first attribute access.
+    ("import numpy\nnumpy.fft.rfft([1.0])", "numpy.fft", "NumPy wheel served to this page", "NUMPY_KEEP"),
+    ("from numpy.polynomial import Polynomial", "numpy.polynomial", "NumPy wheel served to this page", "NUMPY_KEEP"),
+])
+def test_an_import_of_a_module_left_out_of_a_served_wheel_fails_naming_it(
+        site: Path, statement: str, name: str, served_as: str, keep: str | None):
     result = subprocess.run(
-        [shutil.which("node"), "--input-type=module", "-e", PROJECT_LEFT_OUT_JS, f"{(site / 'pyodide').resolve()}/"],
+        [shutil.which("node"), "--input-type=module", "-e", WHEEL_LEFT_OUT_JS, f"{(site / 'pyodide').resolve()}/",
+         statement],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    message, name = outcome["caught"]
-    assert name == "perpendis.cli_capture"
-    assert "'perpendis.cli_capture'" in message and "perpendis wheel served to this page" in message
+    message, missed = outcome["caught"]
+    assert missed == name
+    assert f"'{name}'" in message and served_as in message
     assert "STDLIB_KEEP" not in message
-    assert any("'perpendis.cli_capture'" in line for line in outcome["printed"]), outcome
+    assert keep is None or f"{keep} in build.py" in message
+    assert any(f"'{name}'" in line for line in outcome["printed"]), outcome
 
 
 # Every fixture file read and compared with itself in the built runtime, through the worker's
