@@ -26,11 +26,13 @@ import numpy as np
 from . import bits
 from .bits import Format, compared_format
 from .report import shape_text
+from .scramble import Stream
 from .tensor import Tensor
 from .tolerance import Tolerance, within
 
 PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
 PERMUTE_SAMPLE = 4096
+PERMUTE_SEED = 0
 # Equal shapes are compared in the given order, but when that order fails on this share of
 # the sample, the other orders that keep the shape are scored; one that leaves at most
 # EXPLAINED_LEFT of those failures is reported as the likely layout slip.
@@ -87,9 +89,7 @@ def _sample(size: int) -> np.ndarray:
     even stride can alias with the shape (for a 4096 × 4096 matrix it lands exactly on the
     diagonal, where a matrix and its transpose agree).
     """
-    if size <= PERMUTE_SAMPLE:
-        return np.arange(size, dtype=np.intp)
-    return np.sort(np.random.default_rng(0).choice(size, PERMUTE_SAMPLE, replace=False)).astype(np.intp)
+    return Stream(PERMUTE_SEED).distinct(size, PERMUTE_SAMPLE)
 
 
 def _permutation_score(

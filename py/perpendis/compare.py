@@ -51,6 +51,7 @@ from .report import (
     ToleranceResult,
     shape_text,
 )
+from .scramble import mix64
 from .tensor import Tensor, as_tensor
 from .tolerance import (
     Tolerance,
@@ -79,26 +80,6 @@ Chunk = tuple[int, np.ndarray, np.ndarray]
 # Samples: bounded, mergeable in any grouping, exact while everything fits.
 
 
-def _priority(flat: np.ndarray) -> np.ndarray:
-    """A pseudo-random uint64 per flat index (SplitMix64's finaliser, a bijection).
-
-    A sample keeps the rows whose indices have the smallest priorities (a bottom-k
-    sample): uniform, and the same rows whatever the chunks were and in whatever
-    grouping their partials merged, so a comparison shared across workers or streamed
-    from disk keeps exactly the rows of the one made in memory.
-    """
-    z = flat.astype(np.uint64)
-    z += np.uint64(0x9E3779B97F4A7C15)
-    # In place, on one scratch array: a fresh array per step cost Pyodide 40% more.
-    shifted = z >> np.uint64(30)
-    z ^= shifted
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= np.right_shift(z, np.uint64(27), out=shifted)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= np.right_shift(z, np.uint64(31), out=shifted)
-    return z
-
-
 def _smallest(priority: np.ndarray, cap: int) -> np.ndarray:
     """Positions of the ``cap`` smallest of uniform priorities, in position order.
 
@@ -123,7 +104,10 @@ def _likely_bound(cap: int, n: int, top: int) -> np.uint64:
 @dataclass
 class Sample:
     """``count`` rows seen, at most ``cap`` of them shown by :meth:`rows`: all (exact) or
-    those of smallest :func:`_priority`.
+    those whose flat index has the smallest priority, its :func:`~.scramble.mix64` (a
+    bottom-k sample): uniform, and the same rows whatever the chunks were and in whatever
+    grouping their partials merged, so a comparison shared across workers or streamed from
+    disk keeps exactly the rows of the one made in memory.
 
     Column 0 of every row is the element's flat index.  Merging appends groups of rows,
     cut back to ``cap`` once they hold half as many more, so a row is copied a bounded
@@ -179,7 +163,7 @@ class Sample:
 
     def _keyed(self) -> list[np.ndarray]:
         self.keys = [
-            _priority(rows[:, 0]) if key is None else key for rows, key in zip(self.groups, self.keys, strict=True)
+            mix64(rows[:, 0]) if key is None else key for rows, key in zip(self.groups, self.keys, strict=True)
         ]
         return self.keys  # type: ignore[return-value]
 
@@ -232,7 +216,7 @@ def _sample_of(cap: int, flat: np.ndarray, *columns: np.ndarray) -> Sample:
         return Sample()
     if n <= cap:
         return Sample(n, [np.column_stack([flat, *columns]).astype(np.float64, copy=False)], cap)
-    priority = _priority(flat)
+    priority = mix64(flat)
     keep = _smallest(priority, cap)
     rows = np.column_stack([flat[keep], *(c[keep] for c in columns)]).astype(np.float64, copy=False)
     return Sample(n, [rows], cap, int(priority[keep].max()), [priority[keep]])

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import bits
 from ..bits import Format
+from ..scramble import Stream
 
 FLAT_CAP = 1 << 14  # elements of the flat sample
 ALONG_CAP = 512  # indices kept along the axis of a slice view
@@ -71,7 +72,7 @@ class Pair:
     # Per axis, indices where the tolerance failed most (the fold's per-axis counts): a
     # long axis's slice view always holds them, so one wrong channel of 1024 is not missed.
     hot: dict[int, list[int]] = field(default_factory=dict)
-    _rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(SEED))
+    _rng: Stream = field(default_factory=lambda: Stream(SEED))
     _cache: dict = field(default_factory=dict)
 
     @property
@@ -91,7 +92,7 @@ class Pair:
         if not self.in_memory or not self.shape:
             return None
         n = self.n_elements
-        flat = np.arange(n) if n <= FLAT_CAP else np.unique(self._rng.integers(0, n, FLAT_CAP))
+        flat = self._rng.distinct(n, FLAT_CAP)
         index = np.unravel_index(flat, self.shape)
         return flat, self._values(self.a_store, index), self._values(self.b_store, index)  # type: ignore[arg-type]
 
@@ -118,7 +119,7 @@ class Pair:
             along = np.union1d(_spread(self.shape[axis], ALONG_CAP - len(hot)), hot)
         rest = tuple(n for k, n in enumerate(self.shape) if k != axis)
         size = math.prod(rest)
-        pos = np.arange(size) if size <= REST_CAP else np.sort(self._rng.choice(size, REST_CAP, replace=False))
+        pos = self._rng.distinct(size, REST_CAP)
         parts = list(np.unravel_index(pos, rest))
         index = [p[None, :] for p in parts]
         index.insert(axis, along[:, None])
@@ -133,7 +134,7 @@ class Pair:
         along = _spread(self.shape[axis], FIBRE_CAP)
         rest = tuple(n for k, n in enumerate(self.shape) if k != axis)
         size = math.prod(rest)
-        pos = np.arange(size) if size <= FIBRE_ROWS else np.sort(self._rng.choice(size, FIBRE_ROWS, replace=False))
+        pos = self._rng.distinct(size, FIBRE_ROWS)
         parts = list(np.unravel_index(pos, rest)) if rest else []
         index = [p[:, None] for p in parts]
         index.insert(axis, along[None, :])

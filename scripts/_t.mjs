@@ -1,0 +1,12 @@
+import { loadPyodide } from "pyodide";
+const dir = process.argv[2];
+const t0 = performance.now();
+const pyodide = await loadPyodide({ indexURL: dir, stdLibURL: dir + "python_stdlib.zip", lockFileURL: dir + "pyodide-lock.json" });
+const t1 = performance.now();
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+const t2 = performance.now();
+pyodide.runPython("import numpy");
+const t3 = performance.now();
+pyodide.runPython("import perpendis.service.bridge");
+const t4 = performance.now();
+console.log(`boot ${(t1-t0).toFixed(0)} loadPackage ${(t2-t1).toFixed(0)} numpy ${(t3-t2).toFixed(0)} bridge ${(t4-t3).toFixed(0)}`);
