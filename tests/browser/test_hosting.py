@@ -55,3 +55,14 @@ def test_first_visit_starts_and_compares_with_or_without_compression(page, conte
     request = {"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}, "options": {}}
     verdict = api.handle(request, {})["report"]["verdict"]
     expect(page.get_by_test_id("verdict")).to_have_text(re.compile(f"^{verdict}\\b", re.I), timeout=30_000)
+
+
+def test_a_first_visit_downloads_the_runtime_once_and_before_the_worker_asks(page, server):
+    # app/client.js preloads the WebAssembly; the worker's request must take that response
+    # (the HTTP cache), not download 10 MB again, and the preload must come first.
+    page.goto(server.url)
+    wait_until_ready(page)
+    asked = [line.split('"GET ', 1)[1].split(" ", 1)[0] for line in server.log_path.read_text().splitlines()
+             if '"GET ' in line]
+    assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
+    assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.js"), asked
