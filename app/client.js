@@ -109,12 +109,14 @@ export class CoreClient {
 }
 
 // The runtime's WebAssembly, the largest download of a first visit. The core's worker asks
-// for it only after three scripts in a row (worker.js, boot.js, pyodide.js): about 0.4 s in.
+// for it only after three scripts in a row (worker.js, boot.js, pyodide.js): about 0.5 s
+// into a first visit at 50 Mbit/s.
 const RUNTIME_WASM_URL = new URL("../pyodide/pyodide.asm.wasm", import.meta.url);
 
 /** On a first visit, starts the runtime's WebAssembly downloading at once. The worker's own
  * request for it then takes the same response from the HTTP cache, even while it is still
- * arriving: it is downloaded once. A first visit at 50 Mbit/s was ready 0.2 s sooner (bench A/B).
+ * arriving: it is downloaded once. A first visit at 50 Mbit/s was ready 0.23-0.38 s sooner (two
+ * A/Bs of 6 visits, README "Speed").
  * Not on a returning visit: the service worker then has every file, and would read it twice. */
 function preloadRuntime() {
   if (navigator.serviceWorker?.controller) return;
