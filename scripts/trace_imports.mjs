@@ -40,12 +40,16 @@ def origin(module):
     return (getattr(spec, "origin", None) or "") if spec else ""
 
 
-def named(name, source, is_package):
-    """Absolute module names the source imports, wherever the statement is."""
+def parsed(source):
+    """The module's syntax tree (empty for a source that does not parse)."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError):
-        return set()
+        return ast.Module(body=[], type_ignores=[])
+
+
+def named(name, tree, is_package):
+    """Absolute module names the module's tree imports, wherever the statement is."""
     package = name if is_package else name.rpartition(".")[0]
     names = set()
     for node in ast.walk(tree):
@@ -107,7 +111,7 @@ except BaseException as exc:
 
 for name in project:  # imported or not (one may need the page's JavaScript to import)
     source, is_package = source_of(name)
-    for imported in sorted(named(name, source, is_package) if source else ()):
+    for imported in sorted(named(name, parsed(source), is_package) if source else ()):
         attempt(imported)
 
 for encoding in sorted(ENCODINGS):
@@ -123,11 +127,8 @@ NUMPY_LAZY = {"numpy", "numpy._pytesttester"}
 
 def numpy_subpackages(name, source, is_package):
     """The NumPy subpackages (numpy.X) a module asks for: by an import anywhere in it, or as np.X."""
-    asked = {n for n in named(name, source, is_package) if n.startswith("numpy.")}
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = ast.Module(body=[], type_ignores=[])
+    tree = parsed(source)
+    asked = {n for n in named(name, tree, is_package) if n.startswith("numpy.")}
     asked.update(f"numpy.{node.attr}" for node in ast.walk(tree) if isinstance(node, ast.Attribute)
                  and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"))
     return {".".join(n.split(".")[:2]) for n in asked}
@@ -147,7 +148,7 @@ while todo := [name for name in list(sys.modules) if name not in numpy_scanned
         numpy_scanned.add(name)
         source, is_package = source_of(name)
         for sub in sorted(numpy_subpackages(name, source, is_package) if source else ()):
-            if sub not in sys.modules and is_module(sub):
+            if is_module(sub):
                 attempt(sub)
 
 scanned = set()
@@ -158,7 +159,7 @@ while todo := [name for name in list(sys.modules) if name not in scanned]:
         kind = "stdlib" if origin(module).startswith(STDLIB) else name.split(".")[0]
         if module is not None and kind in SCANNED:
             source, is_package = source_of(name)
-            for imported in sorted(named(name, source, is_package) if source else ()):
+            for imported in sorted(named(name, parsed(source), is_package) if source else ()):
                 attempt(imported)
 
 modules = sorted(name for name, m in sys.modules.items() if origin(m).startswith(STDLIB))
