@@ -77,6 +77,11 @@ class Server:
     log_path: Path
     httpd: ThreadingHTTPServer
 
+    def asked(self) -> list[str]:
+        """The paths of the GET requests the server has answered so far, in order (its log)."""
+        lines = self.log_path.read_text().splitlines()
+        return [line.split('"GET ', 1)[1].split(" ", 1)[0] for line in lines if '"GET ' in line]
+
     def stop(self) -> None:
         """Stop answering: afterwards connections to the origin are refused (safe to repeat)."""
         self.httpd.shutdown()

@@ -105,6 +105,10 @@ def test_paste(server, tmp_path):
         "bad": {**bad, "says": refused["error"]["message"]},
     }
     run_in_firefox("paste", server, spec, tmp_path)
+    # A first visit: app/client.js prefetches the runtime's WebAssembly, and the worker's own
+    # request must take that download, not fetch the 10 MB again.
+    asked = server.asked()
+    assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
 
 
 def test_file(server, tmp_path):

@@ -58,11 +58,10 @@ def test_first_visit_starts_and_compares_with_or_without_compression(page, conte
 
 
 def test_a_first_visit_downloads_the_runtime_once_and_before_the_worker_asks(page, server):
-    # app/client.js preloads the WebAssembly; the worker's request must take that response
-    # (the HTTP cache), not download 10 MB again, and the preload must come first.
+    # app/client.js prefetches the WebAssembly; the worker's request must take that response
+    # (the HTTP cache), not download 10 MB again, and the prefetch must come first.
     page.goto(server.url)
     wait_until_ready(page)
-    asked = [line.split('"GET ', 1)[1].split(" ", 1)[0] for line in server.log_path.read_text().splitlines()
-             if '"GET ' in line]
+    asked = server.asked()
     assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
     assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.js"), asked
