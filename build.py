@@ -138,6 +138,9 @@ SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 # writes the file list over this exact line of the source.
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
+# The one line of app/worker.js that build.py replaces by app/boot.js itself (inline_boot).
+BOOT_SCRIPT = "boot.js"
+BOOT_LINE = f'importScripts("{BOOT_SCRIPT}");'
 
 
 # Precompressed copies: a host sends ``name.br`` or ``name.gz`` for ``name`` to a browser that
@@ -727,6 +730,21 @@ def precompress(out: Path) -> list[tuple[str, int, int, int]]:
     return written
 
 
+def inline_boot(app: Path) -> None:
+    """Write ``app/boot.js`` into the core's worker (``app/worker.js``) in place of its
+    ``importScripts("boot.js")``. A classic worker loads an imported script synchronously,
+    so that line cost one round trip before Pyodide's own scripts were even asked for. Both
+    are classic scripts sharing one global scope, so the worker behaves the same. The fold
+    helpers (``fold_worker.js``), which start once the core is ready, keep importing it."""
+    worker = app / "worker.js"
+    source = worker.read_text()
+    if source.count(BOOT_LINE) != 1:
+        raise BuildError(f"app/worker.js must hold this line exactly once, for the build to inline {BOOT_SCRIPT}: "
+                         f"{BOOT_LINE}")
+    boot = (app / BOOT_SCRIPT).read_text()
+    worker.write_text(source.replace(BOOT_LINE, f"// app/{BOOT_SCRIPT}, inlined by build.py:\n{boot}"))
+
+
 def build(out: Path, pyodide_dist: Path | None = None) -> None:
     """Write the whole site to ``out`` (replaced): a half-old dist would hide build bugs."""
     if not (ROOT / "index.html").is_file():
@@ -736,6 +754,7 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     out.mkdir(parents=True)
     shutil.copyfile(ROOT / "index.html", out / "index.html")
     shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
+    inline_boot(out / "app")
     immutable = build_pyodide(out / "pyodide", pyodide_dist)
     write_service_worker(out, {Path("pyodide", name) for name in immutable})
     packed = precompress(out)

@@ -3,6 +3,7 @@
 // Protocol: docs/contracts.md, "Worker protocol". A classic worker, because Pyodide 0.27
 // loads its runtime with importScripts.
 
+// build.py writes app/boot.js itself over the next line (inline_boot): one request fewer.
 importScripts("boot.js");
 
 // Long pasted texts travel as UTF-8 bytes: Pyodide turns a JS string into a Python str

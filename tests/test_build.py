@@ -698,3 +698,20 @@ def test_every_fixture_is_read_in_the_trimmed_runtime_without_a_left_out_import(
     assert sum(answer == "ok" for answer in answers.values()) > 100, answers
     assert not [line for line in outcome["printed"] if "build.py left it out" in line], outcome["printed"]
     assert not [a for a in answers.values() if "internal error" in a or "No module named" in a], answers
+
+
+def test_the_core_worker_has_boot_js_inlined_and_the_helpers_still_import_it(site: Path):
+    worker = (site / "app" / "worker.js").read_text()
+    boot = (build.ROOT / "app" / "boot.js").read_text()
+    assert build.BOOT_LINE in (build.ROOT / "app" / "worker.js").read_text()
+    assert build.BOOT_LINE not in worker
+    assert boot in worker
+    assert build.BOOT_LINE in (site / "app" / "fold_worker.js").read_text()
+    assert (site / "app" / "boot.js").read_text() == boot
+
+
+def test_a_core_worker_without_the_boot_line_stops_the_build(tmp_path: Path):
+    (tmp_path / "worker.js").write_text("// importScripts moved\n")
+    (tmp_path / "boot.js").write_text("// boot\n")
+    with pytest.raises(build.BuildError, match=re.escape(build.BOOT_LINE)):
+        build.inline_boot(tmp_path)
