@@ -86,9 +86,10 @@ TRACE_SCRIPT = ROOT / "scripts" / "trace_imports.mjs"
 # a codec named at run time, `encodings.<name>`). `pyodide`, `_pyodide`: Pyodide's
 # JavaScript calls into them by name.
 STDLIB_KEEP = ("pyodide", "_pyodide")
-# NumPy subpackages (numpy.X) kept besides those the trace finds. NumPy imports a subpackage
-# on first attribute access (np.fft), so a use the trace misses (a name built at run time)
-# says "build.py left it out" on the page's console: add the X here.
+# NumPy subpackages (numpy.X) and extension modules (numpy.X.Y, of a kept X) kept besides
+# those the trace finds, named without "numpy.". NumPy imports a subpackage on first
+# attribute access (np.fft), so a use the trace misses (a name built at run time) says
+# "build.py left it out" on the page's console, naming what to add here.
 NUMPY_KEEP: tuple[str, ...] = ()
 # Written into the trimmed standard library: the guard (imported by `site` at every start)
 # and the names of the modules left out, which it reads only when an import misses.
@@ -114,8 +115,8 @@ class LeftOutByBuild:
             return None
         if name.partition(".")[0] == "numpy":
             message = (f"No module named {{name!r}}: build.py left it out of the NumPy wheel served to this page, "
-                       "since no import or use of it was traced from perpendis; add it to NUMPY_KEEP in build.py "
-                       "and build again")
+                       f"since no import or use of it was traced from perpendis; add {{name.partition('.')[2]!r}} "
+                       "to NUMPY_KEEP in build.py and build again")
         elif name.partition(".")[0] == "{PROJECT_PACKAGE}":
             message = (f"No module named {{name!r}}: build.py left it out of the {PROJECT_PACKAGE} wheel served to "
                        "this page, since no import reaches it from the modules the page's scripts call; "
@@ -472,7 +473,11 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
     subpackages = untraced_subpackages(numpy_wheel, "numpy", trace["numpy"] | set(NUMPY_KEEP))
     report(f"NumPy subpackages nothing imports ({', '.join(subpackages)})",
            rewrite_zip(numpy_wheel, lambda name, _: not in_subpackage(name, "numpy", subpackages)))
-    trim_stdlib(out / "python_stdlib.zip", trace["stdlib"], [*unreachable, *(f"numpy.{s}" for s in subpackages)])
+    extensions = untraced_extensions(numpy_wheel, trace["extensions"] | {f"numpy.{k}" for k in NUMPY_KEEP})
+    report(f"NumPy extension modules nothing imports ({', '.join(extensions)})",
+           rewrite_zip(numpy_wheel, lambda name, _: extension_module(name) not in extensions))
+    trim_stdlib(out / "python_stdlib.zip", trace["stdlib"],
+                [*unreachable, *(f"numpy.{s}" for s in subpackages), *extensions])
     report("NumPy's .py sources beside bytecode, headers, stubs, its RECORD",
            rewrite_zip(numpy_wheel, numpy_needs, rename=sourceless_place))
     write_lock(out, lock["info"], served)
@@ -566,8 +571,9 @@ def module_of(member: str) -> str:
 
 def import_trace(out: Path, cache: Path = CACHE / "trace") -> dict[str, set[str]]:
     """What the page can import (``scripts/trace_imports.mjs`` on the built runtime in ``out``):
-    ``stdlib``, the standard-library modules, and ``numpy``, the names X of the modules
-    numpy.X; cached by the hash of everything the trace reads."""
+    ``stdlib``, the standard-library modules, ``numpy``, the names X of the modules numpy.X,
+    and ``extensions``, NumPy's extension modules loaded (dotted names); cached by the hash
+    of everything the trace reads."""
     key = hashlib.sha256()
     for path in sorted(out.iterdir()):
         if path.suffix in (".zip", ".whl", ".json"):
@@ -586,11 +592,12 @@ def import_trace(out: Path, cache: Path = CACHE / "trace") -> dict[str, set[str]
         cache.mkdir(parents=True, exist_ok=True)
         cached.write_text(lines[-1])
     trace = json.loads(cached.read_text())
-    modules, numpy_names = set(trace["modules"]), set(trace["numpy"])
-    if "perpendis" in modules or len(modules) < 50 or not {"_core", "lib"} <= numpy_names:
+    modules, numpy_names, extensions = set(trace["modules"]), set(trace["numpy"]), set(trace["extensions"])
+    if ("perpendis" in modules or len(modules) < 50 or not {"_core", "lib"} <= numpy_names
+            or "numpy._core._multiarray_umath" not in extensions):
         raise BuildError(f"the import trace looks wrong ({len(modules)} standard-library modules, NumPy's "
-                         f"{sorted(numpy_names)}): delete {cached}")
-    return {"stdlib": modules, "numpy": numpy_names}
+                         f"{sorted(numpy_names)}, extensions {sorted(extensions)}): delete {cached}")
+    return {"stdlib": modules, "numpy": numpy_names, "extensions": extensions}
 
 
 def in_subpackage(member: str, package: str, subpackages: Iterable[str]) -> bool:
@@ -606,6 +613,23 @@ def untraced_subpackages(wheel: Path, package: str, traced: set[str]) -> list[st
     inits = {name.split("/")[1] for name in names if name.startswith(f"{package}/") and name.count("/") == 2
              and name.endswith(("/__init__.py", "/__init__.pyc"))}
     return sorted(inits - traced)
+
+
+def extension_module(member: str) -> str | None:
+    """The dotted name of the extension module a wheel member is (``a/b.cpython-312-...so``
+    is ``a.b``), or None for any other member."""
+    if not member.endswith(".so"):
+        return None
+    head, _, tail = member.rpartition("/")
+    return f"{head}/{tail.partition('.')[0]}".replace("/", ".")
+
+
+def untraced_extensions(wheel: Path, traced: set[str]) -> list[str]:
+    """The extension modules of the wheel not in ``traced``. Pyodide compiles every shared
+    library of a wheel when it installs it, whether or not anything imports it."""
+    with zipfile.ZipFile(wheel) as archive:
+        found = {extension_module(name) for name in archive.namelist()} - {None}
+    return sorted(found - traced)
 
 
 def kept_in_stdlib(module: str, traced: set[str]) -> bool:

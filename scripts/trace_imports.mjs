@@ -16,7 +16,8 @@
 //      library are left out by default (they would keep unittest, doctest, pdb, email and
 //      http for np.info and np.testing); one the page ever makes meets build.py's guard.
 // Prints one JSON object: {"modules": [standard-library module names], "numpy": [the names X
-// of the loaded modules numpy.X], "failed": [...]}.
+// of the loaded modules numpy.X], "extensions": [NumPy's loaded extension modules, dotted],
+// "failed": [...]}.
 //
 // Usage: node scripts/trace_imports.mjs DIST/pyodide/ [SCANNED, comma-separated]
 
@@ -164,7 +165,8 @@ while todo := [name for name in list(sys.modules) if name not in scanned]:
 
 modules = sorted(name for name, m in sys.modules.items() if origin(m).startswith(STDLIB))
 numpy_names = sorted({name.split(".")[1] for name in sys.modules if name.startswith("numpy.")})
-json.dumps({"modules": modules, "numpy": numpy_names, "failed": sorted(failed)})
+extensions = sorted(name for name, m in sys.modules.items() if name.startswith("numpy.") and origin(m).endswith(".so"))
+json.dumps({"modules": modules, "numpy": numpy_names, "extensions": extensions, "failed": sorted(failed)})
 `;
 
 const dir = process.argv[2];

@@ -85,18 +85,22 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     assert "numpy/__init__.pyc" in added and "numpy/__init__.py" in dropped
     assert all(member.endswith(".pyc") and member[:-1] in dropped for member in added)
     unused = (".py", *build.NUMPY_UNUSED_SUFFIXES, build.WHEEL_RECORD)
-    subpackages = left_out_numpy_subpackages(site)
+    subpackages, left_out = left_out_numpy_subpackages(site), left_out_of_numpy(site)
     assert all(member.endswith(unused) or build.in_subpackage(member, "numpy", subpackages)
-               for member in dropped), dropped
+               or build.extension_module(member) in left_out for member in dropped), dropped
     assert not [member for member in after_names if member.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
     assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in kept
 
 
+def left_out_of_numpy(site: Path) -> set[str]:
+    """The modules of NumPy (dotted) that the served standard library lists as left out."""
+    with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
+        return {name for name in stdlib.read(build.TRIMMED_LIST).decode().split() if name.startswith("numpy.")}
+
+
 def left_out_numpy_subpackages(site: Path) -> set[str]:
     """The X of the subpackages numpy.X that the served standard library lists as left out."""
-    with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
-        listed = stdlib.read(build.TRIMMED_LIST).decode().split()
-    return {name.removeprefix("numpy.") for name in listed if name.startswith("numpy.")}
+    return {name.removeprefix("numpy.") for name in left_out_of_numpy(site) if name.count(".") == 1}
 
 
 def test_numpy_keeps_the_subpackages_perpendis_uses_and_leaves_out_the_rest(site: Path):
@@ -115,6 +119,32 @@ def test_numpy_keeps_the_subpackages_perpendis_uses_and_leaves_out_the_rest(site
     assert left_out <= subpackages(original)
     assert not left_out & subpackages(served)
     assert "numpy/fft/_pocketfft_umath.cpython-312-wasm32-emscripten.so" in original
+
+
+def test_numpy_keeps_the_extension_modules_it_loads_and_leaves_out_the_rest(site: Path):
+    name = official_lock()["packages"]["numpy"]["file_name"]
+    with zipfile.ZipFile(build.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
+        original = {build.extension_module(member) for member in before.namelist()} - {None}
+        served = {build.extension_module(member) for member in after.namelist()} - {None}
+    listed = left_out_of_numpy(site)
+    # `import numpy` loads the first two (numpy.linalg through numpy.matrixlib) and, through
+    # add_newdoc, the third; nothing loads LAPACK's lite wrapper or the test modules.
+    assert {"numpy._core._multiarray_umath", "numpy.linalg._umath_linalg", "numpy._core._multiarray_tests"} <= served
+    left_out = {"numpy.linalg.lapack_lite", "numpy._core._rational_tests", "numpy._core._umath_tests"}
+    assert left_out <= original - served
+    assert left_out <= listed  # the guard names them
+
+
+def test_extension_modules_of_a_wheel_are_named_by_their_dotted_path(tmp_path: Path):
+    wheel = write_package(tmp_path / "pkg-1.0-cp312-cp312-pyodide_2024_0_wasm32.whl", {
+        "pkg/__init__.py": "",
+        "pkg/_used.cpython-312-wasm32-emscripten.so": "",
+        "pkg/sub/_unused.cpython-312-wasm32-emscripten.so": "",
+        "pkg/sub/module.py": "",
+    })
+    assert build.extension_module("pkg/sub/_unused.cpython-312-wasm32-emscripten.so") == "pkg.sub._unused"
+    assert build.extension_module("pkg/sub/module.py") is None
+    assert build.untraced_extensions(wheel, {"pkg._used"}) == ["pkg.sub._unused"]
 
 
 def test_subpackages_of_a_wheel_are_told_apart_from_its_modules(tmp_path: Path):
@@ -637,6 +667,8 @@ console.log(JSON.stringify({ caught, printed }));
     # NumPy imports a subpackage on first attribute access.
     ("import numpy\nnumpy.fft.rfft([1.0])", "numpy.fft", "NumPy wheel served to this page", "NUMPY_KEEP"),
     ("from numpy.polynomial import Polynomial", "numpy.polynomial", "NumPy wheel served to this page", "NUMPY_KEEP"),
+    # An extension module: Pyodide would compile it at every start, used or not.
+    ("import numpy.linalg.lapack_lite", "numpy.linalg.lapack_lite", "NumPy wheel served to this page", "NUMPY_KEEP"),
 ])
 def test_an_import_of_a_module_left_out_of_a_served_wheel_fails_naming_it(
         site: Path, statement: str, name: str, served_as: str, keep: str | None):
@@ -650,7 +682,7 @@ def test_an_import_of_a_module_left_out_of_a_served_wheel_fails_naming_it(
     assert missed == name
     assert f"'{name}'" in message and served_as in message
     assert "STDLIB_KEEP" not in message
-    assert keep is None or f"{keep} in build.py" in message
+    assert keep is None or f"add {name.partition('.')[2]!r} to {keep} in build.py" in message
     assert any(f"'{name}'" in line for line in outcome["printed"]), outcome
 
 
