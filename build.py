@@ -18,11 +18,12 @@ nor any module of perpendis imports (traced by ``scripts/trace_imports.mjs``), t
 standard library's and NumPy's ``.py`` sources where bytecode is shipped (perpendis keeps
 its sources, for readable tracebacks), NumPy's tests and its C headers, stubs and static
 libraries, NumPy's subpackages that nothing imports or uses as ``np.X`` (``f2py``, ``fft``,
-``polynomial``, ``testing``...), and the modules of perpendis that no import reaches from
+``polynomial``, ``testing``...) and the extension modules nothing loads (``linalg.lapack_lite``,
+the test modules), and the modules of perpendis that no import reaches from
 those the page's scripts call (``pyimport("perpendis....")``): the command line, the pytest
 plugin and the like. An import of a left-out module fails naming it (``sitecustomize`` in
 the trimmed standard library); ``STDLIB_KEEP`` and ``NUMPY_KEEP`` list what to keep besides
-the trace.
+the trace. The core's worker gets ``app/boot.js`` written into it rather than importing it.
 
 Usage: ``python build.py [--pyodide-dist DIR] [--out DIR]``. Downloads are cached in
 ``.cache/`` so a second build makes no network call.
@@ -473,7 +474,7 @@ def build_pyodide(out: Path, pyodide_dist: Path | None) -> set[str]:
     subpackages = untraced_subpackages(numpy_wheel, "numpy", trace["numpy"] | set(NUMPY_KEEP))
     report(f"NumPy subpackages nothing imports ({', '.join(subpackages)})",
            rewrite_zip(numpy_wheel, lambda name, _: not in_subpackage(name, "numpy", subpackages)))
-    extensions = untraced_extensions(numpy_wheel, trace["extensions"] | {f"numpy.{k}" for k in NUMPY_KEEP})
+    extensions = untraced_extensions(numpy_wheel, trace["extensions"], {f"numpy.{k}" for k in NUMPY_KEEP})
     report(f"NumPy extension modules nothing imports ({', '.join(extensions)})",
            rewrite_zip(numpy_wheel, lambda name, _: extension_module(name) not in extensions))
     trim_stdlib(out / "python_stdlib.zip", trace["stdlib"],
@@ -624,12 +625,15 @@ def extension_module(member: str) -> str | None:
     return f"{head}/{tail.partition('.')[0]}".replace("/", ".")
 
 
-def untraced_extensions(wheel: Path, traced: set[str]) -> list[str]:
-    """The extension modules of the wheel not in ``traced``. Pyodide compiles every shared
-    library of a wheel when it installs it, whether or not anything imports it."""
+def untraced_extensions(wheel: Path, traced: set[str], kept: Iterable[str] = ()) -> list[str]:
+    """The extension modules of the wheel neither in ``traced`` nor named by ``kept``, itself
+    or by a package it lies in (a subpackage kept whole keeps its extension modules). Pyodide
+    compiles every shared library of a wheel when it installs it, whether or not anything
+    imports it."""
     with zipfile.ZipFile(wheel) as archive:
         found = {extension_module(name) for name in archive.namelist()} - {None}
-    return sorted(found - traced)
+    prefixes = tuple(f"{name}." for name in kept)
+    return sorted(m for m in found - traced - set(kept) if not m.startswith(prefixes))
 
 
 def kept_in_stdlib(module: str, traced: set[str]) -> bool:

@@ -109,20 +109,17 @@ export class CoreClient {
 }
 
 // The runtime's WebAssembly, the largest download of a first visit. The core's worker asks
-// for it only after three scripts in a row (worker.js, boot.js, pyodide.js): about 0.5 s
-// into a first visit at 50 Mbit/s.
+// for it only after two scripts in a row (worker.js, into which build.py writes boot.js, then
+// pyodide.js): 0.38-0.45 s into a first visit at 50 Mbit/s, in three waterfalls.
 const RUNTIME_WASM_URL = new URL("../pyodide/pyodide.asm.wasm", import.meta.url);
 
 /** On a first visit, starts the runtime's WebAssembly downloading at once. The worker's own
  * request for it then takes the same response from the HTTP cache, even while it is still
- * arriving: it is downloaded once. A first visit at 50 Mbit/s was ready 0.23-0.38 s sooner (two
- * A/Bs of 6 visits, README "Speed").
- * A prefetch, not a preload: a preload hands the whole 10 MB body to this thread, which then
- * spent 55 ms in one task on it; a prefetch only fills the HTTP cache. In one trace of each,
- * this thread's tasks up to ready took 616 ms with the preload and 424 ms with the prefetch,
- * time the core's start shares the two cores with.
+ * arriving: it is downloaded once (tests/browser/test_hosting.py). A prefetch, not a preload:
+ * a preload hands the whole 10 MB body to this thread, one 55 ms task on the two cores the
+ * core's start needs; a prefetch only fills the HTTP cache (README, "Speed").
  * Not on a returning visit: the service worker then has every file, and would read it twice. */
-function preloadRuntime() {
+function prefetchRuntime() {
   if (navigator.serviceWorker?.controller) return;
   const link = document.createElement("link");
   link.rel = "prefetch";
@@ -130,7 +127,7 @@ function preloadRuntime() {
   document.head.append(link);
 }
 
-preloadRuntime();
+prefetchRuntime();
 
 /** The one client of the page, started on import. */
 export const core = new CoreClient();

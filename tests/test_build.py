@@ -145,6 +145,8 @@ def test_extension_modules_of_a_wheel_are_named_by_their_dotted_path(tmp_path: P
     assert build.extension_module("pkg/sub/_unused.cpython-312-wasm32-emscripten.so") == "pkg.sub._unused"
     assert build.extension_module("pkg/sub/module.py") is None
     assert build.untraced_extensions(wheel, {"pkg._used"}) == ["pkg.sub._unused"]
+    assert build.untraced_extensions(wheel, {"pkg._used"}, kept=["pkg.sub"]) == []  # kept whole
+    assert build.untraced_extensions(wheel, set(), kept=["pkg.sub._unused"]) == ["pkg._used"]
 
 
 def test_subpackages_of_a_wheel_are_told_apart_from_its_modules(tmp_path: Path):
