@@ -673,9 +673,6 @@ def write_service_worker(out: Path, immutable: set[Path]) -> None:
     integrity hash. Its cache name is a hash of that list, so any rebuilt file makes a new
     cache (and the browser a new install), while an identical rebuild changes nothing."""
     source = SERVICE_WORKER.read_text()
-    if source.count(SERVICE_WORKER_FILES_LINE) != 1:
-        raise BuildError(f"app/sw.js must hold this line exactly once, for the build to fill in: "
-                         f"{SERVICE_WORKER_FILES_LINE}")
     files = [
         {
             "path": path.relative_to(out).as_posix(),
@@ -687,7 +684,15 @@ def write_service_worker(out: Path, immutable: set[Path]) -> None:
     ]
     version = sha256_of((json.dumps(files) + source).encode())[:16]
     line = f"const BUILD = {json.dumps({'version': version, 'files': files}, indent=1)};"
-    (out / "sw.js").write_text(source.replace(SERVICE_WORKER_FILES_LINE, line))
+    (out / "sw.js").write_text(replace_line(source, SERVICE_WORKER_FILES_LINE, line, "app/sw.js", "fill in"))
+
+
+def replace_line(source: str, line: str, text: str, where: str, purpose: str) -> str:
+    """``source`` with its one ``line`` replaced by ``text``: a script the build writes into.
+    A ``BuildError`` names the line when it is not there exactly once (edited without the build)."""
+    if source.count(line) != 1:
+        raise BuildError(f"{where} must hold this line exactly once, for the build to {purpose}: {line}")
+    return source.replace(line, text)
 
 
 def packed_by_content(data: bytes, cache: Path, pack: Callable[[bytes], bytes]) -> bytes:
@@ -765,12 +770,9 @@ def inline_boot(app: Path) -> None:
     are classic scripts sharing one global scope, so the worker behaves the same. The fold
     helpers (``fold_worker.js``), which start once the core is ready, keep importing it."""
     worker = app / "worker.js"
-    source = worker.read_text()
-    if source.count(BOOT_LINE) != 1:
-        raise BuildError(f"app/worker.js must hold this line exactly once, for the build to inline {BOOT_SCRIPT}: "
-                         f"{BOOT_LINE}")
     boot = (app / BOOT_SCRIPT).read_text()
-    worker.write_text(source.replace(BOOT_LINE, f"// app/{BOOT_SCRIPT}, inlined by build.py:\n{boot}"))
+    worker.write_text(replace_line(worker.read_text(), BOOT_LINE, f"// app/{BOOT_SCRIPT}, inlined by build.py:\n{boot}",
+                                   "app/worker.js", f"inline {BOOT_SCRIPT}"))
 
 
 def build(out: Path, pyodide_dist: Path | None = None) -> None:
