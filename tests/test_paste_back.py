@@ -4,6 +4,7 @@ pass passes in its own library, and the reproducing line fails (differential, no
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import ml_dtypes
@@ -96,8 +97,21 @@ def test_a_rounding_pair_gets_a_passing_assert_same():
     assert report.to_dict()["paste_back"] == paste_back(report)
 
 
-@pytest.mark.parametrize("x", [1e-300, 2.5e-8, 0.1, 1.0, 3.14159, 123456.0, 9.999e5])
+@pytest.mark.parametrize("x", [5e-324, 2.2e-310, 1e-300, 2.5e-8, 0.1, 1.0, 3.14159, 123456.0, 9.999e5])
 def test_number_up_never_prints_below(x):
     text = number_up(x)
     assert float(text) >= x
     assert float(text) <= x * 1.01
+
+
+def test_a_subnormal_tolerance_is_printed_not_a_crash():
+    # Zero against the smallest float64 needs atol = 5e-324, whose scale 10.0**-326 is 0.0:
+    # the report used to fail with a ZeroDivisionError (found by test_stream's property).
+    actual, expected = np.array(0.0), np.array(5e-324)
+    report = compare(actual, expected)
+    lines = report.to_dict()["paste_back"]
+    assert lines == paste_back(report)
+    assert lines[0]["passes"], lines
+    atol, rtol = (float(v) for v in re.search(r"atol=([^,]+), rtol=([^)]+)\)", lines[0]["code"]).groups())
+    assert 0 < atol < 1e-320
+    perpendis.assert_same(actual, expected, atol=atol, rtol=rtol)  # the printed line passes

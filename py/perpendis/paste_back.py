@@ -17,6 +17,7 @@ three significant digits rounded *up*, so the printed number never falls below t
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,14 +29,20 @@ if TYPE_CHECKING:
 _TOLERANCE_KINDS = frozenset({"tolerance", "region"})
 
 
+# Below the mantissa's next integer by less than this, x counts as on it (x = 5.91e-08 prints
+# as 5.91e-08, not 5.92e-08, though the float is a hair above).
+_SLACK = Decimal("1e-9")
+
+
 def number_up(x: float) -> str:
     """``x`` in at most three significant digits, rounded up so that ``float(text) >= x``."""
     if x == 0:
         return "0"
     exponent = math.floor(math.log10(x)) - 2
-    mantissa = math.ceil(x / 10.0**exponent - 1e-9)
+    # Scaled by Decimal, exactly: 10.0**exponent is 0.0 below about 1e-323 (a subnormal x).
+    mantissa = math.ceil(Decimal(x).scaleb(-exponent) - _SLACK)
     for step in range(3):
-        text = f"{(mantissa + step) * 10.0**exponent:.3g}"
+        text = f"{float(Decimal(mantissa + step).scaleb(exponent)):.3g}"
         if float(text) >= x:
             return text
     return repr(x)
