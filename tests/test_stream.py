@@ -123,6 +123,10 @@ def pairs(draw):
     ),
     chunk=2,
 )
+# A all zeros, B one subnormal: in memory, "A ≈ B × 0" (scale), which a stream cannot see, and
+# with it the assert_same paste-back line (found on fresh clones, where Hypothesis draws anew).
+@example(pair=(np.zeros((2, 8), np.float16), np.array([[6e-08] + [0] * 7, [0] * 8], np.float16)), chunk=CHUNK)
+@example(pair=(np.zeros(8, np.complex64), np.array([1e-45] + [0] * 7, np.complex64)), chunk=CHUNK)
 def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
     a, b = pair
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +142,11 @@ def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
     if _sees_layout(expected):
         # The structure tests that read the arrays' layout run in memory only
         # (docs/signatures.md): everything but their findings and what follows from them agrees.
+        # Of the paste-back lines, assert_same's follows from the findings (a structural one
+        # makes it raise at any tolerance); numpy's and torch's follow from the tolerance alone.
         got, expected = ({k: v for k, v in d.items() if k not in judged} for d in (got, expected))
+        got["paste_back"], expected["paste_back"] = (
+            [line for line in d["paste_back"] if line["what"] != "assert_same"] for d in (got, expected))
     if chunk == CHUNK:
         assert got == expected
     else:
