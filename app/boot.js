@@ -11,14 +11,30 @@ const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 // against 4.18-4.57 s, at 20 Mbit/s 5.28-5.60 s against 6.15-6.44 s.
 const PACKAGES = ["numpy", "perpendis"];
 
+// build.py writes app/archives.js itself over the next line, as it writes this script into
+// the core's worker: a classic worker's importScripts is a round trip before the next line.
+importScripts("archives.js");
+
+// Pyodide fetches its standard library and the wheels through the global fetch, and takes
+// no fetch of its own: the archives go through fetchArchive (app/archives.js).
+self.fetch = (input, init) => (isArchive(input) ? fetchArchive(input, init) : networkFetch(input, init));
+
 importScripts(PYODIDE_URL + "pyodide.js");
 
-self.bootPython = () =>
-  loadPyodide({
+self.bootPython = async () => {
+  const pyodide = await loadPyodide({
     indexURL: PYODIDE_URL,
     lockFileURL: PYODIDE_URL + "pyodide-lock.json",
     packages: PACKAGES,
   });
+  // Pyodide logs a package it could not load and goes on without it: say which, and why.
+  const missing = PACKAGES.filter((name) => !(name in pyodide.loadedPackages));
+  if (missing.length > 0) {
+    const why = archiveFailures.join("; ") || "the browser's console says why";
+    throw new Error(`${missing.join(" and ")} could not be loaded: ${why}`);
+  }
+  return pyodide;
+};
 
 // Made-up comparisons (perpendis.api.warm_up, 1 M elements each) run once Python is up, so
 // the browser has optimised NumPy's hot loops before the user's first big comparison: fresh

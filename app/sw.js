@@ -14,6 +14,9 @@
 
 const BUILD = { version: "unbuilt", files: [] }; // build.py: files
 
+// fetchArchive: the zip archives, from their gzip'd copies when the host compresses nothing.
+importScripts("app/archives.js");
+
 const CACHE_PREFIX = "perpendis-";
 const CACHE = CACHE_PREFIX + BUILD.version;
 // Past this wait for response headers the network counts as down (a captive portal or a
@@ -66,7 +69,8 @@ async function precache() {
       // The integrity check rejects bytes of another build (deployed since this sw.js was
       // fetched): installing then fails, and the next visit installs the right build.
       // Immutable files may come from the HTTP cache (the page has just loaded them).
-      const response = await fetch(url, { integrity: file.integrity, cache: file.immutable ? "default" : "no-cache" });
+      const init = { integrity: file.integrity, cache: file.immutable ? "default" : "no-cache" };
+      const response = await (isArchive(url) ? fetchArchive(url, init) : fetch(url, init));
       if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
       await cache.put(url, response);
     }),
@@ -78,7 +82,7 @@ async function cached(key) {
 }
 
 async function networkFirst(key, request) {
-  const network = fetch(request);
+  const network = isArchive(key) ? fetchArchive(key, { integrity: request.integrity }) : fetch(request);
   network.catch(() => {}); // answered from the cache, a late failure is nobody's concern
   let response = null;
   try {

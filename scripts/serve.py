@@ -108,6 +108,13 @@ class CountingServer(ThreadingHTTPServer):
         with self._lock:
             self.bytes_sent += n
 
+    def handle_error(self, request, client_address) -> None:
+        """A browser that stops reading a response resets the connection: the page does that
+        to an archive a plain host (``--plain``) sends whole (``app/archives.js``). Not an
+        error of the server's; anything else is still printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class Handler(SimpleHTTPRequestHandler):
     extensions_map: ClassVar[dict[str, str]] = {

@@ -16,6 +16,7 @@ import sys
 import threading
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
 
 import brotli
@@ -448,7 +449,6 @@ def test_precompressed_copies_are_only_of_files_they_shrink(site: Path):
         original = copy.with_name(copy.name.removesuffix(build.GZIP_SUFFIX))
         assert gzip.decompress(copy.read_bytes()) == original.read_bytes(), copy
         assert copy.stat().st_size <= build.PRECOMPRESS_MAX_RATIO * original.stat().st_size
-    assert not (site / "pyodide" / "python_stdlib.zip.gz").exists(), "a zip is already compressed"
     brotlied = list(site.rglob("*" + build.BROTLI_SUFFIX))
     assert site / "pyodide" / "pyodide.asm.wasm.br" in brotlied
     for copy in brotlied:
@@ -456,6 +456,34 @@ def test_precompressed_copies_are_only_of_files_they_shrink(site: Path):
         assert brotli.decompress(copy.read_bytes()) == original.read_bytes(), copy
         beside = original.with_name(original.name + build.GZIP_SUFFIX)
         assert copy.stat().st_size < beside.stat().st_size, "a Brotli copy is written only beside a bigger gzip'd one"
+
+
+def test_the_served_archives_are_stored_and_compressed_whole(site: Path):
+    archives = [*sorted((site / "pyodide").glob("*.whl")), site / "pyodide" / "python_stdlib.zip"]
+    assert len(archives) == 3, archives
+    for archive in archives:
+        with zipfile.ZipFile(archive) as opened:
+            assert {info.compress_type for info in opened.infolist()} == {zipfile.ZIP_STORED}, archive
+            deflated = sum(len(zlib.compress(opened.read(info), 9)) for info in opened.infolist())
+        # The page reads the .gz copy from a host that compresses nothing (app/archives.js).
+        copies = {suffix: archive.with_name(archive.name + suffix) for suffix in build.PRECOMPRESSED_SUFFIXES}
+        assert gzip.decompress(copies[build.GZIP_SUFFIX].read_bytes()) == archive.read_bytes(), archive
+        # Whole, Brotli finds what members share: smaller than deflating them one by one.
+        assert copies[build.BROTLI_SUFFIX].stat().st_size < 0.8 * deflated, archive
+
+
+def test_store_uncompressed_keeps_every_member_and_its_date(tmp_path: Path):
+    path = tmp_path / "a.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("pkg/__init__.py", date_time=(2024, 5, 6, 7, 8, 10)), b"x = 1\n" * 100)
+        archive.writestr("pkg/data.bin", bytes(range(256)) * 10)
+    build.store_uncompressed(path)
+    with zipfile.ZipFile(path) as archive:
+        assert [info.compress_type for info in archive.infolist()] == [zipfile.ZIP_STORED] * 2
+        assert archive.read("pkg/__init__.py") == b"x = 1\n" * 100
+        assert archive.read("pkg/data.bin") == bytes(range(256)) * 10
+        assert archive.getinfo("pkg/__init__.py").date_time == (2024, 5, 6, 7, 8, 10)
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_precompressing_again_leaves_no_stale_copy(site: Path, tmp_path: Path):
@@ -734,18 +762,22 @@ def test_every_fixture_is_read_in_the_trimmed_runtime_without_a_left_out_import(
     assert not [a for a in answers.values() if "internal error" in a or "No module named" in a], answers
 
 
-def test_the_core_worker_has_boot_js_inlined_and_the_helpers_still_import_it(site: Path):
-    worker = (site / "app" / "worker.js").read_text()
-    boot = (build.ROOT / "app" / "boot.js").read_text()
-    assert build.BOOT_LINE in (build.ROOT / "app" / "worker.js").read_text()
-    assert build.BOOT_LINE not in worker
-    assert boot in worker
-    assert build.BOOT_LINE in (site / "app" / "fold_worker.js").read_text()
-    assert (site / "app" / "boot.js").read_text() == boot
+def test_the_core_worker_holds_boot_js_and_archives_js_and_the_helpers_import_them(site: Path):
+    app, source = site / "app", build.ROOT / "app"
+    worker, boot, archives = ((app / name).read_text() for name in ("worker.js", "boot.js", "archives.js"))
+    boot_line, archives_line = build.import_line("boot.js"), build.import_line("archives.js")
+    assert boot_line in (source / "worker.js").read_text()
+    assert archives_line in (source / "boot.js").read_text()
+    assert boot_line not in worker and archives_line not in worker
+    assert archives == (source / "archives.js").read_text()
+    assert archives in boot and boot in worker
+    assert boot_line in (app / "fold_worker.js").read_text()
+    assert 'importScripts("app/archives.js");' in (site / "sw.js").read_text()
 
 
-def test_a_core_worker_without_the_boot_line_stops_the_build(tmp_path: Path):
+def test_a_script_without_its_import_line_stops_the_build(tmp_path: Path):
+    (tmp_path / "boot.js").write_text(f"{build.import_line('archives.js')}\n// boot\n")
+    (tmp_path / "archives.js").write_text("// archives\n")
     (tmp_path / "worker.js").write_text("// importScripts moved\n")
-    (tmp_path / "boot.js").write_text("// boot\n")
-    with pytest.raises(build.BuildError, match=re.escape(build.BOOT_LINE)):
-        build.inline_boot(tmp_path)
+    with pytest.raises(build.BuildError, match=re.escape(build.import_line("boot.js"))):
+        build.inline_scripts(tmp_path)

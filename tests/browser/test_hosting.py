@@ -4,7 +4,10 @@ and one that ignores them serves every file at full size, and the page works the
 
 from __future__ import annotations
 
+import functools
+import gzip
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +36,11 @@ def server(request, site: Path, tmp_path: Path) -> Iterator[Server]:
         running.stop()
 
 
+def archives(site: Path) -> list[str]:
+    """The paths of the site's zip archives, which app/archives.js fetches."""
+    return sorted(f"/pyodide/{path.name}" for path in (site / "pyodide").glob("*") if path.suffix in (".whl", ".zip"))
+
+
 def test_first_visit_starts_and_compares_with_or_without_compression(page, context, server, site: Path):
     page.goto(server.url)
     wait_until_ready(page)
@@ -40,11 +48,18 @@ def test_first_visit_starts_and_compares_with_or_without_compression(page, conte
     requested = {urlsplit(url).path for url in context.page_requests}
     plain = sum((site / (path.lstrip("/") or "index.html")).stat().st_size for path in requested)
     assert "/pyodide/pyodide.asm.wasm" in requested
+    asked = server.asked()
     if server.compress:
         # The wasm alone shrinks from 10 MB to about 3: gzip'd copies were sent.
         assert sent < 0.75 * plain, (sent, plain)
+        # Each archive came compressed in transit, so its copy was not asked for by name.
+        assert not [path for path in archives(site) if path + ".gz" in asked], asked
     else:
-        assert sent > plain, (sent, plain)  # every body at full size, plus headers
+        # Each archive from its gzip'd copy, inflated in the page; the rest at full size.
+        assert all(path + ".gz" in asked for path in archives(site)), asked
+        whole = {path for path in requested if not path.endswith((".whl", ".zip", ".gz"))}
+        at_full_size = sum((site / (path.lstrip("/") or "index.html")).stat().st_size for path in whole)
+        assert sent > at_full_size, (sent, at_full_size)
 
     a = np.array([0.5, 1.25, -2.0], dtype=np.float32)
     b = a.copy()
@@ -65,3 +80,22 @@ def test_a_first_visit_downloads_the_runtime_once_and_before_the_worker_asks(pag
     asked = server.asked()
     assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
     assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.js"), asked
+
+
+@pytest.mark.parametrize("server", ["plain"], indirect=True)
+def test_a_damaged_archive_copy_stops_the_start_naming_the_file(page, server, site: Path, tmp_path: Path):
+    # The copy a plain host's visitor gets: it must inflate to the bytes the lock pins.
+    damaged = tmp_path / "dist"
+    shutil.copytree(site, damaged)
+    (wheel,) = (damaged / "pyodide").glob("numpy-*.whl")
+    copy = wheel.with_name(wheel.name + ".gz")
+    data = bytearray(gzip.decompress(copy.read_bytes()))
+    data[-1] ^= 1
+    copy.write_bytes(gzip.compress(bytes(data)))
+    server.httpd.RequestHandlerClass = functools.partial(server.httpd.RequestHandlerClass, directory=str(damaged))
+    page.goto(server.url)
+    status = page.get_by_test_id("status")
+    expect(status).to_contain_text("could not start", timeout=60_000)
+    text = status.text_content()
+    assert f"numpy could not be loaded: {server.origin}/pyodide/{wheel.name}: its bytes do not match" in text, text
+    assert "Traceback" not in text, text
