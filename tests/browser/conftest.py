@@ -89,9 +89,10 @@ class Server:
 
 
 @contextmanager
-def serving(site: Path, log_path: Path) -> Iterator[Server]:
-    """``site`` served from a background thread on a free port, stopped on exit."""
-    httpd = serve.make_server(site, port=0, log_path=log_path)
+def serving(site: Path, log_path: Path, compress: bool = True) -> Iterator[Server]:
+    """``site`` served from a background thread on a free port, stopped on exit; with
+    ``compress=False`` as a host that compresses nothing (``scripts/serve.py --plain``)."""
+    httpd = serve.make_server(site, port=0, log_path=log_path, compress=compress)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{httpd.server_address[1]}"
     server = Server(url=origin + "/", origin=origin, log_path=log_path, httpd=httpd)

@@ -91,7 +91,8 @@ def pair(seed: int, n: int, nudge: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def test_paste(server, tmp_path):
+def paste_spec() -> dict:
+    """Pastes for the runner's "paste" test: short, long (past what the box keeps) and refused."""
     a, b = pair(1, 64, [5, 40])
     short = {"a": numpy_text(a), "b": numpy_text(b)}
     long_a, long_b = pair(2, 150_000, [1234])
@@ -104,11 +105,25 @@ def test_paste(server, tmp_path):
         "long": long, "long_expect": shown({k: {"text": v} for k, v in long.items()}),
         "bad": {**bad, "says": refused["error"]["message"]},
     }
-    run_in_firefox("paste", server, spec, tmp_path)
+    return spec
+
+
+def test_paste(server, tmp_path):
+    run_in_firefox("paste", server, paste_spec(), tmp_path)
     # A first visit: app/client.js prefetches the runtime's WebAssembly, and the worker's own
     # request must take that download, not fetch the 10 MB again.
     asked = server.asked()
     assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
+
+
+def test_paste_from_a_host_that_compresses_nothing(site: Path, tmp_path: Path):
+    # The archives then come from their gzip'd copies, inflated in the page (app/archives.js).
+    with serving(site, tmp_path / "access.log", compress=False) as plain:
+        run_in_firefox("paste", plain, paste_spec(), tmp_path)
+        asked = plain.asked()
+    archives = [f"/pyodide/{path.name}" for path in (site / "pyodide").iterdir() if path.suffix in (".whl", ".zip")]
+    assert len(archives) == 3, archives
+    assert all(path + ".gz" in asked for path in archives), asked
 
 
 def test_file(server, tmp_path):

@@ -1,39 +1,44 @@
 """The page works from any static host: one that sends build.py's gzip'd copies (as
 scripts/serve.py, nginx's gzip_static or Caddy's precompressed do) transfers far fewer bytes,
-and one that ignores them serves every file at full size, and the page works the same."""
+and from one that ignores them the page takes the archives' gzip'd copies by name
+(app/archives.js) and every other file at full size, and works the same."""
 
 from __future__ import annotations
 
-import functools
 import gzip
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-import serve
-from conftest import Server, wait_until_ready
+from conftest import Server, serving, wait_until_ready
 from perpendis import api
 from playwright.sync_api import expect
 
 
 @pytest.fixture(params=["gzip", "plain"])
 def server(request, site: Path, tmp_path: Path) -> Iterator[Server]:
-    """A server of this test's own (overrides the session one): sending the gzip'd copies, or not."""
-    log_path = tmp_path / "access.log"
-    httpd = serve.make_server(site, port=0, log_path=log_path, compress=request.param == "gzip")
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{httpd.server_address[1]}"
-    running = Server(url=origin + "/", origin=origin, log_path=log_path, httpd=httpd)
-    running.compress = request.param == "gzip"
-    try:
+    """A server of this test's own (overrides the session one): sending the gzip'd copies, or
+    not; given ("plain", "damaged"), a plain host of a copy of the site with a damaged copy."""
+    mode, *damaged = (request.param,) if isinstance(request.param, str) else request.param
+    served = with_a_damaged_numpy_copy(site, tmp_path / "dist") if damaged else site
+    with serving(served, tmp_path / "access.log", compress=mode == "gzip") as running:
+        running.compress = mode == "gzip"
         yield running
-    finally:
-        running.stop()
+
+
+def with_a_damaged_numpy_copy(site: Path, to: Path) -> Path:
+    """A copy of ``site`` whose NumPy wheel's gzip'd copy inflates to bytes one bit off."""
+    shutil.copytree(site, to)
+    (wheel,) = (to / "pyodide").glob("numpy-*.whl")
+    copy = wheel.with_name(wheel.name + ".gz")
+    data = bytearray(gzip.decompress(copy.read_bytes()))
+    data[-1] ^= 1
+    copy.write_bytes(gzip.compress(bytes(data)))
+    return to
 
 
 def archives(site: Path) -> list[str]:
@@ -82,17 +87,10 @@ def test_a_first_visit_downloads_the_runtime_once_and_before_the_worker_asks(pag
     assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.js"), asked
 
 
-@pytest.mark.parametrize("server", ["plain"], indirect=True)
-def test_a_damaged_archive_copy_stops_the_start_naming_the_file(page, server, site: Path, tmp_path: Path):
-    # The copy a plain host's visitor gets: it must inflate to the bytes the lock pins.
-    damaged = tmp_path / "dist"
-    shutil.copytree(site, damaged)
-    (wheel,) = (damaged / "pyodide").glob("numpy-*.whl")
-    copy = wheel.with_name(wheel.name + ".gz")
-    data = bytearray(gzip.decompress(copy.read_bytes()))
-    data[-1] ^= 1
-    copy.write_bytes(gzip.compress(bytes(data)))
-    server.httpd.RequestHandlerClass = functools.partial(server.httpd.RequestHandlerClass, directory=str(damaged))
+@pytest.mark.parametrize("server", [("plain", "damaged")], indirect=True)
+def test_a_damaged_archive_copy_stops_the_start_naming_the_file(page, server, site: Path):
+    # The copy a plain host's visitor gets must inflate to the bytes the lock pins.
+    (wheel,) = (site / "pyodide").glob("numpy-*.whl")
     page.goto(server.url)
     status = page.get_by_test_id("status")
     expect(status).to_contain_text("could not start", timeout=60_000)
