@@ -102,6 +102,12 @@ def serving(site: Path, log_path: Path, compress: bool = True) -> Iterator[Serve
         server.stop()
 
 
+def archives(site: Path) -> list[str]:
+    """The paths of the site's zip archives, which app/archives.js fetches (from their
+    gzip'd copies when the host compresses nothing)."""
+    return sorted(f"/pyodide/{path.name}" for path in (site / "pyodide").iterdir() if path.suffix in (".whl", ".zip"))
+
+
 def chromium_path() -> str:
     path = shutil.which("chromium")
     if path is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Server, serving
+from conftest import Server, archives, serving
 from made import npy_bytes, numpy_text
 from perpendis import api, formats
 from perpendis.bisect import bisect
@@ -121,9 +121,8 @@ def test_paste_from_a_host_that_compresses_nothing(site: Path, tmp_path: Path):
     with serving(site, tmp_path / "access.log", compress=False) as plain:
         run_in_firefox("paste", plain, paste_spec(), tmp_path)
         asked = plain.asked()
-    archives = [f"/pyodide/{path.name}" for path in (site / "pyodide").iterdir() if path.suffix in (".whl", ".zip")]
-    assert len(archives) == 3, archives
-    assert all(path + ".gz" in asked for path in archives), asked
+    assert len(archives(site)) == 3, archives(site)
+    assert all(path + ".gz" in asked for path in archives(site)), asked
 
 
 def test_file(server, tmp_path):

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from conftest import Server, serving, wait_until_ready
+from conftest import Server, archives, serving, wait_until_ready
 from perpendis import api
 from playwright.sync_api import expect
 
@@ -41,9 +41,9 @@ def with_a_damaged_numpy_copy(site: Path, to: Path) -> Path:
     return to
 
 
-def archives(site: Path) -> list[str]:
-    """The paths of the site's zip archives, which app/archives.js fetches."""
-    return sorted(f"/pyodide/{path.name}" for path in (site / "pyodide").glob("*") if path.suffix in (".whl", ".zip"))
+def full_size(site: Path, paths) -> int:
+    """The bytes of the files of ``site`` at these request paths, as a plain host sends them."""
+    return sum((site / (path.lstrip("/") or "index.html")).stat().st_size for path in paths)
 
 
 def test_first_visit_starts_and_compares_with_or_without_compression(page, context, server, site: Path):
@@ -51,7 +51,7 @@ def test_first_visit_starts_and_compares_with_or_without_compression(page, conte
     wait_until_ready(page)
     sent = server.httpd.bytes_sent
     requested = {urlsplit(url).path for url in context.page_requests}
-    plain = sum((site / (path.lstrip("/") or "index.html")).stat().st_size for path in requested)
+    plain = full_size(site, requested)
     assert "/pyodide/pyodide.asm.wasm" in requested
     asked = server.asked()
     if server.compress:
@@ -62,8 +62,7 @@ def test_first_visit_starts_and_compares_with_or_without_compression(page, conte
     else:
         # Each archive from its gzip'd copy, inflated in the page; the rest at full size.
         assert all(path + ".gz" in asked for path in archives(site)), asked
-        whole = {path for path in requested if not path.endswith((".whl", ".zip", ".gz"))}
-        at_full_size = sum((site / (path.lstrip("/") or "index.html")).stat().st_size for path in whole)
+        at_full_size = full_size(site, [path for path in requested if not path.endswith((".whl", ".zip", ".gz"))])
         assert sent > at_full_size, (sent, at_full_size)
 
     a = np.array([0.5, 1.25, -2.0], dtype=np.float32)
