@@ -123,6 +123,10 @@ function prefetchRuntime() {
   if (navigator.serviceWorker?.controller) return;
   const link = document.createElement("link");
   link.rel = "prefetch";
+  // A prefetch is idle priority, and Chromium held it back behind the page's modules in 3 of
+  // 56 first visits (test_hosting.py), past the worker's request for pyodide.js; asked at high
+  // priority, in none of 48. At 50 Mbit/s, 4 visits each: 3.86 s without, 3.81 s with.
+  link.fetchPriority = "high";
   link.href = RUNTIME_WASM_URL.href;
   document.head.append(link);
 }
