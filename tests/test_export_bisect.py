@@ -107,6 +107,8 @@ def test_pairing_without_metadata_finds_the_same_pairs_on_clean_runs(tmp_path, m
 def test_check_export_runs_both_sides_and_bisects(tmp_path):
     import sys
 
+    pytest.importorskip("onnxscript")  # torch.onnx.export's dynamo exporter
+
     sys.path.insert(0, str(HERE))
     from models import build
     from perpendis import check_export

@@ -71,6 +71,15 @@ def test_jax_bfloat16_repr() -> None:
     np.testing.assert_array_equal(tensor.array, original.view(np.uint16))
 
 
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_numpy_repr_of_an_ml_dtypes_array(name: str) -> None:
+    """NumPy 2.4 with ml_dtypes 0.7 prints ``dtype=dtype(bfloat16)``; older pairs ``dtype=bfloat16``."""
+    original = np.array([1.0, -0.333, 7.5], dtype=getattr(ml_dtypes, name))
+    tensor = _one(repr(original))
+    assert tensor.source == "NumPy repr" and tensor.format == name
+    np.testing.assert_array_equal(tensor.array, original.view(f"uint{original.dtype.itemsize * 8}"))
+
+
 def test_tensorflow_print_and_repr() -> None:
     """TensorFlow's documented forms (tensorflow not installed: format reproduced)."""
     values = np.array([[1.0, 2.5], [3.0, -4.0]], dtype=np.float32)
