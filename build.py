@@ -38,7 +38,6 @@ import gzip
 import hashlib
 import json
 import os
-import posixpath
 import re
 import shutil
 import subprocess
@@ -142,16 +141,8 @@ SITE_PACKAGES_AT = "/lib/python3.12/site-packages"
 SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
 # Scripts build.py writes into the classic scripts that import them (inline_scripts), each over
-# its one importScripts line, innermost first: (importing script in app/, imported script from
-# app/, that line). Pyodide's loader too: asked for by the worker, it was 111 ms behind the
-# worker's start on a cold localhost visit, queued behind the page's modules (15 ms for a bare
-# page); inlined, 8 cold visits each: ready 2.37 s against 2.53 s, 1.14x the floor against 1.19x.
-INLINED = (
-    ("boot.js", "archives.js", 'importScripts("archives.js");'),
-    ("boot.js", "../pyodide/pyodide.js", 'importScripts(PYODIDE_URL + "pyodide.js");'),
-    ("worker.js", "boot.js", 'importScripts("boot.js");'),
-)
-SOURCE_MAP_LINE = re.compile(r"^//# sourceMappingURL=.*$", re.MULTILINE)
+# its one importScripts line, innermost first: (importing script, imported script), in app/.
+INLINED = (("boot.js", "archives.js"), ("worker.js", "boot.js"))
 
 
 # Precompressed copies: a host sends ``name.br`` or ``name.gz`` for ``name`` to a browser that
@@ -795,24 +786,23 @@ def precompress(out: Path) -> list[tuple[str, int, int, int]]:
 
 def import_line(script: str) -> str:
     """The line of a classic script that imports ``script``, which ``inline_scripts`` replaces."""
-    return next(line for _, name, line in INLINED if name == script)
+    return f'importScripts("{script}");'
 
 
 def inline_scripts(app: Path) -> None:
-    """Write each script of ``INLINED`` into the one importing it (``app/archives.js`` and
-    Pyodide's ``pyodide.js`` into ``app/boot.js``, then that into ``app/worker.js``) in place
-    of its ``importScripts`` line. A classic worker loads an imported script synchronously, so
-    each such line cost one round trip before Pyodide's own files were even asked for. Classic
-    scripts share one global scope, so the worker behaves the same. The fold helpers
+    """Write each script of ``INLINED`` into the one importing it (``app/archives.js`` into
+    ``app/boot.js``, then that into ``app/worker.js``) in place of its ``importScripts``
+    line. A classic worker loads an imported script synchronously, so each such line cost
+    one round trip before Pyodide's own scripts were even asked for. Classic scripts share
+    one global scope, so the worker behaves the same. The fold helpers
     (``fold_worker.js``), which start once the core is ready, keep importing ``boot.js``
-    (which holds the other two by then); the service worker imports ``archives.js``. An
-    inlined script's source-map comment is dropped: it would name a map beside the importer."""
-    for target, script, line in INLINED:
+    (which holds ``archives.js`` by then); the service worker imports ``archives.js``."""
+    for target, script in INLINED:
         path = app / target
-        text = SOURCE_MAP_LINE.sub("", (app / script).read_text())
-        header = f"// {posixpath.normpath('app/' + script)}, inlined by build.py:"
-        path.write_text(replace_line(path.read_text(), line, f"{header}\n{text}", f"app/{target}",
-                                     f"inline {Path(script).name}"))
+        text = (app / script).read_text()
+        path.write_text(replace_line(path.read_text(), import_line(script),
+                                     f"// app/{script}, inlined by build.py:\n{text}",
+                                     f"app/{target}", f"inline {script}"))
 
 
 def build(out: Path, pyodide_dist: Path | None = None) -> None:
@@ -824,8 +814,8 @@ def build(out: Path, pyodide_dist: Path | None = None) -> None:
     out.mkdir(parents=True)
     shutil.copyfile(ROOT / "index.html", out / "index.html")
     shutil.copytree(ROOT / "app", out / "app", ignore=shutil.ignore_patterns(SERVICE_WORKER.name))
+    inline_scripts(out / "app")
     immutable = build_pyodide(out / "pyodide", pyodide_dist)
-    inline_scripts(out / "app")  # after build_pyodide: it writes pyodide.js
     write_service_worker(out, {Path("pyodide", name) for name in immutable})
     packed = precompress(out)
     before, after = sum(size for _, size, _, _ in packed), sum(size for _, _, size, _ in packed)

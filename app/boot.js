@@ -19,7 +19,6 @@ importScripts("archives.js");
 // no fetch of its own: the archives go through fetchArchive (app/archives.js).
 self.fetch = (input, init) => (isArchive(input) ? fetchArchive(input, init) : networkFetch(input, init));
 
-// build.py writes Pyodide's pyodide.js over the next line too (checked against the lock first).
 importScripts(PYODIDE_URL + "pyodide.js");
 
 self.bootPython = async () => {

@@ -109,9 +109,8 @@ export class CoreClient {
 }
 
 // The runtime's WebAssembly, the largest download of a first visit. The core's worker asks
-// for it only after its own script (worker.js, into which build.py writes boot.js and
-// pyodide.js) and pyodide.asm.js: 0.38-0.45 s into a first visit at 50 Mbit/s, in three
-// waterfalls, when pyodide.js was a third request.
+// for it only after two scripts in a row (worker.js, into which build.py writes boot.js, then
+// pyodide.js): 0.38-0.45 s into a first visit at 50 Mbit/s, in three waterfalls.
 const RUNTIME_WASM_URL = new URL("../pyodide/pyodide.asm.wasm", import.meta.url);
 
 /** On a first visit, starts the runtime's WebAssembly downloading at once. The worker's own

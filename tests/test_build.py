@@ -762,31 +762,22 @@ def test_every_fixture_is_read_in_the_trimmed_runtime_without_a_left_out_import(
     assert not [a for a in answers.values() if "internal error" in a or "No module named" in a], answers
 
 
-def test_the_core_worker_holds_boot_js_archives_js_and_pyodide_js_and_the_helpers_import_them(site: Path):
+def test_the_core_worker_holds_boot_js_and_archives_js_and_the_helpers_import_them(site: Path):
     app, source = site / "app", build.ROOT / "app"
     worker, boot, archives = ((app / name).read_text() for name in ("worker.js", "boot.js", "archives.js"))
-    lines = [build.import_line(name) for name in ("boot.js", "archives.js", "../pyodide/pyodide.js")]
-    boot_line, archives_line, runtime_line = lines
+    boot_line, archives_line = build.import_line("boot.js"), build.import_line("archives.js")
     assert boot_line in (source / "worker.js").read_text()
-    assert archives_line in (source / "boot.js").read_text() and runtime_line in (source / "boot.js").read_text()
-    assert not [line for line in lines if line in worker]
+    assert archives_line in (source / "boot.js").read_text()
+    assert boot_line not in worker and archives_line not in worker
     assert archives == (source / "archives.js").read_text()
-    # pyodide.js as the build checked it against the lock, less its source-map comment.
-    loader = (site / "pyodide" / "pyodide.js").read_text()
-    assert "sourceMappingURL" in loader and "sourceMappingURL" not in worker
-    assert build.SOURCE_MAP_LINE.sub("", loader) in boot
     assert archives in boot and boot in worker
     assert boot_line in (app / "fold_worker.js").read_text()
     assert 'importScripts("app/archives.js");' in (site / "sw.js").read_text()
 
 
 def test_a_script_without_its_import_line_stops_the_build(tmp_path: Path):
-    (tmp_path / "app").mkdir()
-    (tmp_path / "pyodide").mkdir()
-    (tmp_path / "pyodide" / "pyodide.js").write_text("// the loader\n")
-    runtime_line = build.import_line("../pyodide/pyodide.js")
-    (tmp_path / "app" / "boot.js").write_text(f"{build.import_line('archives.js')}\n{runtime_line}\n// boot\n")
-    (tmp_path / "app" / "archives.js").write_text("// archives\n")
-    (tmp_path / "app" / "worker.js").write_text("// importScripts moved\n")
+    (tmp_path / "boot.js").write_text(f"{build.import_line('archives.js')}\n// boot\n")
+    (tmp_path / "archives.js").write_text("// archives\n")
+    (tmp_path / "worker.js").write_text("// importScripts moved\n")
     with pytest.raises(build.BuildError, match=re.escape(build.import_line("boot.js"))):
-        build.inline_scripts(tmp_path / "app")
+        build.inline_scripts(tmp_path)

@@ -83,8 +83,7 @@ def test_a_first_visit_downloads_the_runtime_once_and_before_the_worker_asks(pag
     wait_until_ready(page)
     asked = server.asked()
     assert asked.count("/pyodide/pyodide.asm.wasm") == 1, asked
-    # The worker's first request of Pyodide's files (pyodide.js is written into worker.js).
-    assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.asm.js"), asked
+    assert asked.index("/pyodide/pyodide.asm.wasm") < asked.index("/pyodide/pyodide.js"), asked
 
 
 @pytest.mark.parametrize("server", [("plain", "damaged")], indirect=True)
