@@ -46,9 +46,11 @@ _OPENER = re.compile(
 )
 _SCALAR_LIST = re.compile(r"\s*\[[\s\[]*(?P<module>np|numpy)\.(?:(?P<name>[a-z_]+\d*)\(|(?P<bool>True|False)_)")
 _CALL_NAME = re.compile(r"[\w.]+\($")
-_KEYWORD = re.compile(r"\s*,\s*(\w+)=(dtype\([^)]*\)|\([^)]*\)|<[^>]*>|'[^']*'|\"[^\"]*\"|[\w.:+\-]+)")
-# NumPy 2.4 prints an ml_dtypes array's dtype as its repr: ``dtype=dtype(bfloat16)``.
-_DTYPE_REPR = re.compile(r"dtype\((.*)\)")
+# NumPy 2.4 with ml_dtypes 0.7 prints an ml_dtypes array's dtype as its repr,
+# ``dtype=dtype(bfloat16)``: the name inside is the value.
+_KEYWORD = re.compile(
+    r"\s*,\s*(\w+)=(?:dtype\((?P<dtype>[^)]*)\)|(?P<value>\([^)]*\)|<[^>]*>|'[^']*'|\"[^\"]*\"|[\w.:+\-]+))"
+)
 _KEYWORDS_KNOWN = {"dtype", "size", "shape", "device", "requires_grad", "grad_fn", "weak_type"}
 _SCALAR_END = re.compile(r"[,)>\[\]]")
 _MAX_PIECES = 2
@@ -207,9 +209,7 @@ def _keywords(text: str, pos: int, end: int, line: int) -> tuple[dict[str, str],
     """``name=value`` pairs after a body, as printed, and the offset after the last one."""
     found: dict[str, str] = {}
     while (match := _KEYWORD.match(text, pos, end)) is not None:
-        value = match.group(2)
-        if (wrapped := _DTYPE_REPR.fullmatch(value)) is not None:
-            value = wrapped.group(1)
+        value = match.group("dtype") if match.group("dtype") is not None else match.group("value")
         found[match.group(1)] = value.strip("'\"")
         pos = match.end()
     return found, pos
