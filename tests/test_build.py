@@ -387,7 +387,7 @@ def get(url: str, accept_encoding: str | None):
 DECODE = {"br": brotli.decompress, "gzip": gzip.decompress}
 
 
-@pytest.mark.parametrize("path", ["/pyodide/pyodide.asm.wasm", "/", "/app/main.js", "/sw.js"])
+@pytest.mark.parametrize("path", ["/pyodide/pyodide.asm.wasm", "/", "/app/page.js", "/sw.js"])
 @pytest.mark.parametrize(("accept", "coding"), [("gzip, deflate, br, zstd", "br"), ("gzip, deflate", "gzip"),
                                                 ("br;q=0, *", "gzip"), ("*", "br")])
 def test_precompressed_copies_are_sent_to_browsers_that_accept_them(served, site: Path, path: str, accept: str,
@@ -489,11 +489,11 @@ def test_store_uncompressed_keeps_every_member_and_its_date(tmp_path: Path):
 def test_precompressing_again_leaves_no_stale_copy(site: Path, tmp_path: Path):
     again = tmp_path / "dist"
     shutil.copytree(site, again)
-    script = again / "app" / "main.js"
+    script = again / "app" / "page.js"
     script.write_bytes(random.Random(22).randbytes(2048))  # 2 KB that neither gzip nor Brotli shrinks
     build.precompress(again)
-    assert not script.with_name("main.js.gz").exists()
-    assert not script.with_name("main.js.br").exists()
+    assert not script.with_name("page.js.gz").exists()
+    assert not script.with_name("page.js.br").exists()
     styles = again / "app" / "styles.css"
     styles.write_text(styles.read_text() + "\n/* next build */\n")
     build.precompress(again)
@@ -781,3 +781,37 @@ def test_a_script_without_its_import_line_stops_the_build(tmp_path: Path):
     (tmp_path / "worker.js").write_text("// importScripts moved\n")
     with pytest.raises(build.BuildError, match=re.escape(build.import_line("boot.js"))):
         build.inline_scripts(tmp_path)
+
+
+def page_scripts(html: str) -> list[str]:
+    return re.findall(r'<script type="module" src="([^"]+)"></script>', html)
+
+
+def test_the_page_loads_the_client_and_one_bundle_of_its_other_modules(site: Path):
+    source = build.ROOT / "app"
+    assert page_scripts((site / "index.html").read_text()) == ["app/client.js", "app/page.js"]
+    bundle = (site / "app" / build.PAGE_BUNDLE).read_text()
+    # The bundle's one import is the client, which it shares with the page's other users.
+    assert re.findall(r'^import .* from "([^"]+)";$', bundle, re.MULTILINE) == ["./client.js", "./client.js"]
+    assert (site / "app" / "client.js").read_text() == (source / "client.js").read_text()
+    # Every module the sources import is in the bundle, and none is left beside it.
+    modules = {p.relative_to(source).as_posix() for p in source.rglob("*.js")}
+    classic = {"client.js", "page.js", "worker.js", "boot.js", "archives.js", "fold_worker.js", "sw.js"}
+    for module in sorted(modules - classic):
+        assert not (site / "app" / module).exists(), module
+        assert f"// app/{module}\n" in bundle, module
+    assert not (site / "app" / "render").exists()
+    listed = {file["path"] for file in json.loads(
+        re.search(r"const BUILD = (\{.*?\});", (site / "sw.js").read_text(), re.DOTALL).group(1))["files"]}
+    assert "app/page.js" in listed and "app/main.js" not in listed
+
+
+def test_a_module_esbuild_cannot_resolve_stops_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    app = tmp_path / "app"
+    app.mkdir()
+    source = tmp_path / "src"
+    (source / "app").mkdir(parents=True)
+    (source / "app" / build.PAGE_BUNDLE).write_text('import "./missing.js";\n')
+    monkeypatch.setattr(build, "ROOT", source)
+    with pytest.raises(build.BuildError, match=r"could not bundle app/page\.js: .*missing\.js"):
+        build.bundle_page(app)
