@@ -783,13 +783,10 @@ def test_a_script_without_its_import_line_stops_the_build(tmp_path: Path):
         build.inline_scripts(tmp_path)
 
 
-def page_scripts(html: str) -> list[str]:
-    return re.findall(r'<script type="module" src="([^"]+)"></script>', html)
-
-
 def test_the_page_loads_the_client_and_one_bundle_of_its_other_modules(site: Path):
     source = build.ROOT / "app"
-    assert page_scripts((site / "index.html").read_text()) == ["app/client.js", "app/page.js"]
+    scripts = re.findall(r'<script type="module" src="([^"]+)"></script>', (site / "index.html").read_text())
+    assert scripts == ["app/client.js", "app/page.js"]
     bundle = (site / "app" / build.PAGE_BUNDLE).read_text()
     # The bundle's one import is the client, which it shares with the page's other users.
     assert re.findall(r'^import .* from "([^"]+)";$', bundle, re.MULTILINE) == ["./client.js", "./client.js"]
@@ -801,8 +798,7 @@ def test_the_page_loads_the_client_and_one_bundle_of_its_other_modules(site: Pat
         assert not (site / "app" / module).exists(), module
         assert f"// app/{module}\n" in bundle, module
     assert not (site / "app" / "render").exists()
-    listed = {file["path"] for file in json.loads(
-        re.search(r"const BUILD = (\{.*?\});", (site / "sw.js").read_text(), re.DOTALL).group(1))["files"]}
+    listed = {file["path"] for file in sw_manifest(site)["files"]}
     assert "app/page.js" in listed and "app/main.js" not in listed
 
 
