@@ -1,7 +1,8 @@
 """``python -m perpendis A B``: argument parsing and exit codes only.
 
 Exit 0 when the inputs are identical or differ by rounding, 1 when they must be
-investigated, 2 when an input cannot be read (one line on stderr, no traceback).
+investigated, 2 when an input cannot be read (one line on stderr, no traceback), 3 when
+Perpendis itself failed (one line; the traceback only with ``--debug``), for every command.
 ``python -m perpendis bisect ...`` compares two captures layer by layer, with the same
 tolerance options and exit codes (1: some layer must be investigated).
 """
@@ -9,11 +10,13 @@ tolerance options and exit codes (1: some layer must be investigated).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import stream
+from . import routes, stream
 from .bisect import bisect, model_info, path_entries, path_info
 from .cli_options import add_tolerance_options
 from .compare import compare
@@ -22,15 +25,43 @@ from .load import load_path
 from .report import Report
 from .tensor import Tensor
 
+# Every command: its usage and what it does, for the main --help ("": the plain comparison).
+COMMANDS = {
+    "": ("A [B]", "compare two tensors (this command); --open shows them in the page"),
+    "bisect": ("A B", "compare two captures layer by layer and name the first layer that departs"),
+    "capture": ("MODEL.onnx --input X.npy -o OUT.safetensors", "run an ONNX model and keep every layer's output"),
+    "check-export": ("MODEL.onnx --module FILE.py:NAME --input X.npy",
+                     "run an export and its PyTorch model on one input and name the layer that departs"),
+    "checkpoints": ("A_DIR B_DIR", "compare two (sharded) checkpoints tensor by tensor"),
+}
+
+
+def _commands_text() -> str:
+    rows = [(f"perpendis {name} {usage}".replace("  ", " "), what) for name, (usage, what) in COMMANDS.items()]
+    lines = ["commands (each has its own --help):"]
+    for usage, what in rows:
+        lines += [f"  {usage}", f"      {what}"]
+    lines.append("\n--debug (any command): print the traceback when Perpendis itself fails (exit 3)")
+    return "\n".join(lines)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"perpendis {__version__}"
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="perpendis",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Tell whether two tensors that should be equal differ by rounding or by a bug. "
         "Inputs are tensor files (.npy, .npz, safetensors, ...) or text files of pasted REPL output; "
         "'-' reads standard input. Use 'perpendis bisect A B' to compare captures layer by layer, "
         "'perpendis A B --open' to see them in the page, served on this machine.",
+        epilog=_commands_text(),
     )
+    p.add_argument("--version", action="version", version=_version())
     p.add_argument("a", metavar="A", help="the tensor under test (or a text holding both tensors when B is left out)")
     p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
     p.add_argument("--ref", metavar="R", help="a higher-precision run (e.g. float64) to judge A and B against")
@@ -55,13 +86,16 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
     a_list = _tagged(args.a, "A")
     if args.b is None:
         if len(a_list) != 2:
-            raise InputError(f"{args.a} holds {len(a_list)} tensor(s); give B, or a text holding exactly two", side="A")
+            more = routes.for_many(args.a, None, (len(a_list), None)) if len(a_list) > 2 else ""
+            raise InputError(f"{args.a} holds {len(a_list)} tensor(s); give B, or a text holding exactly two{more}",
+                             side="A")
         a, b = a_list
     else:
         b_list = _tagged(args.b, "B")
         for side, tensors, path in (("A", a_list, args.a), ("B", b_list, args.b)):
             if len(tensors) != 1:
-                raise InputError(f"{path} holds {len(tensors)} tensors; give one tensor per input", side=side)
+                more = routes.for_many(args.a, args.b, (len(a_list), len(b_list))) if len(tensors) > 1 else ""
+                raise InputError(f"{path} holds {len(tensors)} tensors; give one tensor per input{more}", side=side)
         a, b = a_list[0], b_list[0]
     ref = None
     if args.ref is not None:
@@ -88,7 +122,30 @@ def _in_memory(args: argparse.Namespace) -> Report:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command's entry: exit 3 with one line when Perpendis itself fails (the traceback
+    with ``--debug``), and quiet when the reader of its output goes away (``| head``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is met inside the try
+        return code
+    except BrokenPipeError:
+        # Python's own advice: point stdout at devnull, so its flush at exit raises nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else "; rerun with --debug for the traceback"
+        print(f"perpendis: internal error, please report it: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+        return 3
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["bisect"]:
         return bisect_main(argv[1:])
     if argv[:1] == ["checkpoints"]:
@@ -99,12 +156,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import cli_capture
 
         return cli_capture.main(argv)
-    if "--open" in argv:
+    if "--open" in argv and "--version" not in argv:
         from .open_page import main as open_main  # here: it imports this module's options
 
         return open_main(argv)
     args = _parser().parse_args(argv)
     try:
+        hint = routes.for_paths(args.a, args.b)
+        if hint is not None:
+            raise InputError(hint)
         report = _streamed(args) or _in_memory(args)
     except InputError as err:
         print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
@@ -158,8 +218,6 @@ def _mapping(items: list[str]) -> dict[str, str]:
 
 def _workers() -> int:
     """Threads to compare layers on: the cores this process may use, at most 4 (memory: one pair each)."""
-    import os
-
     try:
         return max(1, min(4, len(os.sched_getaffinity(0))))
     except AttributeError:

@@ -1,0 +1,150 @@
+"""The command line as a whole: --version, the main help naming every command, the line to run
+when a file belongs to another command, exit 3 for Perpendis' own failures, and a closed pipe.
+
+Run as real subprocesses on files written by numpy, safetensors, torch.onnx and the
+checkpoint fixture's script.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from perpendis import cli, cli_checkpoints
+from perpendis.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = ROOT / "py"
+MODELS = ROOT / "tests" / "fixtures" / "models"
+EXPORT = ROOT / "tests" / "fixtures" / "export"
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "checkpoints"))
+import make_conversion  # noqa: E402
+
+
+def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(PY)}
+    return subprocess.run([sys.executable, "-m", "perpendis", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def conversion(tmp_path_factory):
+    return make_conversion.make(tmp_path_factory.mktemp("routes"))
+
+
+def quoted_line(stderr: str) -> list[str]:
+    """The command between the first pair of backquotes, split as a shell would."""
+    return shlex.split(stderr.split("`")[1])
+
+
+def test_version():
+    import perpendis
+
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"perpendis {perpendis.__version__}"
+
+
+def test_main_help_lists_every_command():
+    out = run("--help")
+    assert out.returncode == 0
+    for name in ("bisect", "capture", "check-export", "checkpoints"):
+        assert name in COMMANDS and f"perpendis {name} " in out.stdout
+    assert "--open" in out.stdout and "--debug" in out.stdout
+
+
+def test_every_listed_command_has_its_own_help():
+    for name in COMMANDS:
+        if name:
+            out = run(name, "--help")
+            assert out.returncode == 0 and out.stdout.startswith("usage:"), (name, out.stderr)
+
+
+def test_an_onnx_model_names_check_export_and_capture():
+    out = run(EXPORT / "cnn.onnx", MODELS / "cnn.ort.npy")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    line = quoted_line(out.stderr)
+    assert line[:3] == ["perpendis", "check-export", str(EXPORT / "cnn.onnx")]
+    assert "perpendis capture " + str(EXPORT / "cnn.onnx") in out.stderr
+
+
+def test_two_captures_name_bisect_with_the_exact_line_that_works():
+    a, b = MODELS / "cnn.capture.ort_bug.npz", MODELS / "cnn.capture.torch.npz"
+    out = run(a, b)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    line = quoted_line(out.stderr)
+    assert line == ["perpendis", "bisect", str(a), str(b)]
+    routed = run(*line[1:])  # the line as printed runs, and finds the bug
+    assert routed.returncode == 1 and "first failing" in routed.stdout + routed.stderr
+
+
+def test_a_capture_against_one_tensor_still_mentions_bisect():
+    out = run(MODELS / "cnn.capture.ort.safetensors", MODELS / "cnn.ort.npy")
+    assert out.returncode == 2 and "holds 11 tensors" in out.stderr and "perpendis bisect A B" in out.stderr
+
+
+@pytest.mark.parametrize("given", ["folder", "index", "shard"])
+def test_a_sharded_checkpoint_names_checkpoints(conversion, given):
+    fp32, bf16 = conversion
+    pick = {"folder": lambda d: d, "index": lambda d: d / "model.safetensors.index.json",
+            "shard": lambda d: next(d.glob("model-00001-of-*.safetensors"))}[given]
+    out = run(pick(fp32), pick(bf16))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    line = quoted_line(out.stderr)
+    assert line == ["perpendis", "checkpoints", str(fp32), str(bf16)]
+    routed = run(*line[1:], "--single", "--no-progress")
+    assert routed.returncode == 1 and "model.embed.weight" in routed.stdout  # the command ran on them
+
+
+def test_a_crash_exits_3_with_one_line_and_the_traceback_only_with_debug(monkeypatch, capsys, tmp_path):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in Perpendis")
+
+    monkeypatch.setattr(cli, "compare", broken)
+    inputs = [str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]
+    assert main(inputs) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ZeroDivisionError: a bug in Perpendis" in err and "--debug" in err
+    assert "Traceback" not in err
+    assert main([*inputs, "--debug"]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_a_crash_in_checkpoints_exits_3_too(monkeypatch, capsys, conversion):
+    def broken(*args, **kwargs):
+        raise KeyError("shard")
+
+    monkeypatch.setattr(cli_checkpoints, "compare_checkpoints", broken)
+    assert main(["checkpoints", *map(str, conversion), "--single", "--no-progress"]) == 3
+    assert "internal error" in capsys.readouterr().err
+
+
+def closed_pipe(*args: object) -> subprocess.CompletedProcess[str]:
+    """The command with its stdout a pipe nobody reads any more, as ``| head`` leaves it."""
+    env = {**os.environ, "PYTHONPATH": str(PY)}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "perpendis", *map(str, args)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False)
+    finally:
+        os.close(write)
+
+
+def test_json_into_a_closed_pipe_ends_quietly(conversion, tmp_path):
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+    np.save(tmp_path / "a.npy", b + 1)
+    np.save(tmp_path / "b.npy", b)
+    for args in (
+        (tmp_path / "a.npy", tmp_path / "b.npy", "--json"),
+        ("bisect", MODELS / "cnn.capture.ort_bug.npz", MODELS / "cnn.capture.torch.npz", "--json"),
+        ("checkpoints", *conversion, "--json", "--single", "--no-progress"),
+    ):
+        out = closed_pipe(*args)
+        assert out.returncode == 141, (args, out.stderr)
+        assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
