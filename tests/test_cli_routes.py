@@ -148,3 +148,29 @@ def test_json_into_a_closed_pipe_ends_quietly(conversion, tmp_path):
         out = closed_pipe(*args)
         assert out.returncode == 141, (args, out.stderr)
         assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+def test_capture_files_get_the_mode_of_any_output_file(tmp_path, suffix):
+    """0666 less the umask, as ``open()`` gives (safetensors itself writes 0600)."""
+    out = tmp_path / f"cnn.capture{suffix}"
+    env = {**os.environ, "PYTHONPATH": str(PY)}
+    for umask, mode in ((0o022, 0o644), (0o027, 0o640)):
+        done = subprocess.run(
+            [sys.executable, "-m", "perpendis", "capture", str(EXPORT / "cnn.onnx"), "--input",
+             str(EXPORT / "cnn.input.npy"), "-o", str(out)],
+            capture_output=True, text=True, env=env, timeout=120, preexec_fn=lambda m=umask: os.umask(m), check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert out.stat().st_mode & 0o777 == mode
+        out.unlink()
+
+
+def test_a_missing_optional_module_names_its_extra(monkeypatch, capsys):
+    def without_onnxruntime(*args, **kwargs):
+        import onnxruntime_is_not_installed  # noqa: F401  (a real ModuleNotFoundError)
+
+    monkeypatch.setattr(cli, "EXTRAS", {**cli.EXTRAS, "onnxruntime_is_not_installed": "onnx"})
+    monkeypatch.setattr(cli, "compare", without_onnxruntime)
+    assert main([str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]) == 2
+    assert "pip install 'perpendis[onnx]'" in capsys.readouterr().err

@@ -35,6 +35,10 @@ COMMANDS = {
     "checkpoints": ("A_DIR B_DIR", "compare two (sharded) checkpoints tensor by tensor"),
 }
 
+# The extra of py/pyproject.toml that brings each optional module (tests/test_install.py checks them).
+EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx", "safetensors": "onnx", "torch": "torch",
+          "dask": "dask", "distributed": "dask", "tqdm": "dask"}
+
 
 def _commands_text() -> str:
     rows = [(f"perpendis {name} {usage}".replace("  ", " "), what) for name, (usage, what) in COMMANDS.items()]
@@ -138,11 +142,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        hint = "" if debug else "; rerun with --debug for the traceback"
-        print(f"perpendis: internal error, please report it: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
-        return 3
+        return _failed(exc, debug)
+
+
+def _failed(exc: Exception, debug: bool) -> int:
+    """Exit 2 naming the extra for an optional module that is missing; else 3, Perpendis' own bug."""
+    missing = exc.name.partition(".")[0] if isinstance(exc, ModuleNotFoundError) and exc.name else ""
+    if missing in EXTRAS:
+        print(f"perpendis: this needs {missing}, which the [{EXTRAS[missing]}] extra installs: "
+              f"pip install 'perpendis[{EXTRAS[missing]}]'", file=sys.stderr)
+        return 2
+    if debug:
+        traceback.print_exc()
+    hint = "" if debug else "; rerun with --debug for the traceback"
+    print(f"perpendis: internal error, please report it: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+    return 3
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -10,6 +10,7 @@ written in order) but has no place for the descriptions.
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -68,6 +69,15 @@ def _save_safetensors(path: Path, arrays: Mapping[str, np.ndarray], info: Mappin
 
     metadata = {"order": json.dumps(list(arrays)), META_KEY: json.dumps(dict(info))}
     save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(path), metadata=metadata)
+    # safetensors creates the file with mode 0600; a capture is shared like any output file.
+    os.chmod(path, 0o666 & ~_umask())
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: put straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
