@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from urllib.error import HTTPError
@@ -64,27 +65,43 @@ def test_csp_comes_from_the_built_page(site):
         open_page.page_csp(site)
 
 
-def test_without_a_built_site_it_says_how_to_build_one(tmp_path, monkeypatch, capsys):
+def test_without_a_built_site_it_opens_the_report_as_one_page(tmp_path, monkeypatch, capsys):
+    """An installed package has no dist/: the report is made here and written as the
+    self-contained page, with the options given (a preset wide enough passes the offset)."""
     monkeypatch.delenv(open_page.SITE_ENV, raising=False)
     monkeypatch.setattr(open_page, "CHECKOUT_SITE", tmp_path / "dist")
-    assert cli.main([str(A), str(B), "--open", "--no-browser"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("perpendis: the built page was not found") and "`python build.py`" in err
-    assert "--site DIR" in err and err.count("\n") == 1
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cli.main([str(A), str(B), "--open", "--no-browser"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("Perpendis: INVESTIGATE") and "python build.py" in out
+    (page,) = tmp_path.glob("perpendis-*.html")
+    html = page.read_text()
+    assert page.as_uri() in out and html.startswith("<!doctype html>") and "offset" in html
+    assert "src=" not in html and "http:" not in html and page.stat().st_mode & 0o777 == 0o600
+    page.unlink()
+    assert cli.main([str(A), str(B), "--open", "--no-browser", "--atol", "1"]) == 1  # an offset, within atol
+    assert "atol 1" in next(tmp_path.glob("perpendis-*.html")).read_text()
     monkeypatch.setenv(open_page.SITE_ENV, str(tmp_path))
     assert cli.main([str(A), str(B), "--open"]) == 2
     assert f"{tmp_path} is not a site built by build.py" in capsys.readouterr().err
 
 
+def test_every_option_given_reaches_the_page():
+    parse = open_page._parser().parse_args
+    args = parse([str(A), str(B), "--open", "--preset", "fp16", "--atol", "0.5", "--rtol", "0.25", "--depth", "3"])
+    assert open_page.page_options(args) == {"preset": "fp16", "atol": 0.5, "rtol": 0.25, "depth": 3.0}
+    assert open_page.page_options(parse([str(A), str(B), "--open"])) == {}
+
+
 def test_site_is_found_from_the_option_the_environment_or_the_checkout(site, tmp_path, monkeypatch):
     monkeypatch.setattr(open_page, "CHECKOUT_SITE", site)
     monkeypatch.delenv(open_page.SITE_ENV, raising=False)
-    assert open_page.find_site(None) == site
+    assert open_page.built_site(None) == site
     other = tmp_path / "other"
     shutil.copytree(site, other)
     monkeypatch.setenv(open_page.SITE_ENV, str(other))
-    assert open_page.find_site(None) == other
-    assert open_page.find_site(site) == site
+    assert open_page.built_site(None) == other
+    assert open_page.built_site(site) == site
 
 
 def test_a_missing_input_is_named(site, capsys):

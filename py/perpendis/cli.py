@@ -87,6 +87,7 @@ def _tagged(path: str, side: str) -> list[Tensor]:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
+    """A, B and the reference of ``args.a``, ``args.b`` and ``args.ref`` (paths or '-')."""
     a_list = _tagged(args.a, "A")
     if args.b is None:
         if len(a_list) != 2:
@@ -118,6 +119,15 @@ def _streamed(args: argparse.Namespace) -> Report | None:
         return None
     a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
     return stream.compare_sources(a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+
+
+def report_of(args: argparse.Namespace) -> Report:
+    """The report the plain command prints, from its parsed options (``--open`` shows it too,
+    when no built page is at hand); the files are streamed when they are big."""
+    hint = routes.for_paths(args.a, args.b)
+    if hint is not None:
+        raise InputError(hint)
+    return _streamed(args) or _in_memory(args)
 
 
 def _in_memory(args: argparse.Namespace) -> Report:
@@ -176,10 +186,7 @@ def _dispatch(argv: list[str]) -> int:
         return open_main(argv)
     args = _parser().parse_args(argv)
     try:
-        hint = routes.for_paths(args.a, args.b)
-        if hint is not None:
-            raise InputError(hint)
-        report = _streamed(args) or _in_memory(args)
+        report = report_of(args)
     except InputError as err:
         print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
         return 2

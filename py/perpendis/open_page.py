@@ -9,9 +9,14 @@ loopback interface and nowhere else. Only the files named on the command line ar
 under that path; a wrong token is a 404. The server runs until Ctrl-C.
 
 Where the site comes from, first found: ``--site DIR``, ``$PERPENDIS_SITE``, ``dist/`` of
-the checkout this package is imported from. A wheel does not ship the site (it is built
-from this very package, with Pyodide, by ``build.py``); when none is found the command says
-how to build one, and exits 2 like any other bad input.
+the checkout this package is imported from. A wheel does not ship the site: it is built
+from this very package with Pyodide by ``build.py`` (npm, and some 30 MB of wasm and
+wheels), which a ``pip install`` cannot do and a wheel of it would carry for every user of
+the CLI and the pytest plugin. So where no site is found (an installed package, no
+checkout), the comparison is made here and its report opened as the self-contained HTML
+page the pytest plugin writes: every finding, the worst elements and the histogram, with
+no server and no request; the line printed says how to get the interactive page. A site
+named by ``--site`` or ``$PERPENDIS_SITE`` that is not one is an error (exit 2).
 """
 
 from __future__ import annotations
@@ -49,15 +54,16 @@ def build_hint() -> str:
     )
 
 
-def find_site(explicit: Path | None) -> Path:
-    """The built site to serve; :class:`InputError` saying how to build one when there is none."""
+def built_site(explicit: Path | None) -> Path | None:
+    """The built site to serve, None when there is none at all (an installed package);
+    :class:`InputError` when the one named by ``--site`` or the environment is not a site."""
     named = explicit or (Path(os.environ[SITE_ENV]) if os.environ.get(SITE_ENV) else None)
     site = named or CHECKOUT_SITE
     if (site / "index.html").is_file() and (site / "pyodide").is_dir():
         return site
     if named is not None:
         raise InputError(f"{site} is not a site built by build.py (it lacks index.html or pyodide/); {build_hint()}")
-    raise InputError(build_hint())
+    return None
 
 
 def page_csp(site: Path) -> str:
@@ -155,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", type=Path, metavar="R", help="a higher-precision run to judge A and B against")
     p.add_argument("--open", action="store_true", required=True, help="open the page (this command)")
     add_tolerance_options(p)
-    p.add_argument("--site", type=Path, help=f"the built site (default: ${SITE_ENV}, else the checkout's dist/)")
+    p.add_argument("--site", type=Path, help=f"the built site (default: ${SITE_ENV}, else the checkout's dist/; "
+                   "with none, the report is opened as a self-contained page)")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="print the address, do not open a browser")
     return p
@@ -172,18 +179,46 @@ def _inputs(args: argparse.Namespace) -> dict[str, Path]:
     return inputs
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The tolerance as the page's state holds it: a preset, or atol/rtol, or nothing."""
-    if args.preset:
-        return {"preset": args.preset}
-    return {k: v for k, v in (("atol", args.atol), ("rtol", args.rtol)) if v is not None}
+def page_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options the page compares with, as its core takes them: the preset, atol and rtol
+    (which override the preset's, as on the command line) and the depth, each when given."""
+    given = (("preset", args.preset), ("atol", args.atol), ("rtol", args.rtol),
+             ("depth", None if args.depth == 1.0 else args.depth))
+    return {k: v for k, v in given if v is not None}
+
+
+def open_report(args: argparse.Namespace) -> int:
+    """No built page: the report of A and B as a self-contained HTML page, opened in the
+    browser from a private temporary file; exits as the plain command does (0, 1 or 2)."""
+    import tempfile
+
+    from .cli import report_of
+    from .report_html import render_page
+
+    as_text = argparse.Namespace(**{**vars(args), "a": str(args.a), "b": str(args.b),
+                                    "ref": None if args.ref is None else str(args.ref), "stream": False})
+    report = report_of(as_text)
+    fd, name = tempfile.mkstemp(prefix="perpendis-", suffix=".html")  # 0600: the values are the user's
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(render_page(report, title=f"Perpendis: {args.a.name} against {args.b.name}"))
+    page = Path(name)
+    print(f"Perpendis: {report.verdict.upper()}; the report of {args.a.name} and {args.b.name}: {page.as_uri()}",
+          flush=True)
+    print("No built page was found (an installed package ships none), so this is the report as one self-contained "
+          "page. For the interactive page, run `python build.py` in a checkout and pass --site DIST.", flush=True)
+    if not args.no_browser and not webbrowser.open(page.as_uri()):
+        print("No browser could be started here: open the file above in one.", flush=True)
+    return 0 if report.verdict in ("identical", "rounding") else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         inputs = _inputs(args)
-        server, url = make_server(find_site(args.site), inputs, _options(args), port=args.port)
+        site = built_site(args.site)
+        if site is None:
+            return open_report(args)
+        server, url = make_server(site, inputs, page_options(args), port=args.port)
     except InputError as err:
         print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
         return 2
