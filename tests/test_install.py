@@ -75,4 +75,4 @@ def test_installed_wheel_gives_the_command_and_the_plugin(tmp_path):
         [python, "-c", "import perpendis; print(perpendis.__file__)"], capture_output=True, text=True, env=clean,
         cwd=tmp_path, check=True,
     ).stdout
-    assert sorted(p.suffix for p in (tmp_path / "out").iterdir()) == [".html", ".json", ".md"]
+    assert sorted(p.suffix for p in (tmp_path / "out").glob("[!.]*")) == [".html", ".json", ".md"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import perpendis
+import pytest
 
 pytest_plugins = ["pytester"]
 
@@ -54,7 +55,7 @@ def test_report_dir_gets_markdown_json_and_html_of_each_failing_comparison(pytes
     result = run(pytester, "--perpendis-report", str(out))
     result.assert_outcomes(failed=2, passed=1)
     stem = "test_model.py__test_export_matches"
-    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.html", f"{stem}.json", f"{stem}.md"]
+    assert sorted(p.name for p in out.glob("[!.]*")) == [f"{stem}.html", f"{stem}.json", f"{stem}.md"]
     expected = perpendis.compare(
         np.load(MODELS / "transformer.signflip.npy"), np.load(MODELS / "transformer.ort.npy"),
         sources=("actual", "expected"),
@@ -120,3 +121,76 @@ def test_junit_xml_names_the_html_page(pytester):
     (prop,) = ET.parse(xml).getroot().iter("property")
     assert prop.get("name") == "perpendis_report"
     assert Path(prop.get("value")) == out / "test_model.py__test_export_matches.html"
+
+
+def test_the_failure_leads_with_verdict_top_finding_and_worst_element(pytester):
+    """In this order, then the first difference; the worst element is the failing one of
+    greatest |A - B|, found here with NumPy alone."""
+    result = run(pytester, "-k", "export")
+    text = "\n".join(line[2:] for line in result.outlines if line.startswith("E "))
+    a = np.load(MODELS / "transformer.signflip.npy").astype(np.float64)
+    b = np.load(MODELS / "transformer.ort.npy").astype(np.float64)
+    err = np.abs(a - b)
+    failing = err > 1e-5 + 1e-3 * np.abs(b)  # fp32-cpu, the preset for float32
+    worst = np.unravel_index(np.argmax(np.where(failing, err, -1)), a.shape)
+    expected = f"greatest failing difference: {err[worst]:.4g} at index {tuple(int(i) for i in worst)}: "
+    assert expected in text, text
+    order = [text.index(s) for s in ("INVESTIGATE", "top finding", "greatest failing difference", "first difference")]
+    assert order == sorted(order)
+    line = next(x.strip() for x in text.splitlines() if x.strip().startswith("greatest"))
+    assert f"B = {np.format_float_positional(np.float32(b[worst]))}" in line and line.endswith("ulp apart"), line
+
+
+@pytest.mark.slow  # a pytest run in a subprocess: 5 s
+def test_importing_the_plugin_imports_neither_numpy_nor_the_engine(pytester, monkeypatch):
+    """In a fresh interpreter, and in a whole pytest run whose tests never compare."""
+    probe = ("import json, sys, pytest, perpendis.pytest_plugin; "
+             "print(json.dumps([m for m in ('numpy', 'perpendis.compare', 'perpendis.testing', "
+             "'perpendis.report_html') if m in sys.modules]))")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT / "py"), "PATH": "/usr/bin:/bin"})
+    assert json.loads(done.stdout) == []
+    pytester.makepyfile(test_plain='''
+import sys
+
+def test_nothing_heavy_loaded():
+    assert "numpy" not in sys.modules and "perpendis.compare" not in sys.modules
+''')
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "py"))
+    result = pytester.runpytest_subprocess("-p", "perpendis.pytest_plugin", "--perpendis-report", "out")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.slow  # two xdist workers start: 17 s on this 2-core machine
+def test_under_xdist_the_summary_names_the_reports(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "py"))
+    out = pytester.path / "reports"
+    pytester.makepyfile(test_model=FAILING)
+    result = pytester.runpytest_subprocess("-p", "perpendis.pytest_plugin", "-n", "2", "--perpendis-report", str(out))
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(["*1 failing comparison(s): Markdown, JSON and HTML reports in *reports"])
+    assert len(list(out.glob("*.html"))) == 1
+
+
+def test_a_run_clears_the_reports_it_replaces(pytester):
+    """The second run fails on another comparison: only its report is left, beside the
+    file someone else put in the folder."""
+    out = pytester.path / "reports"
+    run(pytester, "--perpendis-report", str(out), "-k", "export")
+    first = {p.name for p in out.glob("[!.]*")}
+    assert len(first) == 3
+    (out / "notes.md").write_text("kept")
+    pytester.makepyfile(test_other=f'''
+import numpy as np
+from perpendis import assert_same
+
+def test_cnn():
+    assert_same(np.load({str(MODELS / "cnn.offset.npy")!r}), np.load({str(MODELS / "cnn.ort.npy")!r}))
+''')
+    pytester.runpytest("-p", "perpendis.pytest_plugin", "--perpendis-report", str(out), "test_other.py")
+    left = {p.name for p in out.glob("[!.]*")}
+    assert left == {"notes.md", "test_other.py__test_cnn.md", "test_other.py__test_cnn.json",
+                    "test_other.py__test_cnn.html"}

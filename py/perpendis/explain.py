@@ -8,7 +8,7 @@ rest is in the files ``--perpendis-report`` writes.
 
 from __future__ import annotations
 
-from .report import Report, _element_lines, judged_of, main_finding, number_text, shape_text, verdict_line
+from .report import Element, Report, _element_lines, judged_of, main_finding, number_text, shape_text, verdict_line
 
 MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
 
@@ -32,6 +32,13 @@ def explain(r: Report) -> str:
         more = len(r.findings) - 1
         if more:
             lines.append(f"  and {more} more finding(s)")
+    worst = _worst(r)
+    if worst is not None:
+        # As torch.testing.assert_close names it ("Greatest absolute difference: 0.987 at index (3, 5)").
+        label = "greatest failing difference" if r.tolerance is not None and not r.tolerance.passed else (
+            "greatest absolute difference")
+        lines.append(f"{label}: {number_text(worst.abs_diff)} at index {shape_text(worst.index)}: "
+                     f"A = {worst.a}, B = {worst.b}, {number_text(worst.ulp)} ulp apart")
     if r.first_diff is not None:
         lines += _element_lines("first difference", r.first_diff)
     t = r.tolerance
@@ -43,3 +50,12 @@ def explain(r: Report) -> str:
             f"{t.n_fail} of {judged_of(r)} fail"
         )
     return "\n".join(lines) + "\n"
+
+
+def _worst(r: Report) -> Element | None:
+    """The element a reader looks at first: the failing one of greatest |A - B| (NaN first,
+    as the tolerance's peer chooses it), else the one of greatest |A - B| overall."""
+    t = r.tolerance
+    if t is not None and t.worst_fail is not None:
+        return t.worst_fail
+    return r.worst.get("abs")
