@@ -1293,6 +1293,12 @@ def _keeps_parts(aligned: Aligned) -> bool:
     return aligned.shape is not None and (perm is None or perm[-1] == len(perm) - 1)  # type: ignore[index,arg-type]
 
 
+def check_depth(depth: Any) -> None:
+    """:class:`InputError` unless ``depth`` is a number > 0."""
+    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
+        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
+
+
 def prepare(
     a: Tensor,
     b: Tensor,
@@ -1305,8 +1311,7 @@ def prepare(
     depth: float = 1.0,
 ) -> Prepared:
     """Everything of :func:`compare` before the fold over the elements."""
-    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
-        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
+    check_depth(depth)
     a, b, adopted = adopt_dtype(a, b)
     fmt = compared_format(a.fmt, b.fmt)
     tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)

@@ -4,15 +4,30 @@ notebook cell or as a test assertion for pytest suites comparing model outputs.
 Both take NumPy arrays, anything ``np.asarray`` accepts, or PyTorch tensors, including
 bfloat16 and float8 ones, which NumPy cannot hold: their raw bits are taken as they are.
 torch is never imported here: a tensor's own module is used, so NumPy users need no torch.
+
+A test suite calls ``assert_same`` thousands of times on pairs that pass, and most of them
+are bit for bit the same (a deterministic kernel, a saved output): that case is decided
+by one comparison of raw bits, with the same outcome as the full analysis (see
+:func:`bit_identical`), and the report is made only if the test looks at it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from . import bits
+from .compare import check_depth
+from .compare import compare as compare_tensors
 from .compare import compare_values as compare
 from .explain import explain
 from .report import Report
+from .tensor import Tensor, as_tensor
+from .tolerance import resolve
+
+__all__ = ["ComparisonError", "PassedReport", "assert_same", "bit_identical", "compare"]
+SOURCES = ("actual", "expected")
 
 
 class ComparisonError(AssertionError):
@@ -24,17 +39,65 @@ class ComparisonError(AssertionError):
         self.report = report
 
 
+class PassedReport:
+    """The report of an ``assert_same`` its bit check passed, made on first use.
+
+    Every attribute and display of :class:`Report` is there (``verdict``, ``to_text()``,
+    the notebook's rich display); ``report`` is the :class:`Report` itself.
+    """
+
+    __slots__ = ("_args", "_report")
+
+    def __init__(self, a: Tensor, b: Tensor, options: dict[str, Any]) -> None:
+        self._args: tuple[Tensor, Tensor, dict[str, Any]] | None = (a, b, options)
+        self._report: Report | None = None
+
+    @property
+    def report(self) -> Report:
+        if self._report is None:
+            a, b, options = self._args  # type: ignore[misc]
+            self._report, self._args = compare_tensors(a, b, **options), None
+        return self._report
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.report, name)
+
+    def __repr__(self) -> str:
+        return repr(self.report)
+
+
+def bit_identical(a: Tensor, b: Tensor, preset: str | None, atol: float | None, rtol: float | None,
+                  depth: float) -> bool:
+    """Whether the full analysis of A against B would say "identical" (and so pass),
+    decided without it: same format, same shape, the same raw bits.
+
+    The full analysis calls a pair identical exactly then (whatever the tolerance: bit-equal
+    NaNs a preset fails as ``equal_nan=False`` are still identical), and never when the
+    shapes or dtypes differ. Bad options are refused as the full analysis refuses them.
+    """
+    check_depth(depth)
+    resolve(a.fmt, preset=preset, atol=atol, rtol=rtol)  # an unknown preset, a negative atol: InputError
+    if a.format != b.format or a.shape != b.shape or a.is_complex != b.is_complex:
+        return False
+    return bool(np.array_equal(bits.raw_bits(a.array, a.fmt), bits.raw_bits(b.array, b.fmt)))
+
+
 def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None,
-                **options: Any) -> Report:
+                *, depth: float = 1.0, ref: Any = None) -> Report:
     """Pass when A and B are identical or differ by rounding within tolerance; else raise.
 
-    ``b`` is the expected value; ``options`` are :func:`compare`'s ``depth`` and ``ref``.
+    ``b`` is the expected value; ``depth`` and ``ref`` are :func:`compare`'s.
     The :class:`ComparisonError` (an AssertionError) says on one screen the verdict, the top
-    finding with where it is and its causes, and the bits at the first difference.  Returns
-    the report when it passes.
+    finding with where it is and its causes, the worst element, and the bits at the first
+    difference.  Returns the report when it passes (for a pair equal bit for bit, a
+    :class:`PassedReport` that makes it when first used).
     """
     __tracebackhide__ = True  # pytest: the failure points at the test's line, not this one
-    report = compare(a, b, preset, atol, rtol, sources=("actual", "expected"), **options)
+    ta, tb = as_tensor(a, SOURCES[0]), as_tensor(b, SOURCES[1])
+    tolerance = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    if ref is None and bit_identical(ta, tb, preset, atol, rtol, depth):
+        return PassedReport(ta, tb, tolerance)  # type: ignore[return-value]
+    report = compare_tensors(ta, tb, ref=None if ref is None else as_tensor(ref, "reference"), **tolerance)
     if report.verdict == "investigate":
         raise ComparisonError(report)
     return report
