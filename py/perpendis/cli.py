@@ -183,7 +183,7 @@ def _dispatch(argv: list[str]) -> int:
     if "--open" in argv and "--version" not in argv:
         from .open_page import main as open_main  # here: it imports this module's options
 
-        return open_main(argv)
+        return open_main(argv, report_of)
     args = _parser().parse_args(argv)
     try:
         report = report_of(args)

@@ -31,13 +31,16 @@ import secrets
 import shutil
 import sys
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from .report import Report
 
 SITE_ENV = "PERPENDIS_SITE"
 CHECKOUT_SITE = Path(__file__).resolve().parents[2] / "dist"  # py/perpendis/ -> the checkout's dist/
@@ -187,12 +190,12 @@ def page_options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: v for k, v in given if v is not None}
 
 
-def open_report(args: argparse.Namespace) -> int:
-    """No built page: the report of A and B as a self-contained HTML page, opened in the
-    browser from a private temporary file; exits as the plain command does (0, 1 or 2)."""
+def open_report(args: argparse.Namespace, report_of: Callable[[argparse.Namespace], Report]) -> int:
+    """No built page: the report of A and B (``report_of``: the plain command's, given by the
+    CLI, which imports this module) as a self-contained HTML page, opened in the browser from
+    a private temporary file; exits as the plain command does (0, 1 or 2)."""
     import tempfile
 
-    from .cli import report_of
     from .report_html import render_page
 
     as_text = argparse.Namespace(**{**vars(args), "a": str(args.a), "b": str(args.b),
@@ -211,13 +214,13 @@ def open_report(args: argparse.Namespace) -> int:
     return 0 if report.verdict in ("identical", "rounding") else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str], report_of: Callable[[argparse.Namespace], Report]) -> int:
     args = _parser().parse_args(argv)
     try:
         inputs = _inputs(args)
         site = built_site(args.site)
         if site is None:
-            return open_report(args)
+            return open_report(args, report_of)
         server, url = make_server(site, inputs, page_options(args), port=args.port)
     except InputError as err:
         print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
