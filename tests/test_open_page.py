@@ -87,9 +87,16 @@ def test_without_a_built_site_it_opens_the_report_as_one_page(tmp_path, monkeypa
 
 
 def test_every_option_given_reaches_the_page():
+    """The manifest's options are what the page's core parses into the engine's arguments
+    (the page hands them over as its tolerance state)."""
+    from perpendis.service import requests
+
     parse = open_page._parser().parse_args
     args = parse([str(A), str(B), "--open", "--preset", "fp16", "--atol", "0.5", "--rtol", "0.25", "--depth", "3"])
-    assert open_page.page_options(args) == {"preset": "fp16", "atol": 0.5, "rtol": 0.25, "depth": 3.0}
+    options = open_page.page_options(args)
+    assert options == {"preset": "fp16", "atol": 0.5, "rtol": 0.25, "depth": 3.0}
+    request = requests.parse({"op": "compare", "inputs": {}, "options": options})
+    assert request.options.engine() == options
     assert open_page.page_options(parse([str(A), str(B), "--open"])) == {}
 
 
