@@ -21,6 +21,10 @@ SEED = 0
 BATCH = 2
 SEQ = 8
 VOCAB = 96
+# Weights' init std: the configs' default 0.02 keeps a 32-wide layer's activations near 0.1,
+# where GELU's tanh form equals erf's to rounding; 0.2 gives activations of order 1, as in
+# a trained network, so an activation or epsilon change shows.
+INIT = 0.2
 
 
 def _seeded() -> None:
@@ -60,9 +64,17 @@ def bert(n_batch: int = BATCH):
     from transformers import BertConfig, BertModel
 
     _seeded()
-    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.1,
-                     attention_probs_dropout_prob=0.1)
+    cfg = BertConfig(
+        initializer_range=INIT,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    )
     return _Main.wrap(BertModel(cfg, add_pooling_layer=False).eval(), "last_hidden_state"), (_tokens(n_batch),)
 
 
@@ -71,7 +83,7 @@ def gpt2(n_batch: int = BATCH):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     _seeded()
-    cfg = GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=2, n_positions=32)
+    cfg = GPT2Config(initializer_range=INIT, vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=2, n_positions=32)
     return _Main.wrap(GPT2LMHeadModel(cfg).eval(), "logits"), (_tokens(n_batch),)
 
 
@@ -80,8 +92,16 @@ def llama(n_batch: int = BATCH):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     _seeded()
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    cfg = LlamaConfig(
+        initializer_range=INIT,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    )
     return _Main.wrap(LlamaForCausalLM(cfg).eval(), "logits"), (_tokens(n_batch),)
 
 
@@ -93,8 +113,17 @@ def convnext(n_batch: int = BATCH):
     from transformers import ConvNextConfig, ConvNextForImageClassification
 
     _seeded()
-    cfg = ConvNextConfig(num_channels=3, patch_size=4, num_stages=2, hidden_sizes=[16, 32], depths=[1, 1],
-                         num_labels=10, image_size=32, layer_scale_init_value=0.5)
+    cfg = ConvNextConfig(
+        initializer_range=INIT,
+        num_channels=3,
+        patch_size=4,
+        num_stages=2,
+        hidden_sizes=[16, 32],
+        depths=[1, 1],
+        num_labels=10,
+        image_size=32,
+        layer_scale_init_value=0.5,
+    )
     return _Main.wrap(ConvNextForImageClassification(cfg).eval(), "logits"), (_image(n_batch),)
 
 
@@ -103,8 +132,17 @@ def vit(n_batch: int = BATCH):
     from transformers import ViTConfig, ViTForImageClassification
 
     _seeded()
-    cfg = ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
-                    num_attention_heads=2, intermediate_size=64, num_labels=10)
+    cfg = ViTConfig(
+        initializer_range=INIT,
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=10,
+    )
     return _Main.wrap(ViTForImageClassification(cfg).eval(), "logits"), (_image(n_batch),)
 
 
@@ -114,9 +152,20 @@ def whisper(n_batch: int = BATCH):
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
     _seeded()
-    cfg = WhisperConfig(vocab_size=VOCAB, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2,
-                        encoder_ffn_dim=64, decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64,
-                        max_source_positions=16, max_target_positions=16)
+    cfg = WhisperConfig(
+        init_std=INIT,
+        vocab_size=VOCAB,
+        num_mel_bins=16,
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_layers=1,
+        decoder_attention_heads=2,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        max_target_positions=16,
+    )
     x = np.random.default_rng(SEED).standard_normal((n_batch, 16, 32)).astype(np.float32)
     return _Main.wrap(WhisperEncoder(cfg).eval(), "last_hidden_state"), (x,)
 
@@ -126,8 +175,9 @@ def resnet(n_batch: int = BATCH):
     from transformers import ResNetConfig, ResNetForImageClassification
 
     _seeded()
-    cfg = ResNetConfig(num_channels=3, embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1],
-                       layer_type="basic", num_labels=10)
+    cfg = ResNetConfig(
+        num_channels=3, embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic", num_labels=10
+    )
     model = ResNetForImageClassification(cfg).eval()
     _randomise_batchnorm(model)
     return _Main.wrap(model, "logits"), (_image(n_batch),)
@@ -153,8 +203,9 @@ def transformer_encoder(n_batch: int = BATCH):
     import torch
 
     _seeded()
-    layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, activation="gelu",
-                                             batch_first=True)
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=32, nhead=2, dim_feedforward=64, activation="gelu", batch_first=True
+    )
 
     class Encoder(torch.nn.Module):
         def __init__(self) -> None:
@@ -178,8 +229,16 @@ ARCHITECTURES: dict[str, Callable] = {
     "resnet": resnet,
     "transformer_encoder": transformer_encoder,
 }
-INPUT_NAMES = {"bert": "ids", "gpt2": "ids", "llama": "ids", "convnext": "pixels", "vit": "pixels", "whisper": "frames",
-               "resnet": "pixels", "transformer_encoder": "x"}
+INPUT_NAMES = {
+    "bert": "ids",
+    "gpt2": "ids",
+    "llama": "ids",
+    "convnext": "pixels",
+    "vit": "pixels",
+    "whisper": "frames",
+    "resnet": "pixels",
+    "transformer_encoder": "x",
+}
 
 
 def build(arch: str, n_batch: int = BATCH):
@@ -236,8 +295,16 @@ def export(arch: str, path: Path | None = None) -> Path:
     args = tuple(torch.from_numpy(x) for x in inputs)
     name = INPUT_NAMES[arch]
     batch = torch.export.Dim("batch", min=1, max=64)
-    program = torch.onnx.export(module, args, dynamo=True, input_names=[name], output_names=["out"],
-                                dynamic_shapes=({0: batch},), optimize=True, verbose=False)
+    program = torch.onnx.export(
+        module,
+        args,
+        dynamo=True,
+        input_names=[name],
+        output_names=["out"],
+        dynamic_shapes=({0: batch},),
+        optimize=True,
+        verbose=False,
+    )
     tmp = path.with_suffix(".tmp.onnx")
     program.save(str(tmp), external_data=False)
     tmp.replace(path)
@@ -259,8 +326,9 @@ def session(model_or_path, *, opt_level: str = "all", threads: int = 1):
     so.inter_op_num_threads = 1
     so.log_severity_level = 4
     source = model_or_path if isinstance(model_or_path, (str, Path)) else model_or_path.SerializeToString()
-    return ort.InferenceSession(str(source) if isinstance(source, Path) else source, so,
-                                providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        str(source) if isinstance(source, Path) else source, so, providers=["CPUExecutionProvider"]
+    )
 
 
 def run_ort(model_or_path, inputs, **options) -> np.ndarray:

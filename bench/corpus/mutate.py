@@ -50,15 +50,29 @@ class Operator:
 
 # What a node's bypass or repetition changes, by op type.
 OP_FAMILY = {
-    "Gelu": "activation", "Relu": "activation", "Tanh": "activation", "Sigmoid": "activation",
-    "LayerNormalization": "normalisation", "Softmax": "normalisation", "ReduceMean": "normalisation",
-    "Sqrt": "normalisation", "Reciprocal": "normalisation", "Pow": "normalisation",
-    "Neg": "sign", "Transpose": "reorder", "MaxPool": "structure",
-    "Add": "offset", "Mul": "scale", "MatMul": "weight", "Gemm": "weight", "Conv": "weight",
+    "Gelu": "activation",
+    "Relu": "activation",
+    "Tanh": "activation",
+    "Sigmoid": "activation",
+    "LayerNormalization": "normalisation",
+    "Softmax": "normalisation",
+    "ReduceMean": "normalisation",
+    "Sqrt": "normalisation",
+    "Reciprocal": "normalisation",
+    "Pow": "normalisation",
+    "Neg": "sign",
+    "Transpose": "reorder",
+    "MaxPool": "structure",
+    "Add": "offset",
+    "Mul": "scale",
+    "MatMul": "weight",
+    "Gemm": "weight",
+    "Conv": "weight",
 }
 
 
 # ---------------------------------------------------------------- graph helpers
+
 
 def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     out = onnx.ModelProto()
@@ -171,6 +185,7 @@ def readers(model: onnx.ModelProto, value: str) -> list[onnx.NodeProto]:
 
 # ---------------------------------------------------------------- attribute operators
 
+
 def _set(name: str, value_of: Callable[[Any, onnx.NodeProto], Any]):
     def op(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
         out = _copy(model)
@@ -227,6 +242,7 @@ def reduce_axes(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
 
 
 # ---------------------------------------------------------------- structural operators
+
 
 def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
     """The node's output is its (first) input: a layer left out."""
@@ -294,8 +310,10 @@ def _clip_nodes(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodePro
 def _round_trip(to: int):
     def make(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
         mid = _fresh(model, src + "_low")
-        return [helper.make_node("Cast", [src], [mid], to=to, name=_fresh(model, "cast_down")),
-                helper.make_node("Cast", [mid], [dst], to=TensorProto.FLOAT, name=_fresh(model, "cast_up"))]
+        return [
+            helper.make_node("Cast", [src], [mid], to=to, name=_fresh(model, "cast_down")),
+            helper.make_node("Cast", [mid], [dst], to=TensorProto.FLOAT, name=_fresh(model, "cast_up")),
+        ]
 
     return make
 
@@ -307,6 +325,7 @@ cast_bf16 = _after_node(_round_trip(TensorProto.BFLOAT16))
 
 
 # ---------------------------------------------------------------- initializer operators
+
 
 def _init_op(change: Callable[[np.ndarray, np.random.Generator], np.ndarray]):
     def op(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
@@ -365,6 +384,7 @@ init_zero_bias = _init_op(_zeroed_bias)
 
 # ---------------------------------------------------------------- pre/post-processing operators
 
+
 def _input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
     return model.graph.input[0]
 
@@ -406,31 +426,41 @@ def _normalise_input(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.No
     """(x - 0.5) / 0.25: mean/std constants of another preprocessing recipe."""
     mid = _fresh(model, src + "_centred")
     m, s = _add_const(model, "input_mean", np.float32(0.5)), _add_const(model, "input_std", np.float32(0.25))
-    return [helper.make_node("Sub", [src, m], [mid], name=_fresh(model, "pre_sub")),
-            helper.make_node("Div", [mid, s], [dst], name=_fresh(model, "pre_div"))]
+    return [
+        helper.make_node("Sub", [src, m], [mid], name=_fresh(model, "pre_sub")),
+        helper.make_node("Div", [mid, s], [dst], name=_fresh(model, "pre_div")),
+    ]
 
 
 def _reverse_channels(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
     """Axis 1 reversed (RGB against BGR; for a sequence of frames, the feature order)."""
     if _rank(model, _input(model)) < 3:
         raise NotApplicable("input has no channel axis")
-    starts, ends = _add_const(model, "rev_start", np.array([-1], np.int64)), _add_const(
-        model, "rev_end", np.array([-(2**62)], np.int64))
-    axes, steps = _add_const(model, "rev_axes", np.array([1], np.int64)), _add_const(
-        model, "rev_steps", np.array([-1], np.int64))
+    starts, ends = (
+        _add_const(model, "rev_start", np.array([-1], np.int64)),
+        _add_const(model, "rev_end", np.array([-(2**62)], np.int64)),
+    )
+    axes, steps = (
+        _add_const(model, "rev_axes", np.array([1], np.int64)),
+        _add_const(model, "rev_steps", np.array([-1], np.int64)),
+    )
     return [helper.make_node("Slice", [src, starts, ends, axes, steps], [dst], name=_fresh(model, "pre_reverse"))]
 
 
 def _roll_tokens(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
     """Tokens shifted one place along the sequence (a BOS token added, the last one lost)."""
     first, rest = _fresh(model, src + "_last"), _fresh(model, src + "_head")
-    c = {k: _add_const(model, k, np.array([v], np.int64)) for k, v in
-         (("roll_m1", -1), ("roll_big", 2**62), ("roll_0", 0), ("roll_ax", 1))}
+    c = {
+        k: _add_const(model, k, np.array([v], np.int64))
+        for k, v in (("roll_m1", -1), ("roll_big", 2**62), ("roll_0", 0), ("roll_ax", 1))
+    }
     last = [src, c["roll_m1"], c["roll_big"], c["roll_ax"]]
     head = [src, c["roll_0"], c["roll_m1"], c["roll_ax"]]
-    return [helper.make_node("Slice", last, [first], name=_fresh(model, "roll_last")),
-            helper.make_node("Slice", head, [rest], name=_fresh(model, "roll_head")),
-            helper.make_node("Concat", [first, rest], [dst], axis=1, name=_fresh(model, "pre_roll"))]
+    return [
+        helper.make_node("Slice", last, [first], name=_fresh(model, "roll_last")),
+        helper.make_node("Slice", head, [rest], name=_fresh(model, "roll_head")),
+        helper.make_node("Concat", [first, rest], [dst], axis=1, name=_fresh(model, "pre_roll")),
+    ]
 
 
 def _softmax_output(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
@@ -469,41 +499,44 @@ def _only_int_input(op: Callable) -> Callable:
 ELEMENTWISE = ("Gelu", "Relu", "Tanh", "Sigmoid", "LayerNormalization", "Softmax", "Sqrt", "Reciprocal", "Neg")
 ANY_FLOAT = ("Gelu", "Relu", "Tanh", "Sigmoid", "LayerNormalization", "Softmax", "MatMul", "Gemm", "Conv", "Add", "Mul")
 
-OPERATORS: dict[str, Operator] = {o.name: o for o in [
-    Operator("ln_epsilon", ln_epsilon, "node", "normalisation", ("LayerNormalization",)),
-    Operator("ln_axis", ln_axis, "node", "normalisation", ("LayerNormalization",)),
-    Operator("softmax_axis", softmax_axis, "node", "normalisation", ("Softmax",)),
-    Operator("gelu_approximate", gelu_approximate, "node", "activation", ("Gelu",)),
-    Operator("transpose_perm", transpose_perm, "node", "reorder", ("Transpose",)),
-    Operator("gather_axis", gather_axis, "node", "structure", ("Gather",)),
-    Operator("concat_axis", concat_axis, "node", "structure", ("Concat",)),
-    Operator("reduce_keepdims", reduce_keepdims, "node", "normalisation", ("ReduceMean",)),
-    Operator("reduce_axes", reduce_axes, "node", "normalisation", ("ReduceMean",)),
-    Operator("conv_pads", conv_pads, "node", "position", ("Conv",)),
-    Operator("conv_strides", conv_strides, "node", "structure", ("Conv", "MaxPool")),
-    Operator("bypass", bypass, "node", None, (*ELEMENTWISE, "Add", "Mul", "Transpose")),
-    Operator("double", double, "node", None, (*ELEMENTWISE, "Add", "Mul")),
-    Operator("swap_inputs", swap_inputs, "node", "structure", ("Where", "MatMul", "Sub", "Div", "Pow")),
-    Operator("add_offset", add_offset, "node", "offset", ANY_FLOAT),
-    Operator("insert_clip", insert_clip, "node", "clip", ANY_FLOAT),
-    Operator("cast_fp16", cast_fp16, "node", "precision", ANY_FLOAT, kind="precision"),
-    Operator("cast_bf16", cast_bf16, "node", "precision", ANY_FLOAT, kind="precision"),
-    Operator("init_half", init_half, "initializer", "scale"),
-    Operator("init_double", init_double, "initializer", "scale"),
-    Operator("init_rsqrt_d", init_rsqrt_d, "initializer", "scale"),
-    Operator("init_transpose", init_transpose, "initializer", "weight"),
-    Operator("init_one_slice", init_one_slice, "initializer", "slice"),
-    Operator("init_slice_negated", init_slice_negated, "initializer", "sign"),
-    Operator("init_redrawn", init_redrawn, "initializer", "weight"),
-    Operator("init_zero_bias", init_zero_bias, "initializer", "offset"),
-    Operator("pre_scale", pre_scale, "io", "preprocessing"),
-    Operator("pre_normalise", pre_normalise, "io", "preprocessing"),
-    Operator("pre_reverse_channels", pre_reverse_channels, "io", "preprocessing"),
-    Operator("pre_roll_tokens", _only_int_input(pre_roll_tokens), "io", "position"),
-    Operator("post_softmax", post_softmax, "io", "normalisation"),
-    Operator("post_transpose", post_transpose, "io", "layout"),
-    Operator("post_temperature", post_temperature, "io", "scale"),
-]}
+OPERATORS: dict[str, Operator] = {
+    o.name: o
+    for o in [
+        Operator("ln_epsilon", ln_epsilon, "node", "normalisation", ("LayerNormalization",)),
+        Operator("ln_axis", ln_axis, "node", "normalisation", ("LayerNormalization",)),
+        Operator("softmax_axis", softmax_axis, "node", "normalisation", ("Softmax",)),
+        Operator("gelu_approximate", gelu_approximate, "node", "activation", ("Gelu",)),
+        Operator("transpose_perm", transpose_perm, "node", "reorder", ("Transpose",)),
+        Operator("gather_axis", gather_axis, "node", "structure", ("Gather",)),
+        Operator("concat_axis", concat_axis, "node", "structure", ("Concat",)),
+        Operator("reduce_keepdims", reduce_keepdims, "node", "normalisation", ("ReduceMean",)),
+        Operator("reduce_axes", reduce_axes, "node", "normalisation", ("ReduceMean",)),
+        Operator("conv_pads", conv_pads, "node", "position", ("Conv",)),
+        Operator("conv_strides", conv_strides, "node", "structure", ("Conv", "MaxPool")),
+        Operator("bypass", bypass, "node", None, (*ELEMENTWISE, "Add", "Mul", "Transpose")),
+        Operator("double", double, "node", None, (*ELEMENTWISE, "Add", "Mul")),
+        Operator("swap_inputs", swap_inputs, "node", "structure", ("Where", "MatMul", "Sub", "Div", "Pow")),
+        Operator("add_offset", add_offset, "node", "offset", ANY_FLOAT),
+        Operator("insert_clip", insert_clip, "node", "clip", ANY_FLOAT),
+        Operator("cast_fp16", cast_fp16, "node", "precision", ANY_FLOAT, kind="precision"),
+        Operator("cast_bf16", cast_bf16, "node", "precision", ANY_FLOAT, kind="precision"),
+        Operator("init_half", init_half, "initializer", "scale"),
+        Operator("init_double", init_double, "initializer", "scale"),
+        Operator("init_rsqrt_d", init_rsqrt_d, "initializer", "scale"),
+        Operator("init_transpose", init_transpose, "initializer", "weight"),
+        Operator("init_one_slice", init_one_slice, "initializer", "slice"),
+        Operator("init_slice_negated", init_slice_negated, "initializer", "sign"),
+        Operator("init_redrawn", init_redrawn, "initializer", "weight"),
+        Operator("init_zero_bias", init_zero_bias, "initializer", "offset"),
+        Operator("pre_scale", pre_scale, "io", "preprocessing"),
+        Operator("pre_normalise", pre_normalise, "io", "preprocessing"),
+        Operator("pre_reverse_channels", pre_reverse_channels, "io", "preprocessing"),
+        Operator("pre_roll_tokens", _only_int_input(pre_roll_tokens), "io", "position"),
+        Operator("post_softmax", post_softmax, "io", "normalisation"),
+        Operator("post_transpose", post_transpose, "io", "layout"),
+        Operator("post_temperature", post_temperature, "io", "scale"),
+    ]
+}
 
 
 def targets(model: onnx.ModelProto, operator: Operator) -> list[str]:
@@ -512,8 +545,7 @@ def targets(model: onnx.ModelProto, operator: Operator) -> list[str]:
     if operator.on == "node":
         return [n.name for n in model.graph.node if n.op_type in operator.op_types]
     if operator.on == "initializer":
-        return [t.name for t in model.graph.initializer
-                if t.data_type == TensorProto.FLOAT and math.prod(t.dims) >= 2]
+        return [t.name for t in model.graph.initializer if t.data_type == TensorProto.FLOAT and math.prod(t.dims) >= 2]
     return ["output" if operator.name.startswith("post_") else "input"]
 
 

@@ -6,9 +6,11 @@ Usage: ``python bench/corpus/score.py [--half tuning|held-back|all] [--limit N]
 
 What is measured, and how it is judged:
 
-- *verdict*: a bug or precision case is right when the verdict is ``investigate``; a
-  legitimate pair is right when it is not (``identical`` or ``rounding``); a legitimate
-  pair called ``investigate`` is a *false alarm*.
+- *verdict*: a bug case is right when the verdict is ``investigate``; a legitimate pair
+  is right when it is not (``identical`` or ``rounding``); a legitimate pair called
+  ``investigate`` is a *false alarm*.  A precision case (a float16/bfloat16 round trip
+  inserted mid-graph) is neither: its effect may be as small as deep rounding, so either
+  verdict stands, and the table counts how many were called ``investigate``.
 - *named cause*: the report's most severe finding among those that carry causes (kinds
   in :data:`NOT_A_CAUSE` such as ``tolerance`` or ``rounding`` do not name one).  It is
   *right* when its kind is among :data:`FAMILY_KINDS` of the case's family.  Cause
@@ -90,9 +92,18 @@ def judge(entry: dict[str, Any]) -> dict[str, Any]:
     bug = entry["class"] != "legitimate"
     top = named_cause(report.findings)
     kinds = FAMILY_KINDS.get(lab.get("family") or "", set())
-    out = {"id": entry["id"], "operator": lab["operator"], "class": entry["class"], "verdict": report.verdict,
-           "verdict_right": (report.verdict == "investigate") == bug, "named": top.kind if top else None,
-           "nameable": bool(kinds), "cause_right": bool(top and top.kind in kinds), "located": None}
+    called = report.verdict == "investigate"
+    out = {
+        "id": entry["id"],
+        "operator": lab["operator"],
+        "class": entry["class"],
+        "verdict": report.verdict,
+        "verdict_right": True if entry["class"] == "precision" else called == bug,
+        "named": top.kind if top else None,
+        "nameable": bool(kinds),
+        "cause_right": bool(top and top.kind in kinds),
+        "located": None,
+    }
     if bug and lab.get("location"):
         out["located"] = bool(top) and location_right(top.where, lab["location"], a.ndim)
     return out
@@ -109,13 +120,20 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     nameable = [r for r in bug if r["nameable"]]
     located = [r for r in bug if r["located"] is not None]
     return {
-        "cases": len(rows), "bug_cases": len(bug), "legitimate": len(legit),
+        "cases": len(rows),
+        "bug_cases": len(bug),
+        "legitimate": len(legit),
         "verdict_right": sum(r["verdict_right"] for r in rows),
         "false_alarms": sum(not r["verdict_right"] for r in legit),
         "missed_bugs": sum(not r["verdict_right"] for r in bug),
-        "named": len(named), "named_right": sum(r["cause_right"] for r in named),
-        "nameable": len(nameable), "recalled": sum(r["cause_right"] for r in nameable),
-        "with_location": len(located), "located": sum(bool(r["located"]) for r in located),
+        "precision_cases": sum(r["class"] == "precision" for r in rows),
+        "precision_investigate": sum(r["class"] == "precision" and r["verdict"] == "investigate" for r in rows),
+        "named": len(named),
+        "named_right": sum(r["cause_right"] for r in named),
+        "nameable": len(nameable),
+        "recalled": sum(r["cause_right"] for r in nameable),
+        "with_location": len(located),
+        "located": sum(bool(r["located"]) for r in located),
     }
 
 
@@ -127,14 +145,24 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for op in sorted(groups, key=lambda o: (o.startswith("legit_"), o)):
         s = summarise(groups[op])
         loc = f"{s['located']}/{s['with_location']}" if s["with_location"] else "-"
-        print(f"{op:28s} {s['cases']:4d} {_pct(s['verdict_right'], s['cases']):>7s} {s['named']:5d} "
-              f"{_pct(s['named_right'], s['named']):>6s} {_pct(s['recalled'], s['nameable']):>6s} {loc:>9s}")
+        print(
+            f"{op:28s} {s['cases']:4d} {_pct(s['verdict_right'], s['cases']):>7s} {s['named']:5d} "
+            f"{_pct(s['named_right'], s['named']):>6s} {_pct(s['recalled'], s['nameable']):>6s} {loc:>9s}"
+        )
     s = summarise(rows)
     print(f"\noverall: {s['cases']} cases ({s['bug_cases']} bug or precision, {s['legitimate']} legitimate)")
-    print(f"  verdict accuracy {_pct(s['verdict_right'], s['cases'])}; missed bugs {s['missed_bugs']}; "
-          f"false alarms {s['false_alarms']} of {s['legitimate']} legitimate")
-    print(f"  cause precision {_pct(s['named_right'], s['named'])} ({s['named_right']}/{s['named']} named); "
-          f"cause recall {_pct(s['recalled'], s['nameable'])} ({s['recalled']}/{s['nameable']} nameable)")
+    print(
+        f"  verdict accuracy {_pct(s['verdict_right'], s['cases'])}; missed bugs {s['missed_bugs']}; "
+        f"false alarms {s['false_alarms']} of {s['legitimate']} legitimate"
+    )
+    print(
+        f"  precision round trips called investigate: {s['precision_investigate']} of {s['precision_cases']} "
+        "(not scored: either verdict stands)"
+    )
+    print(
+        f"  cause precision {_pct(s['named_right'], s['named'])} ({s['named_right']}/{s['named']} named); "
+        f"cause recall {_pct(s['recalled'], s['nameable'])} ({s['recalled']}/{s['nameable']} nameable)"
+    )
     print(f"  location {s['located']}/{s['with_location']} of the cases with a labelled location")
 
 
