@@ -52,8 +52,8 @@ NOT_A_CAUSE = {"tolerance", "tolerance_warning", "rounding", "deep_rounding", "n
 # engine's findings change: a family missing here (or mapped to nothing) has no cause a
 # report could rightly name from the output alone.
 FAMILY_KINDS: dict[str, set[str]] = {
-    "scale": {"scale", "row_scale", "slice_scale"},
-    "offset": {"offset", "row_offset", "slice_offset"},
+    "scale": {"scale", "row_scale", "slice_scale", "affine"},
+    "offset": {"offset", "row_offset", "slice_offset", "affine"},
     "sign": {"sign_flip"},
     "slice": {"slice_scale", "slice_offset", "slice_affine", "sign_flip", "region"},
     "normalisation": {"row_scale", "row_offset", "scale"},
