@@ -13,6 +13,11 @@ Split rule: a case belongs to the *held-back* half when the first byte of
 Thresholds are tuned on the tuning half only; the figures that count are the held-back
 half's.
 
+Family: the cause family of what was done (``mutate.label``), except that a scale or
+offset applied mid-graph whose output is not A = s·B or B plus constants
+(:func:`output_relation`) is labelled ``propagated`` (the original kept as ``done``):
+later layers turned it into something no report could name from the output.
+
 Location: where A and B differ beyond the clean export's own error only on some indices
 of one axis (a channel, a class, a row), the label records that axis and those indices
 (:func:`location_of`), computed from the arrays; otherwise it has none.
@@ -62,6 +67,26 @@ def location_of(a: np.ndarray, b: np.ndarray, noise: float) -> dict[str, Any] | 
         if a.shape[axis] > 1 and hit.size <= a.shape[axis] // 2 and (best is None or hit.size < len(best[1])):
             best = (axis, hit.tolist())
     return None if best is None else {"axis": best[0], "axis_size": int(a.shape[best[0]]), "indices": best[1]}
+
+
+def output_relation(a: np.ndarray, b: np.ndarray, tol: float = 0.01) -> str | None:
+    """``"scale"`` when A = s·B (s fitted), ``"offset"`` when A − B is one constant per
+    index of some axis (or everywhere), each to within ``tol`` of |A − B|; else None."""
+    if a.shape != b.shape:
+        return None
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    d = a64 - b64
+    size = np.linalg.norm(d)
+    if not np.isfinite(size) or size == 0:
+        return None
+    s = float(np.vdot(a64, b64) / max(np.vdot(b64, b64), 1e-300))
+    if np.linalg.norm(a64 - s * b64) <= tol * size:
+        return "scale"
+    for axis in (None, *range(d.ndim)):
+        keep = () if axis is None else tuple(i for i in range(d.ndim) if i != axis)
+        if np.linalg.norm(d - d.mean(axis=keep if axis is not None else None, keepdims=True)) <= tol * size:
+            return "offset"
+    return None
 
 
 def reference(arch: str) -> tuple[Any, tuple[np.ndarray, ...], np.ndarray]:
@@ -149,6 +174,9 @@ def bug_cases(
                 tally["within_rounding"].append(cid)
                 continue
             lab = label(model, op, target)
+            if lab["family"] in ("scale", "offset") and output_relation(a, b) != lab["family"]:
+                # Later layers turned the change into no simple relation: nothing to name.
+                lab = {**lab, "done": lab["family"], "family": "propagated"}
             yield {
                 "id": cid,
                 "arch": arch,

@@ -64,6 +64,7 @@ FAMILY_KINDS: dict[str, set[str]] = {
     "layout": {"layout", "transposed", "shape"},
     "position": {"position_dependence", "shifted"},
     "weight": set(),
+    "propagated": set(),
     "structure": set(),
     "preprocessing": set(),
     "mask": set(),
