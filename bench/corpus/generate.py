@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-operator", type=int, default=cases.PER_OPERATOR)
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile pairs")
     args = parser.parse_args(argv)
+    # torch.compile's build products go to the corpus cache, not the machine-wide default
+    # under /tmp, where an interrupted run elsewhere can leave a truncated module behind.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(models.CACHE / "inductor"))
     tally = cases.new_tally()
     entries, started, per_arch = [], time.perf_counter(), {}
     for arch in args.arch:
