@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-operator", type=int, default=cases.PER_OPERATOR)
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile pairs")
     args = parser.parse_args(argv)
-    # torch.compile's build products go to the corpus cache, not the machine-wide default
-    # under /tmp, where an interrupted run elsewhere can leave a truncated module behind.
+    # torch.compile's build products go to the corpus cache, not the machine-wide default,
+    # where an interrupted run elsewhere can leave a truncated module behind.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(models.CACHE / "inductor"))
     tally = cases.new_tally()
     entries, started, per_arch = [], time.perf_counter(), {}
