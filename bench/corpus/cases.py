@@ -15,8 +15,10 @@ half's.
 
 Family: the cause family of what was done (``mutate.label``), except that a scale or
 offset applied mid-graph whose output is not A = s·B or B plus constants
-(:func:`output_relation`) is labelled ``propagated`` (the original kept as ``done``):
-later layers turned it into something no report could name from the output.
+(:func:`output_relation`), or a slice, sign or region change whose output differences
+are not confined to part of one axis (:func:`location_of`), is labelled ``propagated``
+(the original kept as ``done``): later layers turned it into something no report could
+name from the output.
 
 Location: where A and B differ beyond the clean export's own error only on some indices
 of one axis (a channel, a class, a row), the label records that axis and those indices
@@ -174,7 +176,10 @@ def bug_cases(
                 tally["within_rounding"].append(cid)
                 continue
             lab = label(model, op, target)
-            if lab["family"] in ("scale", "offset") and output_relation(a, b) != lab["family"]:
+            location = location_of(a, b, noise)
+            if (lab["family"] in ("scale", "offset") and output_relation(a, b) != lab["family"]) or (
+                lab["family"] in ("slice", "sign", "region") and location is None
+            ):
                 # Later layers turned the change into no simple relation: nothing to name.
                 lab = {**lab, "done": lab["family"], "family": "propagated"}
             yield {
@@ -182,7 +187,7 @@ def bug_cases(
                 "arch": arch,
                 "class": lab["kind"],
                 "preset": "fp32-cpu",
-                "label": {**lab, "location": location_of(a, b, noise)},
+                "label": {**lab, "location": location},
                 "a": a,
                 "b": b,
             }

@@ -36,9 +36,10 @@ class NotApplicable(Exception):
 
 @dataclass(frozen=True)
 class Operator:
-    """One mutation operator: ``fn(model, target)``; ``on`` is "node", "initializer" or
-    "io"; ``op_types`` (for nodes) the op types it applies to; ``family`` the cause family,
-    or None when it follows the target's op type (:data:`OP_FAMILY`)."""
+    """One mutation operator: ``fn(model, target)``; ``on`` is "node", "initializer",
+    "head" (the last weighted layer's weight) or "io"; ``op_types`` (for nodes) the op
+    types it applies to; ``family`` the cause family, or None when it follows the
+    target's op type (:data:`OP_FAMILY`)."""
 
     name: str
     fn: Callable[[onnx.ModelProto, str], onnx.ModelProto]
@@ -478,6 +479,67 @@ def _temperature_output(model: onnx.ModelProto, src: str, dst: str) -> list[onnx
     return [helper.make_node("Div", [src, c], [dst], name=_fresh(model, "post_temperature"))]
 
 
+def _output_dims(model: onnx.ModelProto) -> list[int]:
+    """The output's static axis sizes (0 for a dynamic one, as the batch axis)."""
+    return [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+
+
+def _on_last_axis(values: Callable[[int, int], np.ndarray], op_type: str):
+    """Output ``op_type`` (Mul or Add) a vector along the last axis: ``values(n, k)`` for an
+    axis of ``n`` entries, ``k = n // 3`` the index changed (one channel, class or feature)."""
+
+    def make(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
+        n = _output_dims(model)[-1]
+        if n < 2:
+            raise NotApplicable("last axis too short")
+        c = _add_const(model, "post_vector", values(n, n // 3).astype(np.float32))
+        return [helper.make_node(op_type, [src, c], [dst], name=_fresh(model, "post_slice"))]
+
+    return make
+
+
+def _unit(n: int, k: int, at_k: float, elsewhere: float) -> np.ndarray:
+    v = np.full(n, elsewhere)
+    v[k] = at_k
+    return v
+
+
+def _region_mask(model: onnx.ModelProto, src: str, dst: str) -> list[onnx.NodeProto]:
+    """The last quarter of axis 1 zeroed (a mask or padding applied to part of the tensor)."""
+    dims = _output_dims(model)
+    if len(dims) < 2 or dims[1] < 4:
+        raise NotApplicable("axis 1 too short")
+    mask = np.ones([dims[1]] + [1] * (len(dims) - 2), np.float32)
+    mask[-max(1, dims[1] // 4) :] = 0
+    c = _add_const(model, "post_mask", mask)
+    return [helper.make_node("Mul", [src, c], [dst], name=_fresh(model, "post_region"))]
+
+
+def head_unit(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
+    """One output unit of the last weighted layer (``target``: its weight) redrawn: one
+    class or feature computed with a wrong weight slice."""
+    out = _copy(model)
+    reader = next(iter(readers(out, target)), None)
+    if reader is None or reader.op_type not in ("MatMul", "Gemm") or list(reader.input).index(target) != 1:
+        raise NotApplicable("not the weight of a MatMul or Gemm")
+    t = _initializer(out, target)
+    w = numpy_helper.to_array(t).copy()
+    if w.ndim != 2:
+        raise NotApplicable("weight is not a matrix")
+    rows = reader.op_type == "Gemm" and _attr(reader, "transB", 0) == 1  # (out, in), else (in, out)
+    n = w.shape[0] if rows else w.shape[1]
+    k = n // 3
+    fresh = np.random.default_rng(SLICE_SEED).standard_normal(w.shape[1] if rows else w.shape[0]) * w.std()
+    if rows:
+        w[k] = fresh
+    else:
+        w[:, k] = fresh
+    t.CopyFrom(numpy_helper.from_array(w.astype(np.float32), target))
+    return out
+
+
+SLICE_SEED = 7
+
 pre_scale = _on_input(_scale_input)
 pre_normalise = _on_input(_normalise_input)
 pre_reverse_channels = _on_input(_reverse_channels)
@@ -485,6 +547,10 @@ pre_roll_tokens = _on_input(_roll_tokens, float_only=False)
 post_softmax = _on_output(_softmax_output)
 post_transpose = _on_output(_transpose_output)
 post_temperature = _on_output(_temperature_output)
+post_slice_scale = _on_output(_on_last_axis(lambda n, k: _unit(n, k, 0.5, 1.0), "Mul"))
+post_slice_offset = _on_output(_on_last_axis(lambda n, k: _unit(n, k, 0.5, 0.0), "Add"))
+post_sign_channel = _on_output(_on_last_axis(lambda n, k: _unit(n, k, -1.0, 1.0), "Mul"))
+post_region = _on_output(_region_mask)
 
 
 def _only_int_input(op: Callable) -> Callable:
@@ -535,6 +601,11 @@ OPERATORS: dict[str, Operator] = {
         Operator("post_softmax", post_softmax, "io", "normalisation"),
         Operator("post_transpose", post_transpose, "io", "layout"),
         Operator("post_temperature", post_temperature, "io", "scale"),
+        Operator("post_slice_scale", post_slice_scale, "io", "slice"),
+        Operator("post_slice_offset", post_slice_offset, "io", "slice"),
+        Operator("post_sign_channel", post_sign_channel, "io", "sign"),
+        Operator("post_region", post_region, "io", "region"),
+        Operator("head_unit", head_unit, "head", "slice"),
     ]
 }
 
@@ -546,7 +617,18 @@ def targets(model: onnx.ModelProto, operator: Operator) -> list[str]:
         return [n.name for n in model.graph.node if n.op_type in operator.op_types]
     if operator.on == "initializer":
         return [t.name for t in model.graph.initializer if t.data_type == TensorProto.FLOAT and math.prod(t.dims) >= 2]
+    if operator.on == "head":
+        return last_weight(model)
     return ["output" if operator.name.startswith("post_") else "input"]
+
+
+def last_weight(model: onnx.ModelProto) -> list[str]:
+    """The weight initializer of the last MatMul or Gemm in graph order (one name, or none)."""
+    inits = {t.name for t in model.graph.initializer}
+    for n in reversed(model.graph.node):
+        if n.op_type in ("MatMul", "Gemm") and len(n.input) > 1 and n.input[1] in inits:
+            return [n.input[1]]
+    return []
 
 
 def label(model: onnx.ModelProto, operator: Operator, target: str) -> dict[str, Any]:
@@ -555,7 +637,7 @@ def label(model: onnx.ModelProto, operator: Operator, target: str) -> dict[str, 
     node = None
     if operator.on == "node":
         node = node_by_name(model, target)
-    elif operator.on == "initializer":
+    elif operator.on in ("initializer", "head"):
         node = next(iter(readers(model, target)), None)
     op_type = node.op_type if node is not None else None
     family = operator.family or OP_FAMILY.get(op_type or "", "structure")

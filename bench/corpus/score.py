@@ -63,6 +63,7 @@ FAMILY_KINDS: dict[str, set[str]] = {
     "reorder": {"reversed", "shifted", "permuted", "transposed", "layout"},
     "layout": {"layout", "transposed", "shape"},
     "position": {"position_dependence", "shifted"},
+    "region": {"region", "slice_scale", "slice_offset", "slice_affine"},
     "weight": set(),
     "propagated": set(),
     "structure": set(),
