@@ -25,7 +25,7 @@ MANIFEST = CASES / "manifest.json"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", nargs="*", default=list(models.ARCHITECTURES))
+    parser.add_argument("--arch", nargs="*", choices=list(models.ARCHITECTURES), default=list(models.ARCHITECTURES))
     parser.add_argument("--per-operator", type=int, default=cases.PER_OPERATOR)
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile pairs")
     args = parser.parse_args(argv)

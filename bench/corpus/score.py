@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=["tuning", "held-back", "all"], default="tuning")
     parser.add_argument("--limit", type=int, default=None, help="score the first N cases only")
     parser.add_argument("--operator", nargs="*", help="only these operators (legit_* for legitimate pairs)")
-    parser.add_argument("--arch", nargs="*", help="only these architectures")
+    parser.add_argument("--arch", nargs="*", choices=list(models.ARCHITECTURES), help="only these architectures")
     parser.add_argument("--json", type=Path, help="write every case's judgement here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each wrong case")
     args = parser.parse_args(argv)
