@@ -262,24 +262,14 @@ def legitimate_cases(arch: str, tally: dict[str, Any], compile_: bool = True) ->
     """The legitimate pairs of one architecture (see the module docstring)."""
     path = models.export(arch)
     module, inputs, b = reference(arch)
-    for level in ("disable", "basic", "extended", "all"):
-        yield _legit(
-            arch,
-            f"ort_{level}",
-            models.run_ort(path, inputs, opt_level=level),
-            b,
-            "fp32-cpu",
-            f"ONNX Runtime CPU, graph optimisation {level}, against PyTorch eager",
-        )
-    for threads in (2, 4):
-        yield _legit(
-            arch,
-            f"ort_threads_{threads}",
-            models.run_ort(path, inputs, threads=threads),
-            b,
-            "fp32-cpu",
-            f"ONNX Runtime CPU with {threads} intra-op threads against PyTorch eager",
-        )
+    ort_runs = [
+        (f"ort_{level}", {"opt_level": level}, f"graph optimisation {level}")
+        for level in ("disable", "basic", "extended", "all")
+    ]
+    ort_runs += [(f"ort_threads_{n}", {"threads": n}, f"{n} intra-op threads") for n in (2, 4)]
+    for name, options, how in ort_runs:
+        a = models.run_ort(path, inputs, **options)
+        yield _legit(arch, name, a, b, "fp32-cpu", f"ONNX Runtime CPU, {how}, against PyTorch eager")
     _, wide = models.build(arch, 5)
     yield _legit(
         arch,

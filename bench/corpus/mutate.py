@@ -245,12 +245,19 @@ def reduce_axes(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
 # ---------------------------------------------------------------- structural operators
 
 
-def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
-    """The node's output is its (first) input: a layer left out."""
+def _on_data(model: onnx.ModelProto, target: str) -> tuple[onnx.ModelProto, onnx.NodeProto]:
+    """A copy of the model and its node ``target``, whose first input must be computed
+    data (a node over a constant has nothing to bypass or repeat)."""
     out = _copy(model)
     node = node_by_name(out, target)
     if not node.input or _const(out, node.input[0]) is not None:
         raise NotApplicable("first input is a constant")
+    return out, node
+
+
+def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
+    """The node's output is its (first) input: a layer left out."""
+    out, node = _on_data(model, target)
     ident = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
     at = list(out.graph.node).index(node)
     out.graph.node.remove(node)
@@ -260,10 +267,7 @@ def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
 
 def double(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
     """The node applied twice to its first input (other inputs shared): a layer repeated."""
-    out = _copy(model)
-    node = node_by_name(out, target)
-    if not node.input or _const(out, node.input[0]) is not None:
-        raise NotApplicable("first input is a constant")
+    out, node = _on_data(model, target)
     mid = _fresh(out, node.output[0])
     second = onnx.NodeProto()
     second.CopyFrom(node)
