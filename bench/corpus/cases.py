@@ -133,6 +133,17 @@ def new_tally() -> dict[str, Any]:
     }
 
 
+def single_node_mutations(arch: str, manifest: Path | None = None) -> list[dict[str, Any]]:
+    """For a bisect harness: the labels of one architecture's bug cases that change one
+    node or initializer of the graph (not the pre/post-processing ones), from a generated
+    manifest; each names its operator and target, so :func:`mutant` rebuilds the graph."""
+    import json
+
+    path = manifest or models.CACHE / "cases" / "manifest.json"
+    entries = json.loads(path.read_text())["cases"]
+    return [e["label"] for e in entries if e["arch"] == arch and e["class"] == "bug" and e["label"].get("node")]
+
+
 def pick(all_targets: list[str], arch: str, operator: str, k: int = PER_OPERATOR) -> list[str]:
     """Up to ``k`` targets drawn without replacement, seeded by (architecture, operator)."""
     if len(all_targets) <= k:
