@@ -1,0 +1,156 @@
+"""The task check run on a prepared comparison: rows read in blocks, the finding, the offer.
+
+:func:`apply` is called once the report's numbers and findings are made
+(:meth:`perpendis.compare.Prepared.finish`).  It reads the compared elements again in
+blocks of whole rows, from memory or through the streamed reader (rows are row-local,
+so a block boundary never splits a row and the merged result is the same whichever way
+the elements arrive), puts :class:`perpendis.task.TaskResult` in ``report.task``, and
+adds a ``prediction`` finding: an error when a flip is beyond the rounding bound (the
+verdict becomes ``investigate``), information when every flip is within it.
+
+With no task asked, it *offers* one when the pair looks like per-row scores: a float
+pair of at least two axes whose last axis is the longest, has at least
+:data:`OFFER_MIN_CLASSES` entries, and at least :data:`OFFER_MIN_ROWS` rows, judged on
+the shape alone (reading nothing).  ``report.task_offer`` then says the axis and sizes,
+and a note says how to ask.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .bits import format_of, to_float64
+from .report import Finding, Report, place
+from .task import (
+    BLOCK_ELEMENTS,
+    TOP_K,
+    TaskPartial,
+    TaskResult,
+    TaskSpec,
+    classes_axis,
+    detect_kind,
+    judge_rows,
+    summary,
+)
+
+if TYPE_CHECKING:
+    from .compare import Prepared
+
+OFFER_MIN_CLASSES = 10
+OFFER_MIN_ROWS = 2
+DETECT_ROWS = 256  # rows of B read to detect the kind
+
+
+def _blocks(prepared: Prepared, axis: int, shape: tuple[int, ...]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """``(first_row, a_rows, b_rows)`` in float64, blocks of whole rows in row order."""
+    fmt = format_of(prepared.report.compared_as)
+    classes = shape[axis]
+    n_rows = math.prod(shape) // classes
+    step = max(1, BLOCK_ELEMENTS // classes)
+    if prepared.a is not None and prepared.b is not None:
+        if axis == len(shape) - 1:
+            a, b = prepared.a.reshape(n_rows, classes), prepared.b.reshape(n_rows, classes)
+        else:  # classes moved last: one copy in the compared format's storage
+            a, b = (np.moveaxis(x.reshape(shape), axis, -1).reshape(n_rows, classes) for x in (prepared.a, prepared.b))
+        for r in range(0, n_rows, step):
+            yield r, to_float64(a[r : r + step], fmt), to_float64(b[r : r + step], fmt)
+        return
+    for r in range(0, n_rows, step):
+        stop = min(n_rows, r + step)
+        parts = list(prepared.chunks(r * classes, stop * classes))
+        a = np.concatenate([p[1] for p in parts]).reshape(-1, classes)
+        b = np.concatenate([p[2] for p in parts]).reshape(-1, classes)
+        yield r, to_float64(a, fmt), to_float64(b, fmt)
+
+
+def judge(prepared: Prepared, spec: TaskSpec) -> TaskResult:
+    """The task section of a prepared comparison with compared elements (see the module docstring)."""
+    shape = tuple(prepared.report.compared_shape or ())
+    axis = classes_axis(spec.axis, shape)
+    ks = sorted({min(TOP_K, shape[axis]), min(spec.k, shape[axis])})
+    kind = spec.kind
+    total = TaskPartial()
+    for first, a, b in _blocks(prepared, axis, shape):
+        if kind is None:
+            kind = detect_kind(b[:DETECT_ROWS])
+        total = total.merge(judge_rows(a, b, first, kind, ks, prepared.tol.atol, prepared.tol.rtol))
+    return summary(total, kind=kind or "logits", axis=axis, shape=shape, ks=ks, atol=prepared.tol.atol,
+                   rtol=prepared.tol.rtol)
+
+
+def _skip_reason(prepared: Prepared, spec: TaskSpec) -> str | None:
+    report = prepared.report
+    if not report.compared_shape or report.n_elements == 0:
+        return "nothing was compared"
+    if prepared.tol.complex:
+        return "the values are complex"
+    if prepared.a is None and prepared.read is not None:
+        shape = report.compared_shape
+        if classes_axis(spec.axis, shape) != len(shape) - 1:
+            return "a streamed pair is read in C order, so its classes axis must be the last one"
+    return None
+
+
+def offer(report: Report) -> dict[str, int] | None:
+    """The task check the pair's shape suggests, or None (see the module docstring)."""
+    shape = report.compared_shape or []
+    if len(shape) < 2 or not format_of(report.compared_as).is_float or report.n_elements == 0:
+        return None
+    classes, rows = shape[-1], math.prod(shape[:-1])
+    if classes < OFFER_MIN_CLASSES or classes < max(shape[:-1]) or rows < OFFER_MIN_ROWS:
+        return None
+    return {"axis": len(shape) - 1, "classes": classes, "rows": rows}
+
+
+def prediction_finding(task: TaskResult) -> Finding | None:
+    """The finding a task section makes: an error for flips rounding cannot explain,
+    information for flips it can; nothing when no prediction changed."""
+    if task.n_flips == 0:
+        return None
+    first = task.flips[0]
+    rows = [f["row"] for f in task.flips]
+    shown = ", ".join(str(tuple(r)) for r in rows[:5]) + (" ..." if task.n_flips > 5 else "")
+    if task.n_flips_beyond_rounding:
+        message = (
+            f"the top-1 class changes at {task.n_flips_beyond_rounding} of {task.rows} rows by more than rounding "
+            f"allows: at row {tuple(first['row'])} B prefers class {first['b_top']} over A's {first['a_top']} by "
+            f"{first['margin']:.4g}, beyond the bound {first['bound']:.4g} (atol + rtol·|B| at the two classes)"
+        )
+        return Finding("prediction", "error", message, place(f"rows {shown}", axis=task.axis, axis_size=task.classes,
+                                                             element=first["element"], rows=rows))
+    message = (
+        f"the top-1 class changes at {task.n_flips} of {task.rows} rows, each a near-tie within the rounding bound "
+        f"(B's margin at most atol + rtol·|B| at the two classes): rounding can explain it"
+    )
+    return Finding("prediction", "info", message, place(f"rows {shown}", axis=task.axis, axis_size=task.classes,
+                                                        element=first["element"], rows=rows))
+
+
+def apply(prepared: Prepared, spec: TaskSpec | None) -> None:
+    """Put the task section (or the offer of one) in the prepared report, with its finding."""
+    report = prepared.report
+    if spec is None:
+        report.task_offer = offer(report)
+        if report.task_offer is not None:
+            o = report.task_offer
+            report.notes.append(
+                f"these look like scores over {o['classes']} classes (the last axis) in {o['rows']} rows: "
+                "--classes-axis -1 (task='logits' in Python) checks whether the prediction changes"
+            )
+        return
+    reason = _skip_reason(prepared, spec)
+    if reason is not None:
+        report.notes.append(f"no task check: {reason}")
+        return
+    report.task = judge(prepared, spec)
+    finding = prediction_finding(report.task)
+    if finding is None:
+        return
+    at = sum(f.severity == "error" for f in report.findings) if finding.severity == "error" else len(report.findings)
+    report.findings.insert(at, finding)
+    if finding.severity == "error":
+        report.verdict = "investigate"
