@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
-from perpendis import stream  # noqa: E402
-from perpendis.compare import compare  # noqa: E402
-from perpendis.tensor import from_numpy  # noqa: E402
+from perpendis import stream
+from perpendis.compare import compare
+from perpendis.tensor import from_numpy
 
 
 def _pair(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
