@@ -236,7 +236,7 @@ def test_json_round_trip_and_offer():
     plain = perpendis.compare(runs["ort"], runs["torch"])
     assert plain.task is None
     assert plain.task_offer == {"axis": 2, "classes": 512, "rows": 48}
-    assert any("--classes-axis -1" in n for n in plain.notes)
+    assert "task check available: if the last axis (512 entries) holds classes over 48 rows" in plain.to_text()
     # A vector, or a short last axis, is not offered one.
     assert perpendis.compare(np.ones(50), np.ones(50)).task_offer is None
     assert perpendis.compare(np.ones((50, 4)), np.ones((50, 4))).task_offer is None
@@ -280,3 +280,34 @@ def test_cli_classes_axis_and_top_k(tmp_path, capsys):
     assert "prediction (logits over axis 2, 512 classes, 48 rows): UNCHANGED" in capsys.readouterr().out
     assert main([str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--classes-axis", "7"]) == 2
     assert "not an axis" in capsys.readouterr().err
+
+
+def test_the_service_takes_the_task_option_in_memory_streamed_and_on_rejudge(monkeypatch):
+    import io
+
+    from perpendis import service, stream
+    from perpendis.formats.buffer import view_reader
+    from perpendis.service.session import Session
+
+    runs = _runs("cnn")
+    data = {}
+    for side, key in (("a", "ort_swap"), ("b", "torch")):
+        buffer = io.BytesIO()
+        np.save(buffer, runs[key].numpy())
+        data[side] = buffer.getvalue()
+    inputs = {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}
+    session = Session()
+    asked = service.serve({"op": "compare", "inputs": inputs, "options": {"task": {"axis": -1}}}, data, session=session)
+    expected = perpendis.compare(runs["ort_swap"], runs["torch"], task="logits").task
+    assert asked["ok"] and asked["report"]["task"]["flips"] == expected.flips
+    assert "prediction (logits" in asked["text"]
+    rejudged = service.serve({"op": "rejudge", "options": {}}, {}, session=session)
+    assert rejudged["report"]["task"] is None and rejudged["report"]["task_offer"]["classes"] == 10
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1)
+    files = {key: view_reader(np.frombuffer(data[side], np.uint8)) for key, side in (("p0", "a"), ("p1", "b"))}
+    unread = {"a": {"name": "a.npy", "data": "p0"}, "b": {"name": "b.npy", "data": "p1"}}
+    streamed = service.serve({"op": "compare", "inputs": unread, "options": {"task": "logits"}}, {}, files,
+                             session=Session())
+    assert streamed["streamed"] and streamed["report"]["task"]["flips"] == expected.flips
+    bad = service.serve({"op": "compare", "inputs": inputs, "options": {"task": "argmax"}}, data, session=Session())
+    assert not bad["ok"] and "task kind" in bad["error"]["message"]

@@ -8,11 +8,12 @@ the elements arrive), puts :class:`perpendis.task.TaskResult` in ``report.task``
 adds a ``prediction`` finding: an error when a flip is beyond the rounding bound (the
 verdict becomes ``investigate``), information when every flip is within it.
 
-With no task asked, it *offers* one when the pair looks like per-row scores: a float
-pair of at least two axes whose last axis is the longest, has at least
-:data:`OFFER_MIN_CLASSES` entries, and at least :data:`OFFER_MIN_ROWS` rows, judged on
-the shape alone (reading nothing).  ``report.task_offer`` then says the axis and sizes,
-and a note says how to ask.
+With no task asked, it *offers* one when the pair is shaped like per-row scores: a
+float pair of at least two axes whose last axis has at least :data:`OFFER_MIN_CLASSES`
+entries, over at least :data:`OFFER_MIN_ROWS` rows.  That is judged on the shape alone
+(reading nothing, so it costs nothing), and is a hint, not a claim: a weight matrix is
+offered one too.  ``report.task_offer`` then says the axis and sizes, which the page
+turns into a one-click toggle and the text into a line saying how to ask.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def offer(report: Report) -> dict[str, int] | None:
     if len(shape) < 2 or not format_of(report.compared_as).is_float or report.n_elements == 0:
         return None
     classes, rows = shape[-1], math.prod(shape[:-1])
-    if classes < OFFER_MIN_CLASSES or classes < max(shape[:-1]) or rows < OFFER_MIN_ROWS:
+    if classes < OFFER_MIN_CLASSES or rows < OFFER_MIN_ROWS:
         return None
     return {"axis": len(shape) - 1, "classes": classes, "rows": rows}
 
@@ -135,12 +136,6 @@ def apply(prepared: Prepared, spec: TaskSpec | None) -> None:
     report = prepared.report
     if spec is None:
         report.task_offer = offer(report)
-        if report.task_offer is not None:
-            o = report.task_offer
-            report.notes.append(
-                f"these look like scores over {o['classes']} classes (the last axis) in {o['rows']} rows: "
-                "--classes-axis -1 (task='logits' in Python) checks whether the prediction changes"
-            )
         return
     reason = _skip_reason(prepared, spec)
     if reason is not None:

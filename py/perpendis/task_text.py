@@ -34,6 +34,16 @@ def task_summary(t: TaskResult) -> str:
     )
 
 
+def offer_lines(offer: dict[str, int] | None) -> list[str]:
+    """The line saying a task check is available (``report.task_offer``), or none."""
+    if offer is None:
+        return []
+    return [
+        f"task check available: if the last axis ({offer['classes']} entries) holds classes over {offer['rows']} "
+        "rows, --classes-axis -1 (task='logits' in Python) says whether the prediction changes"
+    ]
+
+
 def task_lines(t: TaskResult | None) -> list[str]:
     """The summary line, then the first flips and the count of near-ties (empty with no task)."""
     if t is None:
