@@ -210,6 +210,7 @@ def test_classes_on_another_axis_equals_them_moved_last():
     assert first.axis == 0 and first.top1_agreement == last.top1_agreement and first.kl == last.kl
     assert [f["row"] for f in first.flips] == [f["row"] for f in last.flips]
     assert first.flips[0]["element"] == [first.flips[0]["b_top"], *first.flips[0]["row"]]
+    assert first.flips[0]["flat"] == np.ravel_multi_index(first.flips[0]["element"], (512, 2, 24))
 
 
 def test_blocks_and_streamed_chunks_merge_to_the_same_result(tmp_path, monkeypatch):

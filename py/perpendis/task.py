@@ -225,8 +225,11 @@ def _row_index(row: int, row_shape: Sequence[int]) -> list[int]:
     return [int(i) for i in np.unravel_index(row, tuple(row_shape))] if row_shape else []
 
 
-def _element(row: list[int], axis: int, cls: int) -> list[int]:
-    return [*row[:axis], cls, *row[axis:]]
+def _element(row: list[int], axis: int, cls: int, shape: Sequence[int]) -> dict[str, Any]:
+    """The element of class ``cls`` in ``row``: its multi-index and flat index in the compared
+    shape (the page opens its element view by the flat index)."""
+    index = [*row[:axis], cls, *row[axis:]]
+    return {"element": index, "flat": int(np.ravel_multi_index(index, tuple(shape)))}
 
 
 def _quantile(values: np.ndarray, q: float) -> float:
@@ -272,11 +275,11 @@ def summary(p: TaskPartial, *, kind: str, axis: int, shape: Sequence[int], ks: S
         row = _row_index(int(r), row_shape)
         flip_list.append({
             "row": row, "a_top": int(a_top), "b_top": int(b_top), "margin": float(margin), "bound": float(bound),
-            "rounding": bool(margin <= bound), "element": _element(row, axis, int(b_top)),
+            "rounding": bool(margin <= bound), **_element(row, axis, int(b_top), shape),
         })
     tie_list = [
         {"row": (row := _row_index(int(r), row_shape)), "b_top": int(t), "b_second": int(s), "margin": float(m),
-         "bound": float(bd), "element": _element(row, axis, int(t))}
+         "bound": float(bd), **_element(row, axis, int(t), shape)}
         for r, t, s, m, bd in ties[:TIE_CAP]
     ]
     n = p.rows
