@@ -47,7 +47,7 @@ def _expected(a: np.ndarray, b: np.ndarray, atol: float, rtol: float, k: int = 5
     for i, (ra, rb) in enumerate(zip(a2, b2, strict=True)):
         ta, tb = int(np.argmax(ra)), int(np.argmax(rb))
         agree += ta == tb
-        overlaps.append(len(set(np.argsort(-ra)[:k]) & set(np.argsort(-rb)[:k])) / k)
+        overlaps.append(len(set(np.argsort(-ra, kind="stable")[:k]) & set(np.argsort(-rb, kind="stable")[:k])) / k)
         pa, pb = _softmax(ra), _softmax(rb)
         kls.append(float(np.sum(pb * np.log(pb / pa))))
         if ta != tb:
@@ -207,7 +207,8 @@ def test_classes_on_another_axis_equals_them_moved_last():
     a, b = runs["ort_positions"].numpy(), runs["torch"].numpy()
     last = perpendis.compare(a, b, task="logits").task
     first = perpendis.compare(np.moveaxis(a, -1, 0).copy(), np.moveaxis(b, -1, 0).copy(), task=0).task
-    assert first.axis == 0 and first.top1_agreement == last.top1_agreement and first.kl == last.kl
+    assert first.axis == 0 and first.top1_agreement == last.top1_agreement
+    assert first.kl == pytest.approx(last.kl, rel=1e-12)
     assert [f["row"] for f in first.flips] == [f["row"] for f in last.flips]
     assert first.flips[0]["element"] == [first.flips[0]["b_top"], *first.flips[0]["row"]]
     assert first.flips[0]["flat"] == np.ravel_multi_index(first.flips[0]["element"], (512, 2, 24))

@@ -134,24 +134,49 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def kl_rows(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
-    """KL(P_B ‖ P_A) per row, in nats (see the module docstring for each kind)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if kind == "probabilities":
-            pb, pa = np.clip(b, 0.0, None), np.clip(a, 0.0, None)
-            lb, la = np.log(pb), np.log(pa)
-        else:
-            lb, la = _log_softmax(b), _log_softmax(a)
-            pb = np.exp(lb)
-        terms = np.where(pb > 0, pb * (lb - la), 0.0)
+    """KL(P_B ‖ P_A) per row, in nats (see the module docstring for each kind); rows hold no
+    NaN or +inf, and at least one value above -inf on each side."""
+    if kind != "probabilities":
+        return _kl_logits(a, b, a.max(axis=1), b.max(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pb, pa = np.clip(b, 0.0, None), np.clip(a, 0.0, None)
+        terms = np.where(pb > 0, pb * (np.log(pb) - np.log(pa)), 0.0)
     return np.maximum(terms.sum(axis=1), 0.0)  # rounding can leave a tiny negative sum
 
 
+def _kl_logits(a: np.ndarray, b: np.ndarray, ma: np.ndarray, mb: np.ndarray) -> np.ndarray:
+    """KL of the softmaxes of logit rows with maxima ``ma``, ``mb``, with one exponential per value.
+
+    With ``e = exp(x - m)`` and ``s = Σe``, ``log softmax(x) = x - m - log s``, so
+    ``KL = Σ p_B (b - a) - (m_B + log s_B) + (m_A + log s_A)``
+    ``   = Σ e_B (b - a) / s_B + (m_A - m_B) + log(s_A / s_B)``:
+    the logits' own size cancels before rounding can hide a small KL.  A class B gives -inf
+    contributes nothing (``0 · inf`` is NaN, taken as 0); one only A gives -inf makes KL infinite.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        eb = np.exp(b - mb[:, None])
+        sa, sb = np.exp(a - ma[:, None]).sum(axis=1), eb.sum(axis=1)
+        weighted = eb * (b - a)
+        if np.isnan(weighted).any():
+            weighted[np.isnan(weighted)] = 0.0
+        kl = weighted.sum(axis=1) / sb + (ma - mb) + np.log(sa / sb)
+    return np.maximum(kl, 0.0)  # rounding can leave a tiny negative sum
+
+
 def _top(x: np.ndarray, k: int) -> np.ndarray:
-    """Each row's ``k`` largest classes, largest first (ties in any order)."""
+    """Each row's ``k`` largest classes, largest first; ties go to the lower class index, as
+    ``argmax`` breaks them, so the top-k set does not depend on how the partition fell."""
     k = min(k, x.shape[1])
-    part = np.argpartition(-x, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(x, part, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(part, order, axis=1)
+    part = np.argpartition(x, x.shape[1] - k, axis=1)[:, x.shape[1] - k :]
+    values = np.take_along_axis(x, part, axis=1)
+    order = np.argsort(-values, axis=1, kind="stable")
+    top = np.take_along_axis(part, order, axis=1)
+    # A row whose k-th value also sits outside the chosen set: pick among its ties by index.
+    kth = values.min(axis=1)
+    tied = np.flatnonzero((x == kth[:, None]).sum(axis=1) > (values == kth[:, None]).sum(axis=1))
+    if len(tied):
+        top[tied] = np.argsort(-x[tied], axis=1, kind="stable")[:, :k]
+    return top
 
 
 def _overlap(ta: np.ndarray, tb: np.ndarray) -> np.ndarray:
@@ -190,10 +215,11 @@ def judge_rows(a: np.ndarray, b: np.ndarray, first_row: int, kind: str, ks: Sequ
 
     A row holding a NaN or +inf on either side (no class wins) is skipped and counted.
     """
-    bad = ~(np.isfinite(a) | np.isneginf(a)).all(axis=1) | ~(np.isfinite(b) | np.isneginf(b)).all(axis=1)
-    bad |= np.isneginf(a).all(axis=1) | np.isneginf(b).all(axis=1)
+    ma, mb = a.max(axis=1), b.max(axis=1)  # NaN when the row holds one; +inf; -inf when nothing wins
+    bad = ~(np.isfinite(ma) & np.isfinite(mb))
     kept = np.flatnonzero(~bad)
-    a, b = a[kept], b[kept]
+    if len(kept) < len(a):
+        a, b, ma, mb = a[kept], b[kept], ma[kept], mb[kept]
     kmax = max(max(ks), 2)
     top_a, top_b = _top(a, kmax), _top(b, kmax)
     arg_a, arg_b = a.argmax(axis=1), b.argmax(axis=1)
@@ -215,7 +241,7 @@ def judge_rows(a: np.ndarray, b: np.ndarray, first_row: int, kind: str, ks: Sequ
         skipped=int(bad.sum()),
         agree=int((~flipped).sum()),
         overlap={k: float(_overlap(top_a[:, :k], top_b[:, :k]).sum()) for k in ks},
-        kl=[kl_rows(a, b, kind)],
+        kl=[_kl_logits(a, b, ma, mb) if kind != "probabilities" else kl_rows(a, b, kind)],
         flips=[flips],
         ties=[ties],
     )
