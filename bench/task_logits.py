@@ -29,7 +29,7 @@ from perpendis.compare import compare
 from perpendis.tensor import from_numpy
 
 
-def _pair(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+def logits_pair(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(35)
     b = rng.standard_normal(shape, dtype=np.float32)
     b *= 3
@@ -51,7 +51,7 @@ def main() -> None:
     p.add_argument("--stream", action="store_true", help="compare two .npy files chunk by chunk")
     args = p.parse_args()
     shape = tuple(int(n) for n in args.shape.split(","))
-    a, b = _pair(shape)
+    a, b = logits_pair(shape)
     print(f"shape {shape}, {a.nbytes / 2**30:.2f} GiB a side, {'streamed' if args.stream else 'in memory'}")
     if args.stream:
         with tempfile.TemporaryDirectory() as folder:
