@@ -1283,7 +1283,12 @@ class Prepared:
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
         self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
-        task_judge.apply(self, self.task)
+        task = task_judge.assess(self, self.task)
+        self.report.task, self.report.task_offer = task.task, task.offer
+        self.report.findings, self.report.verdict = task_judge.with_finding(
+            self.report.findings, self.report.verdict, task.finding
+        )
+        self.report.notes += [task.note] if task.note else []
         self.report.notes += notes
         if not keep_aligned:
             self.report.aligned = None

@@ -1,12 +1,13 @@
 """The task check run on a prepared comparison: rows read in blocks, the finding, the offer.
 
-:func:`apply` is called once the report's numbers and findings are made
-(:meth:`perpendis.compare.Prepared.finish`).  It reads the compared elements again in
-blocks of whole rows, from memory or through the streamed reader (rows are row-local,
-so a block boundary never splits a row and the merged result is the same whichever way
-the elements arrive), puts :class:`perpendis.task.TaskResult` in ``report.task``, and
-adds a ``prediction`` finding: an error when a flip is beyond the rounding bound (the
-verdict becomes ``investigate``), information when every flip is within it.
+:func:`assess` is called once the report's numbers and findings are made
+(:meth:`perpendis.compare.Prepared.finish`, the report's one writer, puts in what it
+returns).  It reads the compared elements again in blocks of whole rows, from memory or
+through the streamed reader (rows are row-local, so a block boundary never splits a row
+and the merged result is the same whichever way the elements arrive), makes
+:class:`perpendis.task.TaskResult` for ``report.task``, and a ``prediction`` finding:
+an error when a flip is beyond the rounding bound (the verdict becomes ``investigate``),
+information when every flip is within it.
 
 With no task asked, it *offers* one when the pair is shaped like per-row scores: a
 float pair of at least two axes whose last axis has at least :data:`OFFER_MIN_CLASSES`
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -131,21 +133,32 @@ def prediction_finding(task: TaskResult) -> Finding | None:
                                                         element=first["element"], rows=rows))
 
 
-def apply(prepared: Prepared, spec: TaskSpec | None) -> None:
-    """Put the task section (or the offer of one) in the prepared report, with its finding."""
-    report = prepared.report
+@dataclass(frozen=True)
+class TaskOutcome:
+    """What the task check adds to a report: its section or the offer of one, a finding, a note."""
+
+    task: TaskResult | None = None
+    offer: dict[str, int] | None = None
+    finding: Finding | None = None
+    note: str | None = None
+
+
+def assess(prepared: Prepared, spec: TaskSpec | None) -> TaskOutcome:
+    """The task section (or the offer of one) of a prepared comparison, with its finding;
+    :meth:`perpendis.compare.Prepared.finish` puts them in the report, its one writer."""
     if spec is None:
-        report.task_offer = offer(report)
-        return
+        return TaskOutcome(offer=offer(prepared.report))
     reason = _skip_reason(prepared, spec)
     if reason is not None:
-        report.notes.append(f"no task check: {reason}")
-        return
-    report.task = judge(prepared, spec)
-    finding = prediction_finding(report.task)
+        return TaskOutcome(note=f"no task check: {reason}")
+    task = judge(prepared, spec)
+    return TaskOutcome(task=task, finding=prediction_finding(task))
+
+
+def with_finding(findings: list[Finding], verdict: str, finding: Finding | None) -> tuple[list[Finding], str]:
+    """The findings with the prediction finding in its place (an error after the other errors,
+    information last) and the verdict it implies: ``investigate`` for an error."""
     if finding is None:
-        return
-    at = sum(f.severity == "error" for f in report.findings) if finding.severity == "error" else len(report.findings)
-    report.findings.insert(at, finding)
-    if finding.severity == "error":
-        report.verdict = "investigate"
+        return findings, verdict
+    at = sum(f.severity == "error" for f in findings) if finding.severity == "error" else len(findings)
+    return [*findings[:at], finding, *findings[at:]], "investigate" if finding.severity == "error" else verdict
