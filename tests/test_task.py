@@ -18,7 +18,7 @@ from perpendis import task as task_module
 from perpendis.compare import compare
 from perpendis.errors import InputError
 from perpendis.report import Report
-from perpendis.stream import compare_sources, map_file
+from perpendis.stream import compare_sources, map_file, prepare_sources
 from perpendis.tensor import from_numpy
 from perpendis.testing import ComparisonError, assert_same
 
@@ -223,10 +223,16 @@ def test_blocks_and_streamed_chunks_merge_to_the_same_result(tmp_path, monkeypat
     monkeypatch.setattr(task_module, "BLOCK_ELEMENTS", 3 * 512 + 100)  # blocks of 3 rows
     monkeypatch.setattr("perpendis.task_judge.BLOCK_ELEMENTS", 3 * 512 + 100)
     blocks = compare(from_numpy(a, "A"), from_numpy(b, "B"), task="logits")
-    streamed = compare_sources(map_file(tmp_path / "a.npy", "A"), map_file(tmp_path / "b.npy", "B"), task="logits",
-                               chunk=1000)  # chunks that cut rows
-    for other in (blocks, streamed):
-        assert other.task == whole.task
+    sources = (map_file(tmp_path / "a.npy", "A"), map_file(tmp_path / "b.npy", "B"))
+    streamed = compare_sources(*sources, task="logits", chunk=1000)  # chunks that cut rows, judged as they pass
+    assert streamed.task == whole.task
+    # Folded in shares by helpers, the rows are read again after the fold: the same result.
+    prepared = prepare_sources(*sources, task="logits", chunk=1000)
+    partial = prepared.fold()
+    assert prepared.task_rows is not None
+    prepared.task_rows = None
+    assert prepared.finish(partial).task == whole.task
+    assert blocks.task == whole.task
 
 
 def test_json_round_trip_and_offer():

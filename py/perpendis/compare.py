@@ -1228,6 +1228,7 @@ class Prepared:
     read: Callable[[int, int], Iterable[Chunk]] | None = None  # chunks of elements start..stop, when not held
     rmse: tuple[float, float] | None = None  # A's and B's RMSE against a float64 reference, for dynamo's rule
     task: TaskSpec | None = None  # the task check asked for (perpendis.task), None: only offered
+    task_rows: Any = None  # task_judge's rows judged during the fold, when it could (a streamed pair)
 
     @property
     def size(self) -> int:
@@ -1254,7 +1255,13 @@ class Prepared:
         stop = self.size if stop is None else stop
         fmt = format_of(self.report.compared_as)
         chunks = self.chunks(start, stop)
-        return fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
+        # A streamed pair folded whole has its rows judged on the way (read once, not twice).
+        feed = task_judge.RowFeed.offer(self, self.task) if (start, stop) == (0, self.size) else None
+        if feed is not None:
+            chunks = feed.tee(chunks)
+        partial = fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
+        self.task_rows = feed.judging if feed is not None else None
+        return partial
 
     def shares(self, count: int, first: float = 1.0) -> list[Share]:
         """The elements cut into at most ``count`` runs of whole chunks, the first ``first``

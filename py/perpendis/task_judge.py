@@ -20,7 +20,7 @@ turns into a one-click toggle and the text into a line saying how to ask.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,7 +41,7 @@ from .task import (
 )
 
 if TYPE_CHECKING:
-    from .compare import Prepared
+    from .compare import Chunk, Prepared
 
 OFFER_MIN_CLASSES = 10
 OFFER_MIN_ROWS = 2
@@ -49,8 +49,7 @@ DETECT_ROWS = 256  # rows of B read to detect the kind
 
 
 def _blocks(prepared: Prepared, axis: int, shape: tuple[int, ...]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """``(first_row, a_rows, b_rows)`` in float64, blocks of whole rows in row order."""
-    fmt = format_of(prepared.report.compared_as)
+    """``(first_row, a_rows, b_rows)`` in the compared format's storage, blocks of whole rows in row order."""
     classes = shape[axis]
     n_rows = math.prod(shape) // classes
     step = max(1, BLOCK_ELEMENTS // classes)
@@ -60,29 +59,100 @@ def _blocks(prepared: Prepared, axis: int, shape: tuple[int, ...]) -> Iterator[t
         else:  # classes moved last: one copy in the compared format's storage
             a, b = (np.moveaxis(x.reshape(shape), axis, -1).reshape(n_rows, classes) for x in (prepared.a, prepared.b))
         for r in range(0, n_rows, step):
-            yield r, to_float64(a[r : r + step], fmt), to_float64(b[r : r + step], fmt)
+            yield r, a[r : r + step], b[r : r + step]
         return
     for r in range(0, n_rows, step):
         stop = min(n_rows, r + step)
         parts = list(prepared.chunks(r * classes, stop * classes))
         a = np.concatenate([p[1] for p in parts]).reshape(-1, classes)
         b = np.concatenate([p[2] for p in parts]).reshape(-1, classes)
-        yield r, to_float64(a, fmt), to_float64(b, fmt)
+        yield r, a, b
+
+
+class _Judging:
+    """Blocks of whole rows judged in row order into one partial; the kind is detected from
+    the first block's rows of B unless it was given."""
+
+    def __init__(self, prepared: Prepared, spec: TaskSpec) -> None:
+        self.shape = tuple(prepared.report.compared_shape or ())
+        self.axis = classes_axis(spec.axis, self.shape)
+        self.classes = self.shape[self.axis]
+        self.ks = sorted({min(TOP_K, self.classes), min(spec.k, self.classes)})
+        self.kind = spec.kind
+        self.atol, self.rtol = prepared.tol.atol, prepared.tol.rtol
+        self.fmt = format_of(prepared.report.compared_as)
+        self.total = TaskPartial()
+
+    def block(self, first: int, a: np.ndarray, b: np.ndarray) -> None:
+        """Judge rows ``first ...`` given in the compared format's storage, ``(rows, classes)``."""
+        a, b = to_float64(a, self.fmt), to_float64(b, self.fmt)
+        if self.kind is None:
+            self.kind = detect_kind(b[:DETECT_ROWS])
+        self.total = self.total.merge(judge_rows(a, b, first, self.kind, self.ks, self.atol, self.rtol))
+
+    def result(self) -> TaskResult:
+        return summary(self.total, kind=self.kind or "logits", axis=self.axis, shape=self.shape, ks=self.ks,
+                       atol=self.atol, rtol=self.rtol)
 
 
 def judge(prepared: Prepared, spec: TaskSpec) -> TaskResult:
     """The task section of a prepared comparison with compared elements (see the module docstring)."""
-    shape = tuple(prepared.report.compared_shape or ())
-    axis = classes_axis(spec.axis, shape)
-    ks = sorted({min(TOP_K, shape[axis]), min(spec.k, shape[axis])})
-    kind = spec.kind
-    total = TaskPartial()
-    for first, a, b in _blocks(prepared, axis, shape):
-        if kind is None:
-            kind = detect_kind(b[:DETECT_ROWS])
-        total = total.merge(judge_rows(a, b, first, kind, ks, prepared.tol.atol, prepared.tol.rtol))
-    return summary(total, kind=kind or "logits", axis=axis, shape=shape, ks=ks, atol=prepared.tol.atol,
-                   rtol=prepared.tol.rtol)
+    if prepared.task_rows is not None:  # judged as the fold read the elements (RowFeed)
+        return prepared.task_rows.result()
+    judging = _Judging(prepared, spec)
+    for first, a, b in _blocks(prepared, judging.axis, judging.shape):
+        judging.block(first, a, b)
+    return judging.result()
+
+
+class RowFeed:
+    """Judges whole rows as a streamed fold's chunks pass by, so the files are read once.
+
+    Chunks need not end on a row boundary: what is left of a row waits for the next chunk.
+    Rows are judged in the blocks :func:`_blocks` makes, so the result is the one a second
+    read would give.  Only for a streamed pair folded whole, with its classes on the last axis.
+    """
+
+    def __init__(self, prepared: Prepared, spec: TaskSpec) -> None:
+        self.judging = _Judging(prepared, spec)
+        self.step = max(1, BLOCK_ELEMENTS // self.judging.classes) * self.judging.classes
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.count = 0
+        self.row = 0
+
+    @classmethod
+    def offer(cls, prepared: Prepared, spec: TaskSpec | None) -> RowFeed | None:
+        """A feed for this fold, or None when rows are better read afterwards (or not at all)."""
+        shape = prepared.report.compared_shape or []
+        if spec is None or prepared.read is None or prepared.size == 0 or prepared.tol.complex:
+            return None
+        if classes_axis(spec.axis, shape) != len(shape) - 1:
+            return None
+        return cls(prepared, spec)
+
+    def tee(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+        """The chunks, unchanged, judged on the way; the last rows once they have all passed."""
+        for chunk in chunks:
+            self.pending.append((chunk[1], chunk[2]))
+            self.count += len(chunk[1])
+            if self.count >= self.step:
+                self._judge(final=False)
+            yield chunk
+        self._judge(final=True)
+
+    def _judge(self, *, final: bool) -> None:
+        if not self.pending:
+            return
+        a = np.concatenate([p[0] for p in self.pending])
+        b = np.concatenate([p[1] for p in self.pending])
+        whole = len(a) if final else len(a) // self.step * self.step
+        classes = self.judging.classes
+        for start in range(0, whole, self.step):
+            rows_a = a[start : start + self.step].reshape(-1, classes)
+            self.judging.block(self.row, rows_a, b[start : start + self.step].reshape(-1, classes))
+            self.row += len(rows_a)
+        self.pending = [(a[whole:], b[whole:])] if whole < len(a) else []
+        self.count = len(a) - whole
 
 
 def _skip_reason(prepared: Prepared, spec: TaskSpec) -> str | None:
