@@ -638,7 +638,10 @@ async function openShared() {
   }
   prefetchFor(state.files);
   if (shared.ref) $("ref-box").open = true;
-  state.tolerance = shared.options;
+  const { task, ...tolerance } = shared.options; // a link made with the Prediction check on keeps it on
+  state.tolerance = tolerance;
+  state.task = Boolean(task);
+  $("task-toggle").checked = state.task;
   compare();
 }
 
