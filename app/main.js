@@ -16,6 +16,7 @@ import { copyFullValues } from "./render/numbers.js";
 import { renderReference } from "./render/reference.js";
 import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
+import { renderTask } from "./render/task.js";
 import { renderTolerance } from "./render/tolerance.js";
 import { renderVerdict } from "./render/verdict.js";
 import { renderWorst } from "./render/worst.js";
@@ -35,6 +36,7 @@ const state = {
   files: { a: null, b: null, ref: null }, // {name, bytes: Uint8Array}, or a list of them, when files replace the text
   voidFormat: {}, // per input: how a .npy of anonymous void elements is read; absent = the core's default
   tolerance: {}, // what the user chose: {preset} or {atol, rtol}; empty = the core's default
+  task: false, // the prediction check on the last axis (report.task), asked with the toggle or the offer
   result: null, // last successful compare/rejudge result: {report, markdown, text}
   compared: null, // the inputs of that result, kept for the share link
   selected: null, // flat index of the element shown in the inspector
@@ -254,7 +256,7 @@ async function ask(op, payload = {}, transfer = [], job = state.job) {
 }
 
 function toleranceOptions() {
-  return { ...state.tolerance };
+  return state.task ? { ...state.tolerance, task: { axis: -1 } } : { ...state.tolerance };
 }
 
 /** Compare options: the tolerance, and for each side re-read by the user, its void format. */
@@ -340,6 +342,7 @@ function showReport(result, { fresh }) {
   renderSummary($("summary"), report);
   renderReference($("reference-card"), $("reference"), report);
   renderFindings($("findings"), report.findings);
+  renderTask($("task-card"), $("task"), report, selectElement, () => setTask(true));
   renderTolerance($("tolerance"), report, selectElement);
   renderWorst($("worst"), report, selectElement);
   renderStats($("stats"), report);
@@ -539,7 +542,15 @@ function applyFields() {
   return true;
 }
 
+/** Ask for the prediction check (or stop asking) and judge the pair again. */
+function setTask(on) {
+  state.task = on;
+  $("task-toggle").checked = on;
+  rejudge();
+}
+
 function wireTolerance() {
+  $("task-toggle").addEventListener("change", () => setTask($("task-toggle").checked));
   $("preset").addEventListener("change", () => {
     const preset = $("preset").value;
     state.tolerance = preset && preset !== "custom" ? { preset } : {};
@@ -627,7 +638,10 @@ async function openShared() {
   }
   prefetchFor(state.files);
   if (shared.ref) $("ref-box").open = true;
-  state.tolerance = shared.options;
+  const { task, ...tolerance } = shared.options; // a link made with the Prediction check on keeps it on
+  state.tolerance = tolerance;
+  state.task = Boolean(task);
+  $("task-toggle").checked = state.task;
   compare();
 }
 

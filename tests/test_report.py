@@ -36,7 +36,7 @@ def test_json_keys_follow_the_contract():
         "identical", "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff",
         "n_nan_mismatch", "nan_mismatch_indices", "n_inf_mismatch", "inf_mismatch_indices", "n_signed_zero_diff",
         "stats", "ulp_histogram", "tolerance", "min_tolerance", "axes", "reference", "verdict", "findings", "notes",
-        "headline", "paste_back",
+        "headline", "paste_back", "task", "task_offer",
     }  # fmt: skip
     assert set(data) == expected
     assert set(data["first_diff"]) == {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import routes, stream
 from .bisect import bisect, model_info, path_entries, path_info
-from .cli_options import add_tolerance_options
+from .cli_options import add_task_options, add_tolerance_options, task_option
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
+    add_task_options(p)
     return p
 
 
@@ -118,7 +119,9 @@ def _streamed(args: argparse.Namespace) -> Report | None:
     if args.b is None or args.ref is not None or not stream.should_stream(args.a, args.b, forced=args.stream):
         return None
     a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
-    return stream.compare_sources(a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+    return stream.compare_sources(
+        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args)
+    )
 
 
 def report_of(args: argparse.Namespace) -> Report:
@@ -132,7 +135,9 @@ def report_of(args: argparse.Namespace) -> Report:
 
 def _in_memory(args: argparse.Namespace) -> Report:
     a, b, ref = _inputs(args)
-    return compare(a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth)
+    return compare(
+        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,3 +21,25 @@ def add_tolerance_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--atol", type=float, help="absolute tolerance (overrides the preset's)")
     p.add_argument("--rtol", type=float, help="relative tolerance (overrides the preset's)")
     p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
+
+
+def add_task_options(p: argparse.ArgumentParser) -> None:
+    """``--classes-axis`` and ``--top-k``: ask whether the difference changes the prediction."""
+    p.add_argument(
+        "--classes-axis", type=int, metavar="N",
+        help="the axis holding classes or vocabulary (-1: the last): report whether the top-1 and top-k classes "
+        "change, KL per row, and flips rounding cannot explain",
+    )
+    p.add_argument(
+        "--top-k", type=int, metavar="K", help="the k of the top-k overlap, beside 5 (implies --classes-axis -1)"
+    )
+
+
+def task_option(args: argparse.Namespace) -> dict[str, int] | None:
+    """The ``task=`` of :func:`perpendis.compare.compare` the task options ask for, or None."""
+    if args.classes_axis is None and args.top_k is None:
+        return None
+    out = {"axis": -1 if args.classes_axis is None else args.classes_axis}
+    if args.top_k is not None:
+        out["k"] = args.top_k
+    return out

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import bits
+from . import bits, task_judge
 from .adopt import adopt_dtype
 from .align import Aligned, align, compared_format, like_a
 from .bits import Format, format_of
@@ -52,6 +52,7 @@ from .report import (
     shape_text,
 )
 from .scramble import mix64
+from .task import TaskSpec, task_spec
 from .tensor import Tensor, as_tensor
 from .tolerance import (
     Tolerance,
@@ -1099,14 +1100,15 @@ def prepare_chunks(
     tolerance: Tolerance | None = None,
     depth: float = 1.0,
     notes: Iterable[str] = (),
+    task: Any = None,
 ) -> Prepared:
     """:func:`compare_chunks` before its fold, for inputs read as chunks by ``read(start, stop)``;
-    ``notes`` are what aligning the inputs said."""
+    ``notes`` are what aligning the inputs said, ``task`` as for :func:`compare`."""
     report = _empty_report(a_info, b_info, None, fmt)
     report.notes = list(notes)
     report.compared_shape = list(shape)
     report.layout = {"kind": "same"}
-    return Prepared(report, tolerance or resolve(fmt), depth, read=read)
+    return Prepared(report, tolerance or resolve(fmt), depth, read=read, task=task_spec(task))
 
 
 def _empty_report(
@@ -1225,6 +1227,8 @@ class Prepared:
     b: np.ndarray | None = None
     read: Callable[[int, int], Iterable[Chunk]] | None = None  # chunks of elements start..stop, when not held
     rmse: tuple[float, float] | None = None  # A's and B's RMSE against a float64 reference, for dynamo's rule
+    task: TaskSpec | None = None  # the task check asked for (perpendis.task), None: only offered
+    task_rows: Any = None  # task_judge's rows judged during the fold, when it could (a streamed pair)
 
     @property
     def size(self) -> int:
@@ -1251,7 +1255,13 @@ class Prepared:
         stop = self.size if stop is None else stop
         fmt = format_of(self.report.compared_as)
         chunks = self.chunks(start, stop)
-        return fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
+        # A streamed pair folded whole has its rows judged on the way (read once, not twice).
+        feed = task_judge.RowFeed.offer(self, self.task) if (start, stop) == (0, self.size) else None
+        if feed is not None:
+            chunks = feed.tee(chunks)
+        partial = fold(chunks, fmt, self._shape(), self.tol, progress=progress, lossy=self._lossy(), total=stop - start)
+        self.task_rows = feed.judging if feed is not None else None
+        return partial
 
     def shares(self, count: int, first: float = 1.0) -> list[Share]:
         """The elements cut into at most ``count`` runs of whole chunks, the first ``first``
@@ -1280,6 +1290,12 @@ class Prepared:
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
         self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
+        task = task_judge.assess(self, self.task)
+        self.report.task, self.report.task_offer = task.task, task.offer
+        self.report.findings, self.report.verdict = task_judge.with_finding(
+            self.report.findings, self.report.verdict, task.finding
+        )
+        self.report.notes += [task.note] if task.note else []
         self.report.notes += notes
         if not keep_aligned:
             self.report.aligned = None
@@ -1309,6 +1325,7 @@ def prepare(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
+    task: Any = None,
 ) -> Prepared:
     """Everything of :func:`compare` before the fold over the elements."""
     check_depth(depth)
@@ -1322,7 +1339,7 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
-    prepared = Prepared(report, tol, depth)
+    prepared = Prepared(report, tol, depth, task=task_spec(task))
     if ref is not None:
         report.reference = _reference(a, b, ref, aligned)
         if tol.rule.rmse and ref.format == "float64" and report.reference is not None:
@@ -1346,15 +1363,19 @@ def compare(
     rtol: float | None = None,
     depth: float = 1.0,
     keep_aligned: bool = True,
+    task: Any = None,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
     ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
     the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
     number of roundings that separate the two computations).  ``keep_aligned`` is as for
-    :meth:`Prepared.finish`.
+    :meth:`Prepared.finish`.  ``task`` asks whether the difference changes the prediction
+    (``"logits"``, an axis, ``{"axis": -1, "k": 10}``: :func:`perpendis.task.task_spec`).
     """
-    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth)
+    prepared = prepare(
+        a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth, task=task
+    )
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
@@ -1372,9 +1393,11 @@ def compare_values(
     depth: float = 1.0,
     ref: Any = None,
     sources: tuple[str, str] = ("A", "B"),
+    task: Any = None,
 ) -> Report:
     """The report of A against B (``b`` the expected value: the tolerance scales with
-    ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
+    ``|b|``); in a notebook it displays as a rich summary. ``task`` asks whether the
+    prediction changes (``task="logits"``, see :func:`compare`). Unreadable input (an
     unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
     return compare(
         as_tensor(a, sources[0]),
@@ -1384,6 +1407,7 @@ def compare_values(
         atol=atol,
         rtol=rtol,
         depth=depth,
+        task=task,
     )
 
 

@@ -29,6 +29,7 @@ from .report_text import (  # noqa: F401  (re-exported: where they were)
     shape_text,
     verdict_line,
 )
+from .task import TaskResult
 
 SCHEMA = 1
 INTERNAL = {"internal": True}
@@ -219,6 +220,8 @@ class Report:
     verdict: str = "investigate"
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    task: TaskResult | None = None  # does the difference change the prediction (docs/task.md)
+    task_offer: dict[str, int] | None = None  # a task check the shape suggests, when none was asked
     schema: int = SCHEMA
     layout: dict[str, Any] = field(default_factory=dict, metadata=INTERNAL)
     samples: dict[str, Any] = field(default_factory=dict, metadata=INTERNAL)
@@ -260,6 +263,8 @@ class Report:
         if d.get("reference") is not None:
             d["reference"] = Reference(**{k: _float_in(v) for k, v in d["reference"].items()})
         d["findings"] = [Finding(**x) for x in d["findings"]]
+        if d.get("task") is not None:
+            d["task"] = TaskResult(**d["task"])
         return cls(**d)
 
     @classmethod

@@ -16,6 +16,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from .report_text import number_text, passing_tolerance, shape_text, verdict_line
+from .task_text import FLIPS_SHOWN, offer_lines, task_summary
 
 if TYPE_CHECKING:
     from .report import Element, Finding, Histogram, Report
@@ -64,6 +65,7 @@ def render_fragment(report: Report) -> str:
         f"<style>{_STYLE}</style>",
         _verdict(report),
         _findings(report.findings),
+        _task(report),
         _first_difference(report.first_diff),
         _worst(report),
         _histogram(report.ulp_histogram),
@@ -137,6 +139,31 @@ def _findings(findings: Sequence[Finding]) -> str:
             + "</li>"
         )
     return '<h3>Findings</h3>\n<ul class="findings">' + "".join(items) + "</ul>"
+
+
+_FLIP_ROWS = 2 * FLIPS_SHOWN  # the table has room for more than a line of text
+
+
+def _task(r: Report) -> str:
+    """The prediction section: the task summary and the first flipped rows (or the offer of one)."""
+    t = r.task
+    if t is None:
+        return "".join(f'<p class="facts">{escape(line)}</p>' for line in offer_lines(r.task_offer))
+    rows = "".join(
+        f"<tr><td class=\"mono\">{escape(shape_text(f['row']))}</td><td>{f['a_top']}</td><td>{f['b_top']}</td>"
+        f"<td>{number_text(f['margin'])}</td><td>{number_text(f['bound'])}</td>"
+        f"<td>{'rounding' if f['rounding'] else '<b>beyond rounding</b>'}</td></tr>"
+        for f in t.flips[:_FLIP_ROWS]
+    )
+    table = (
+        '<table class="flips"><tr><th>row</th><th>A top</th><th>B top</th><th>B margin</th><th>bound</th>'
+        f"<th>judged</th></tr>{rows}</table>"
+        if rows else ""
+    )
+    more = f'<p class="facts">{t.n_flips - _FLIP_ROWS} more flipped rows</p>' if t.n_flips > _FLIP_ROWS else ""
+    ties = f'<p class="facts">{t.n_near_ties} near-tie rows keep top-1 but could flip under rounding</p>' \
+        if t.n_near_ties else ""
+    return f'<h3>Prediction</h3>\n<p class="task {escape(t.verdict)}">{escape(task_summary(t))}</p>{table}{more}{ties}'
 
 
 def _bit_spans(bits: str, other: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .paste_back import paste_back_markdown
+from .task_text import offer_lines, task_lines
 
 if TYPE_CHECKING:
     from .report import Element, Finding, Report
@@ -133,6 +134,7 @@ def _body_lines(r: Report) -> list[str]:
             f"B rmse {number_text(ref.b_rmse)} (max ulp {number_text(ref.b_max_ulp)}); "
             + ("B is rounding-equivalent to A" if ref.equivalent else "B is NOT rounding-equivalent to A")
         )
+    lines += task_lines(r.task) or offer_lines(r.task_offer)
     return lines
 
 

@@ -181,13 +181,15 @@ def prepare_sources(
     depth: float = 1.0,
     cancelled: Stop | None = None,
     chunk: int = CHUNK,
+    task: Any = None,
 ) -> Prepared:
     """:func:`compare_sources` up to its fold, which can then run here or in shares.
 
     ``cancelled()`` is asked before each read and, once true, stops the comparison with
     :class:`Cancelled`.  ``chunk`` (values per chunk, even so that complex pairs stay
     whole) sets how much is read at once; at the default the report equals the in-memory
-    one exactly.
+    one exactly.  ``task`` is as for :func:`compare.compare` (the classes axis last: whole
+    rows are read again in blocks once the fold is done).
     """
     if chunk < 2 or chunk % 2:
         raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
@@ -209,6 +211,7 @@ def prepare_sources(
         tolerance=tol,
         depth=depth,
         notes=align(a.sample(), b.sample(), tol).notes,
+        task=task,
     )
     return prepared
 

@@ -21,8 +21,10 @@ from . import bits
 from .compare import check_depth
 from .compare import compare as compare_tensors
 from .compare import compare_values as compare
+from .errors import InputError
 from .explain import explain
 from .report import Report
+from .task_text import task_lines
 from .tensor import Tensor, as_tensor
 from .tolerance import resolve
 
@@ -34,8 +36,9 @@ class ComparisonError(AssertionError):
     """A failing ``assert_same``: the message is the one-screen explanation, ``report`` the
     whole report (the pytest plugin writes it out with ``--perpendis-report``)."""
 
-    def __init__(self, report: Report) -> None:
-        super().__init__(explain(report).rstrip("\n"))
+    def __init__(self, report: Report, lead: str | None = None) -> None:
+        text = explain(report).rstrip("\n")
+        super().__init__(text if lead is None else f"{lead}\n{text}")
         self.report = report
 
 
@@ -82,22 +85,38 @@ def bit_identical(a: Tensor, b: Tensor, preset: str | None, atol: float | None, 
     return bool(np.array_equal(bits.raw_bits(a.array, a.fmt), bits.raw_bits(b.array, b.fmt)))
 
 
+FAIL_ON = ("verdict", "prediction")
+
+
 def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None,
-                *, depth: float = 1.0, ref: Any = None) -> Report:
+                *, depth: float = 1.0, ref: Any = None, task: Any = None, fail_on: str = "verdict") -> Report:
     """Pass when A and B are identical or differ by rounding within tolerance; else raise.
 
-    ``b`` is the expected value; ``depth`` and ``ref`` are :func:`compare`'s.
+    ``b`` is the expected value; ``depth``, ``ref`` and ``task`` are :func:`compare`'s
+    (``task="logits"``: also judge whether the prediction changes).
+    ``fail_on="prediction"`` fails only when the prediction changes beyond rounding (the task
+    section's verdict ``changed``), as users of float16 and int8 models want whose logits
+    legitimately drift; it checks the last axis unless ``task`` says otherwise.
     The :class:`ComparisonError` (an AssertionError) says on one screen the verdict, the top
     finding with where it is and its causes, the worst element, and the bits at the first
     difference.  Returns the report when it passes (for a pair equal bit for bit, a
     :class:`PassedReport` that makes it when first used).
     """
     __tracebackhide__ = True  # pytest: the failure points at the test's line, not this one
+    if fail_on not in FAIL_ON:
+        raise InputError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", where="fail_on")
+    if fail_on == "prediction" and task is None:
+        task = "auto"
     ta, tb = as_tensor(a, SOURCES[0]), as_tensor(b, SOURCES[1])
-    tolerance = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth, "task": task}
     if ref is None and bit_identical(ta, tb, preset, atol, rtol, depth):
-        return PassedReport(ta, tb, tolerance)  # type: ignore[return-value]
-    report = compare_tensors(ta, tb, ref=None if ref is None else as_tensor(ref, "reference"), **tolerance)
-    if report.verdict == "investigate":
+        return PassedReport(ta, tb, options)  # type: ignore[return-value]
+    report = compare_tensors(ta, tb, ref=None if ref is None else as_tensor(ref, "reference"), **options)
+    if fail_on == "prediction":
+        if report.task is None:
+            raise InputError(f"fail_on='prediction' needs a task check, and there was none: {report.notes[-1:]}")
+        if report.task.verdict == "changed":
+            raise ComparisonError(report, lead="\n".join(task_lines(report.task)))
+    elif report.verdict == "investigate":
         raise ComparisonError(report)
     return report

@@ -158,7 +158,7 @@ def _streamed(
     (``stream``): each helper reads its share of them itself."""
     from ..stream import prepare_sources
 
-    prepared = prepare_sources(job.a, job.b, **request.options.engine())
+    prepared = prepare_sources(job.a, job.b, **request.options.pair_engine())
     coordinator = FoldCoordinator.offer(
         prepared, workers, lambda partial: report_answer(prepared.finish(partial), streamed=True), progress,
         stage="streaming",

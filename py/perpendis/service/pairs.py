@@ -49,7 +49,7 @@ def compare_boxes(
     ref = None
     if not boxes.is_empty(inputs.get("ref")):
         ref = boxes.single(boxes.load(inputs["ref"], payloads, "ref", void.get("ref")), "ref")
-    session.pair = KeptPair(a, b, ref, request.options.engine(), notes)
+    session.pair = KeptPair(a, b, ref, request.options.pair_engine(), notes)
     choices = {side: boxes.void_choices(inputs.get(side), payloads) for side in SIDES}
     extras = {"void_choices": {k: v for k, v in choices.items() if v}, "one_box": one_box}
     return {**judge_kept_pair(session, progress, workers), **extras}
@@ -59,5 +59,5 @@ def rejudge(
     session: Session, request: RejudgeRequest, payloads: Mapping[str, Any], progress: Progress | None, workers: int
 ) -> dict[str, Any]:
     session.report()
-    session.pair.options = request.options.engine()
+    session.pair.options = request.options.pair_engine()
     return judge_kept_pair(session, progress, workers)

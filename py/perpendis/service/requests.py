@@ -15,23 +15,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..task import TaskSpec, task_spec
 
 SIDES = ("a", "b", "ref")
 
 
 @dataclass(frozen=True)
 class Options:
-    """The tolerance options of a comparison: a preset, or atol and rtol, and the diagnosis depth."""
+    """The tolerance options of a comparison: a preset, or atol and rtol, and the diagnosis depth;
+    ``task`` (a comparison of one pair only) asks whether the prediction changes."""
 
     preset: str | None = None
     atol: float | None = None
     rtol: float | None = None
     depth: float | None = None
+    task: TaskSpec | None = None
 
     @classmethod
     def of(cls, request: Mapping[str, Any]) -> Options:
         options = request.get("options") or {}
-        return cls(options.get("preset"), options.get("atol"), options.get("rtol"), options.get("depth"))
+        return cls(
+            options.get("preset"), options.get("atol"), options.get("rtol"), options.get("depth"),
+            task_spec(options.get("task")),
+        )
+
+    def pair_engine(self) -> dict[str, Any]:
+        """:meth:`engine` plus the task check, for a comparison of one pair (a bisect has none)."""
+        return {**self.engine(), "task": self.task}
 
     def engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.compare.prepare` (``depth`` only when given)."""
