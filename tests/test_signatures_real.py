@@ -43,7 +43,7 @@ def test_the_sets_are_what_the_issue_asks_for():
         "transposed",
         "slice_offset",
         "dropout",
-        "sign_bias",
+        "elementwise",
         "position_dependence",
     } <= named
 

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..relations.constants import name_of
 from ..report import Finding, place
 from . import causes as why
 from .model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, rms, rounding_bound, sign_z
@@ -73,7 +74,8 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
     if has_scale and not has_offset and abs(s + 1) <= one:
         kind, rule, causes = "sign_flip", "A ≈ −B", list(why.SIGN_FLIP)
     elif has_scale and not has_offset:
-        kind, rule = "scale", f"A ≈ B × {s:.5g}"
+        named = name_of(float(s), 1e-4)
+        kind, rule = "scale", f"A ≈ B × {s:.5g}" + (f" (= {named})" if named else "")
         causes = why.for_scale(float(s), pair.shape)
     elif has_offset and not has_scale:
         kind, rule = "offset", f"A ≈ B {'+' if c >= 0 else '−'} {abs(c):.6g}"

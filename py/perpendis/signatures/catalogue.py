@@ -18,6 +18,13 @@ from . import affine, bias, causes, clip, dropout, grid, precision, reorder, tra
 from .sample import Pair
 
 
+def elementwise_relation(pair: Pair) -> list[Finding]:
+    """The relation search's elementwise map (imported here, late: relations reads this package)."""
+    from ..relations.search import find
+
+    return find(pair)
+
+
 @dataclass(frozen=True)
 class Signature:
     kinds: tuple[str, ...]
@@ -31,6 +38,15 @@ class Signature:
 
 
 CATALOGUE: list[Signature] = [
+    Signature(
+        ("elementwise",),
+        "A = f(B) or B = f(A) for a parameter-free map: powers, exp, activations and their variants, casts",
+        "the map leaves ≤ the rounding allowed on 99% of the sampled elements the identity leaves more on",
+        ("an activation variant (GELU's tanh approximation against erf, hardswish against SiLU)",
+         "an exp, log or power applied on one side only", "a cast through a narrower format and back"),
+        False,
+        None,  # run by :func:`run` before the affine fit (docs/relations.md)
+    ),
     Signature(
         ("transposed",),
         "A against B with two equal-sized axes swapped, on the flat sample",
@@ -128,7 +144,9 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
         return found  # the size tests need a rounding model: integers and coarse prints have none
     # A per-channel affine map of quantised inputs (wrong normalisation constants on uint8
     # images) leaves both sides on grids: the affine relation says more, so it goes first.
-    for find in (affine.find, grid.find):
+    # A parameter-free elementwise map (A = exp(B), GELU's variants, a cast) is more
+    # specific than a fitted scale, so the relation search comes before both.
+    for find in (elementwise_relation, affine.find, grid.find):
         found = find(pair)
         if found:
             return found
