@@ -22,7 +22,7 @@ from . import bits
 from .bits import Format, format_of
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
-from .signatures.model import ROUNDOFF_FACTOR
+from .signatures.model import ROUNDOFF_FACTOR, rounding_bound
 from .tolerance import PRESETS, print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
@@ -227,7 +227,7 @@ def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np
     return keep
 
 
-def _pattern(r: Report, region: dict[int, list[int]], where: dict | None) -> list[Finding]:
+def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth: float) -> list[Finding]:
     """Sign flip, constant offset or scale factor explaining the failing elements."""
     rows = r.samples.get("fails")
     tol = r.tolerance
@@ -254,6 +254,14 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None) -> lis
     scale = float(np.median(a[nonzero] / b[nonzero])) if nonzero.any() else 1.0
     fits_scale = np.mean(np.abs(a - scale * b) <= slack)
     if max(fits_offset, fits_scale) < PATTERN_SHARE:
+        return []
+    # A tight tolerance fails rounding too: an offset or scale is a finding only past what
+    # rounding at the data's own precision explains (a 1-3 ULP spread is no bias).
+    one = rounding_bound(u, depth)
+    scale_of_b = max(float(np.sqrt(np.mean(b * b))), float(r.samples.get("b_rms", 0.0)))
+    if fits_offset >= fits_scale and abs(offset) <= one * scale_of_b:
+        return []
+    if fits_offset < fits_scale and abs(scale - 1) <= one:
         return []
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
@@ -490,7 +498,7 @@ def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]
         if all(f.kind in _DEPENDENCE for f in structural):
             # A sign flip, offset or scale of the failing region says more than a dependence
             # on position or value, which such a region also leaves.
-            pattern = _pattern(report, region, region_findings[0].where if region_findings else None)
+            pattern = _pattern(report, region, region_findings[0].where if region_findings else None, depth)
             structural = pattern or structural
         findings += structural
         if found_precision is not None:

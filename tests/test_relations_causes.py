@@ -1,0 +1,54 @@
+"""Precision before recall: the wrong causes of issue 32's examples are gone, on real inputs
+(the page's own bug example, real runs) and on pairs whose relation is known exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from perpendis.compare import compare, compare_values
+from perpendis.load import load_text
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_the_pages_layernorm_epsilon_example_names_no_positional_cause():
+    """Every LayerNorm epsilon edited in a transformer: the difference wanders along the
+    features, which no relation of the grammar fits, so no cause is named."""
+    example = json.loads((ROOT / "app" / "examples" / "bug.json").read_text())
+    (a,), (b,) = load_text(example["a"]), load_text(example["b"])
+    r = compare(a, b)
+    assert r.verdict == "investigate"
+    text = " ".join(c for f in r.findings for c in f.causes).lower()
+    assert "position" not in text and "rotary" not in text
+    assert "no known cause fits" in r.headline
+
+
+def test_an_exact_preset_never_turns_rounding_into_an_offset_or_scale():
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((2, 16, 64)).astype(np.float32)
+    a = b.copy()
+    for _ in range(3):  # 1 to 3 ULP up, on about half the elements
+        hit = rng.random(b.shape) < 0.3
+        a[hit] = np.nextafter(a[hit], np.float32(np.inf))
+    r = compare_values(a, b, preset="exact")
+    assert r.verdict == "investigate" and r.findings[0].kind == "tolerance"  # the user asked for bit equality
+    assert not {f.kind for f in r.findings} & {"offset", "scale", "affine", "sign_flip"}
+    assert any(f.kind == "rounding" for f in r.findings)
+
+
+def test_a_sign_flip_in_one_channel_leads_with_that_channel():
+    x = np.random.default_rng(1).standard_normal((2, 16, 64)).astype(np.float32)
+    a = x.copy()
+    a[:, :, 5] *= -1
+    top = compare_values(a, x).findings[0]
+    assert top.kind == "sign_flip" and top.where["axis"] == 2 and top.where["indices"] == [5]
+
+
+def test_one_row_scaled_is_located_in_that_row():
+    b = np.random.default_rng(2).standard_normal((512, 256)).astype(np.float32)
+    a = b.copy()
+    a[17] *= np.float32(0.667)
+    top = compare_values(a, b).findings[0]
+    assert top.where["axis"] == 0 and top.where["indices"] == [17] and "row 17" in top.message
