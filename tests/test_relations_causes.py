@@ -52,3 +52,51 @@ def test_one_row_scaled_is_located_in_that_row():
     a[17] *= np.float32(0.667)
     top = compare_values(a, b).findings[0]
     assert top.where["axis"] == 0 and top.where["indices"] == [17] and "row 17" in top.message
+
+
+def _half_and_bfloat16_runs():
+    """A float32 Linear layer and the same layer run in float16 and in bfloat16 (torch)."""
+    import torch
+
+    torch.manual_seed(0)
+    layer, x = torch.nn.Linear(64, 32), torch.randn(16, 64)
+    with torch.no_grad():
+        ref = layer(x)
+        half = layer.half()(x.half())
+        bf16 = layer.bfloat16()(x.bfloat16())
+    return ref.numpy(), half, bf16
+
+
+def test_a_dtype_mismatch_leads_and_says_whether_the_values_agree_to_the_narrower_rounding():
+    ref, half, bf16 = _half_and_bfloat16_runs()
+    for narrow, name in ((half, "float16"), (bf16, "bfloat16")):
+        r = compare_values(narrow, ref)
+        top = r.findings[0]
+        assert r.verdict == "investigate" and top.kind == "dtype" and top.severity == "error"
+        assert top.evidence == {"agree_to_rounding": True, "format": name}
+        assert r.headline.startswith(f"Investigate: A is {name} but B is float32")
+        # Every other finding agrees: nothing but the dtype is wrong.
+        assert [f.kind for f in r.findings if f.severity == "error"] == ["dtype"]
+        judged = compare_values(narrow, ref, check_dtype=False)
+        assert judged.verdict == "rounding" and not [f for f in judged.findings if f.severity == "error"]
+
+
+def test_a_dtype_mismatch_with_a_bug_says_the_values_differ_too():
+    ref, half, _ = _half_and_bfloat16_runs()
+    wrong = half.clone()
+    wrong[:, 3] = -wrong[:, 3]
+    r = compare_values(wrong, ref)
+    assert r.findings[0].kind == "dtype" and r.findings[0].evidence["agree_to_rounding"] is False
+    assert any(f.kind == "sign_flip" for f in r.findings)
+    assert compare_values(wrong, ref, check_dtype=False).verdict == "investigate"
+
+
+def test_the_cli_flag_judges_two_float_dtypes_as_rounding(tmp_path, capsys):
+    from perpendis.cli import main
+
+    ref, half, _ = _half_and_bfloat16_runs()
+    np.save(tmp_path / "a.npy", half.numpy())
+    np.save(tmp_path / "b.npy", ref)
+    files = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]
+    assert main(files) == 1 and "A is float16 but B is float32" in capsys.readouterr().out
+    assert main([*files, "--no-check-dtype"]) == 0

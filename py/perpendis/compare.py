@@ -1225,6 +1225,7 @@ class Prepared:
     b: np.ndarray | None = None
     read: Callable[[int, int], Iterable[Chunk]] | None = None  # chunks of elements start..stop, when not held
     rmse: tuple[float, float] | None = None  # A's and B's RMSE against a float64 reference, for dynamo's rule
+    check_dtype: bool = True  # a dtype mismatch is an error (diagnose); off: judged in the narrower float
 
     @property
     def size(self) -> int:
@@ -1279,7 +1280,8 @@ class Prepared:
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
-        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
+        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth,
+                                                             check_dtype=self.check_dtype)
         self.report.notes += notes
         if not keep_aligned:
             self.report.aligned = None
@@ -1303,6 +1305,7 @@ def prepare(
     atol: float | None = None,
     rtol: float | None = None,
     depth: float = 1.0,
+    check_dtype: bool = True,
 ) -> Prepared:
     """Everything of :func:`compare` before the fold over the elements."""
     if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
@@ -1317,7 +1320,7 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
-    prepared = Prepared(report, tol, depth)
+    prepared = Prepared(report, tol, depth, check_dtype=check_dtype)
     if ref is not None:
         report.reference = _reference(a, b, ref, aligned)
         if tol.rule.rmse and ref.format == "float64" and report.reference is not None:
@@ -1341,15 +1344,18 @@ def compare(
     rtol: float | None = None,
     depth: float = 1.0,
     keep_aligned: bool = True,
+    check_dtype: bool = True,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
     ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
     the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
     number of roundings that separate the two computations).  ``keep_aligned`` is as for
-    :meth:`Prepared.finish`.
+    :meth:`Prepared.finish`.  ``check_dtype`` (as torch.testing's): a dtype mismatch is an
+    error; off, two float formats are judged as rounding in the narrower one.
     """
-    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth)
+    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth,
+                       check_dtype=check_dtype)
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
@@ -1367,10 +1373,12 @@ def compare_values(
     depth: float = 1.0,
     ref: Any = None,
     sources: tuple[str, str] = ("A", "B"),
+    check_dtype: bool = True,
 ) -> Report:
     """The report of A against B (``b`` the expected value: the tolerance scales with
     ``|b|``); in a notebook it displays as a rich summary. Unreadable input (an
-    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
+    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`. ``check_dtype``
+    as :func:`compare`'s."""
     return compare(
         as_tensor(a, sources[0]),
         as_tensor(b, sources[1]),
@@ -1379,6 +1387,7 @@ def compare_values(
         atol=atol,
         rtol=rtol,
         depth=depth,
+        check_dtype=check_dtype,
     )
 
 

@@ -126,18 +126,44 @@ def _shape_findings(r: Report) -> list[Finding]:
     return out
 
 
-def _dtype_findings(r: Report) -> list[Finding]:
-    """Two float formats are judged in the narrower (info: the headline says so); a float
-    against an integer or bool is a real mismatch (error)."""
+def _dtype_findings(r: Report, check_dtype: bool = True) -> list[Finding]:
+    """A dtype mismatch is the first thing a user must see (torch.testing fails on it by
+    default): an error, unless ``check_dtype`` is off and both sides are floats, when the
+    values are judged as rounding in the narrower format (info; the headline says so).
+    :func:`_dtype_evidence` adds whether the values agree to that format's rounding."""
     if r.dtype_match:
         return []
     fa, fb = format_of(r.a["dtype"]), format_of(r.b["dtype"])
     both_float = fa.is_float and fb.is_float
     message = f"A is {r.a['dtype']} but B is {r.b['dtype']}; values were compared as {r.compared_as}"
+    if both_float and not check_dtype:
+        message += ", the narrower format, as if both had been computed in it (check_dtype off)"
+        return [Finding("dtype", "info", message)]
     if both_float:
-        message += ", the narrower format, as if both had been computed in it"
-    causes = [] if both_float else ["a cast missing on one side", "an index or mask tensor compared with values"]
-    return [Finding("dtype", "info" if both_float else "error", message, None, causes)]
+        causes = ["an output left in a lower precision (a model in .half() or .bfloat16(), autocast) or a cast "
+                  "missing on one side"]
+    else:
+        causes = ["a cast missing on one side", "an index or mask tensor compared with values"]
+    return [Finding("dtype", "error", message, None, causes)]
+
+
+def _dtype_evidence(findings: list[Finding], r: Report) -> None:
+    """Says on an error-level float dtype finding whether the values agree to the narrower
+    format's rounding, i.e. whether anything else was found: then the mismatch is the only
+    problem, and ``check_dtype=False`` judges the pair as rounding."""
+    dtype = next((f for f in findings if f.kind == "dtype" and f.severity == "error"), None)
+    if dtype is None or not (format_of(r.a["dtype"]).is_float and format_of(r.b["dtype"]).is_float):
+        return
+    others = [f for f in findings if f is not dtype and f.severity == "error"]
+    if r.compared_shape is None:
+        return
+    if others:
+        dtype.message += f"; the values also differ beyond {r.compared_as}'s rounding (below)"
+        dtype.evidence = {"agree_to_rounding": False, "format": r.compared_as}
+    else:
+        dtype.message += (f"; the values agree to {r.compared_as}'s rounding, so with check_dtype=False "
+                          "(--no-check-dtype) the pair is judged rounding")
+        dtype.evidence = {"agree_to_rounding": True, "format": r.compared_as}
 
 
 def _nonfinite_findings(r: Report) -> list[Finding]:
@@ -480,15 +506,16 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
 
 
-def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]:
+def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) -> tuple[list[Finding], str]:
     """The findings (most telling first) and the verdict of a report, from its numbers, its
     samples and the structure tests (:mod:`perpendis.signatures`); the report's one writer
     (:meth:`perpendis.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every
     element passes the tolerance; a precision finding leads when nothing structural does.
+    A dtype mismatch is an error unless ``check_dtype`` is off for two float formats.
     """
-    findings = _shape_findings(report) + _dtype_findings(report)
+    findings = _shape_findings(report) + _dtype_findings(report, check_dtype)
     if report.compared_shape is not None and report.n_bitwise_diff:
         findings += _nonfinite_findings(report)
         structural, found_precision, narrow = _structure(report, depth)
@@ -510,6 +537,7 @@ def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]
         findings += _tolerance_findings(report)
     findings += _lossy(report)
     findings += _reference(report, findings)
+    _dtype_evidence(findings, report)
     findings = _sorted(findings)
     if report.identical:
         return findings, "identical"
