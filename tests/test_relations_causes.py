@@ -100,3 +100,30 @@ def test_the_cli_flag_judges_two_float_dtypes_as_rounding(tmp_path, capsys):
     files = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]
     assert main(files) == 1 and "A is float16 but B is float32" in capsys.readouterr().out
     assert main([*files, "--no-check-dtype"]) == 0
+
+
+def test_a_region_is_said_in_the_users_terms():
+    b = np.random.default_rng(4).standard_normal((4, 64, 32)).astype(np.float32)
+    a = b.copy()
+    a[:, 48:, :] = np.random.default_rng(5).standard_normal((4, 16, 32))  # the last 16 positions garbage
+    region = next(f for f in compare_values(a, b).findings if f.kind == "region")
+    assert region.message.startswith("A equals B within the tolerance except on the last 16 positions of axis 1")
+
+
+def test_checkpoints_and_compare_place_one_scaled_row_alike(tmp_path, capsys):
+    """A checkpoint's tensor is read from the files in chunks and only its differing elements
+    are sampled: the map found on them is said to hold in row 17, as compare says."""
+    from perpendis.cli import main
+    from safetensors.numpy import save_file
+
+    b = np.random.default_rng(6).standard_normal((512, 256)).astype(np.float32)
+    a = b.copy()
+    a[17] *= np.float32(0.667)
+    for side, w in (("a", a), ("b", b)):
+        (tmp_path / side).mkdir()
+        save_file({"layer.weight": w}, str(tmp_path / side / "model.safetensors"))
+    assert main(["checkpoints", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    row = next(line for line in capsys.readouterr().out.splitlines() if "layer.weight" in line)
+    assert "in row 17 of axis 0, A ≈ B × 0.667" in row and "everywhere" not in row
+    top = compare_values(a, b).findings[0]
+    assert (top.where["axis"], top.where["indices"]) == (0, [17])

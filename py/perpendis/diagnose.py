@@ -20,6 +20,7 @@ import numpy as np
 
 from . import bits
 from .bits import Format, format_of
+from .relations.region import describe as describe_region
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
 from .signatures.model import ROUNDOFF_FACTOR, rounding_bound
@@ -204,10 +205,15 @@ def _axis_region(axis: AxisFailures, n_fail: int, n_elements: int) -> list[int] 
     order = np.argsort(-counts, kind="stable")
     cumulative = np.cumsum(counts[order]) / n_fail
     k = int(np.searchsorted(cumulative, REGION_SHARE)) + 1
-    if k > max(1, min(4, len(counts) // 4)):
-        return None
-    per_index = n_elements / axis.size * axis.bucket
     top = order[:k]
+    # A few indices, or one run at an end of the axis (the last k positions: padding, a
+    # mask, a truncated sequence) up to half of it.
+    if k > max(1, min(4, len(counts) // 4)):
+        lo, hi = int(top.min()), int(top.max())
+        if not ((lo == 0 or hi == len(counts) - 1) and hi - lo + 1 <= len(counts) // 2):
+            return None
+        top, k = np.arange(lo, hi + 1), hi - lo + 1
+    per_index = n_elements / axis.size * axis.bucket
     if counts[top].sum() / (k * per_index) < REGION_DENSITY:
         return None
     return sorted(int(i) for i in top)
@@ -238,7 +244,12 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
     if tol.first_fail is not None:
         where["element"] = list(tol.first_fail.index)
     held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
-    message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
+    shape = tuple(r.compared_shape or ())
+    if bucket == 1 and len(region) == 1 and len(shape) == len(r.axes):
+        message = (f"A equals B within the tolerance except on {describe_region(shape, axis, region[axis])}, "
+                   f"which holds {held:.0%} of the failures")
+    else:
+        message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
     causes = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)",
               "padding or masking applied to part of the tensor only"]
     return [Finding("region", "error", message, where, causes)], region
@@ -526,7 +537,8 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) ->
             # A sign flip, offset or scale of the failing region says more than a dependence
             # on position or value, which such a region also leaves.
             pattern = _pattern(report, region, region_findings[0].where if region_findings else None, depth)
-            structural = pattern or structural
+            # Without a map of its own, the region says more than the dependences it leaves.
+            structural = pattern or ([] if region_findings else structural)
         findings += structural
         if found_precision is not None:
             findings.append(found_precision)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..report import Finding, place
 from ..signatures.sample import Pair
-from . import causes
+from . import causes, region
 from .elementwise import Relation, Sample, search
 
 
@@ -21,18 +21,25 @@ def sample_of(pair: Pair) -> Sample:
     return Sample(a, b, pair.u, pair.depth, pair.b_rms)
 
 
-def scope(pair: Pair) -> str:
-    """Where a relation fitted on the pair's sample is known to hold."""
-    if pair.in_memory:
-        return "everywhere sampled"
-    return f"on the {pair.n_diff} differing elements (sampled), of {pair.n_elements}"
-
-
 def finding(rel: Relation, pair: Pair) -> Finding:
-    """The finding of a relation: its statement, scope and residual, its place as data."""
-    message = (f"{rel.text} {scope(pair)}, to within {max(rel.residual, 0.0):.2g} ULP "
+    """The finding of a relation: its statement, scope and residual, its place as data.
+
+    Fitted on the differing elements alone (a streamed pair), it holds on them: in the one
+    region they all lie in when there is one (:func:`.region.of_sample`), never "everywhere"."""
+    amounts = {k: v for k, v in rel.params.items() if isinstance(v, int | float)}
+    found = None if pair.in_memory else region.of_sample(pair.shape, pair.diff_flat)
+    if pair.in_memory:
+        scope, where = "everywhere sampled", place(None, **amounts)
+    elif found is None:
+        scope = f"on the {pair.n_diff} differing elements of {pair.n_elements}"
+        where = place(scope, **amounts)
+    else:
+        axis, indices = found
+        text = region.describe(pair.shape, axis, indices)
+        scope = f"in {text}, where every sampled difference lies"
+        where = place(text, axis=axis, axis_size=pair.shape[axis], indices=indices[:64], **amounts)
+    message = (f"{rel.text} {scope}, to within {max(rel.residual, 0.0):.2g} ULP "
                f"(on {rel.held} sampled elements where A ≠ B beyond rounding)")
-    where = place(None, **{k: v for k, v in rel.params.items() if isinstance(v, int | float)})
     where["relation"] = rel.as_dict() | {"scope": "everywhere" if pair.in_memory else "differing elements"}
     return Finding("elementwise", "error", message, where, causes.of(rel))
 

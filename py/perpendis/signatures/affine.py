@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..relations import region
 from ..relations.constants import name_of
 from ..report import Finding, place
 from . import causes as why
@@ -88,10 +89,26 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
         text = f"every row along axis {axis} ({n} elements)"
         message = f"along axis {axis} ({n} elements), each row of {rule} (spread {spread:.2g}; {rel})"
         where = place(text, axis=axis, axis_size=n, **amount, spread=spread)
+    elif not pair.in_memory:
+        # Only the differing elements were sampled: the map holds on them, which may be
+        # one region of the tensor (a row scaled), never known to hold everywhere.
+        message, where = _on_differing(pair, rule, rel, amount)
     else:
         message = f"{rule} everywhere ({rel})"
         where = place(None, **amount)  # everywhere: no place, only the amount
     return [(Finding(kind, "error", message, where, causes), float(resid / raw))]
+
+
+def _on_differing(pair: Pair, rule: str, rel: str, amount: dict[str, float]) -> tuple[str, dict]:
+    """Message and place of a map fitted on the differing elements alone."""
+    found = region.of_sample(pair.shape, pair.diff_flat)
+    if found is None:
+        text = f"on the {pair.n_diff} differing elements of {pair.n_elements}"
+        return f"{rule} {text} ({rel})", place(text, **amount)
+    axis, indices = found
+    text = region.describe(pair.shape, axis, indices)
+    message = f"in {text}, {rule}; every sampled difference lies there ({rel})"
+    return message, place(text, axis=axis, axis_size=pair.shape[axis], indices=indices[:64], **amount)
 
 
 def _fibre_spread(pair: Pair, s: float) -> tuple[float, int | None]:
