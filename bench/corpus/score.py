@@ -1,0 +1,202 @@
+"""Score the diagnosis on the mutation corpus: ``perpendis.compare(A, B, preset=...)`` on
+each case of the manifest ``generate.py`` wrote, per operator and overall.
+
+Usage: ``python bench/corpus/score.py [--half tuning|held-back|all] [--limit N]
+[--operator NAME ...] [--arch NAME ...] [--json FILE] [-v]``
+
+What is measured, and how it is judged:
+
+- *verdict*: a bug case is right when the verdict is ``investigate``; a legitimate pair
+  is right when it is not (``identical`` or ``rounding``); a legitimate pair called
+  ``investigate`` is a *false alarm*.  A precision case (a float16/bfloat16 round trip
+  inserted mid-graph) is neither: its effect may be as small as deep rounding, so either
+  verdict stands, and the table counts how many were called ``investigate``.
+- *named cause*: the report's most severe finding among those that carry causes (kinds
+  in :data:`NOT_A_CAUSE` such as ``tolerance`` or ``rounding`` do not name one).  It is
+  *right* when its kind is among :data:`FAMILY_KINDS` of the case's family.  Cause
+  precision = right / named, over the bug and precision cases; cause recall = right /
+  cases whose family has kinds that count (a family with none, such as a weight redrawn
+  mid-graph, is right to name nothing, and counts for precision only).
+- *location*: for cases whose label has one (every failing element on a strict subset of
+  one axis's indices, computed from A and B at generation), the named finding's ``where``
+  is right when it names that axis and indices that are all among the label's and at
+  least half of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "py"))
+
+from perpendis.compare import compare_values  # noqa: E402
+from perpendis.headline import main_finding  # noqa: E402
+
+from bench.corpus import cases, models  # noqa: E402
+
+MANIFEST = models.CACHE / "cases" / "manifest.json"
+
+# Finding kinds that report the tolerance or the error's size, not a cause.
+NOT_A_CAUSE = {"tolerance", "tolerance_warning", "rounding", "deep_rounding", "not_rounding", "reference", "dtype"}
+
+# Which finding kinds name each cause family rightly.  The one table to edit when the
+# engine's findings change: a family missing here (or mapped to nothing) has no cause a
+# report could rightly name from the output alone.
+FAMILY_KINDS: dict[str, set[str]] = {
+    "scale": {"scale", "row_scale", "slice_scale", "affine"},
+    "offset": {"offset", "row_offset", "slice_offset", "affine"},
+    "sign": {"sign_flip"},
+    "slice": {"slice_scale", "slice_offset", "slice_affine", "sign_flip", "region"},
+    "normalisation": {"row_scale", "row_offset", "scale"},
+    "activation": {"value_dependence", "sign_bias", "clipped"},
+    "clip": {"clipped"},
+    "precision": {"precision", "grid"},
+    "reorder": {"reversed", "shifted", "permuted", "transposed", "layout"},
+    "layout": {"layout", "transposed", "shape"},
+    "position": {"position_dependence", "shifted"},
+    "weight": set(),
+    "structure": set(),
+    "preprocessing": set(),
+    "mask": set(),
+}
+
+
+def named_cause(findings: list) -> Any:
+    """The finding whose causes the report puts first, or None when it names none."""
+    return main_finding([f for f in findings if f.kind not in NOT_A_CAUSE and f.causes])
+
+
+def location_right(where: dict[str, Any] | None, truth: dict[str, Any], ndim: int) -> bool:
+    if not where or "axis" not in where or "indices" not in where:
+        return False
+    if where["axis"] % ndim != truth["axis"] % ndim:
+        return False
+    got, want = set(where["indices"]), set(truth["indices"])
+    return bool(got) and got <= want and 2 * len(got) >= len(want)
+
+
+def judge(entry: dict[str, Any]) -> dict[str, Any]:
+    """Compare one case and judge the report against its label."""
+    a, b = cases.load(entry, MANIFEST.parent)
+    report = compare_values(a, b, preset=entry["preset"])
+    lab = entry["label"]
+    bug = entry["class"] != "legitimate"
+    top = named_cause(report.findings)
+    kinds = FAMILY_KINDS.get(lab.get("family") or "", set())
+    called = report.verdict == "investigate"
+    out = {
+        "id": entry["id"],
+        "operator": lab["operator"],
+        "class": entry["class"],
+        "verdict": report.verdict,
+        "verdict_right": True if entry["class"] == "precision" else called == bug,
+        "named": top.kind if top else None,
+        "nameable": bool(kinds),
+        "cause_right": bool(top and top.kind in kinds),
+        "located": None,
+    }
+    if bug and lab.get("location"):
+        out["located"] = bool(top) and location_right(top.where, lab["location"], a.ndim)
+    return out
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:5.1f}%" if n else "    -"
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    bug = [r for r in rows if r["class"] != "legitimate"]
+    legit = [r for r in rows if r["class"] == "legitimate"]
+    named = [r for r in bug if r["named"]]
+    nameable = [r for r in bug if r["nameable"]]
+    located = [r for r in bug if r["located"] is not None]
+    return {
+        "cases": len(rows),
+        "bug_cases": len(bug),
+        "legitimate": len(legit),
+        "verdict_right": sum(r["verdict_right"] for r in rows),
+        "false_alarms": sum(not r["verdict_right"] for r in legit),
+        "missed_bugs": sum(not r["verdict_right"] for r in bug),
+        "precision_cases": sum(r["class"] == "precision" for r in rows),
+        "precision_investigate": sum(r["class"] == "precision" and r["verdict"] == "investigate" for r in rows),
+        "named": len(named),
+        "named_right": sum(r["cause_right"] for r in named),
+        "nameable": len(nameable),
+        "recalled": sum(r["cause_right"] for r in nameable),
+        "with_location": len(located),
+        "located": sum(bool(r["located"]) for r in located),
+    }
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    groups: dict[str, list] = defaultdict(list)
+    for r in rows:
+        groups[r["operator"]].append(r)
+    print(f"{'operator':28s} {'n':>4s} {'verdict':>7s} {'named':>5s} {'prec':>6s} {'recall':>6s} {'loc':>9s}")
+    for op in sorted(groups, key=lambda o: (o.startswith("legit_"), o)):
+        s = summarise(groups[op])
+        loc = f"{s['located']}/{s['with_location']}" if s["with_location"] else "-"
+        print(
+            f"{op:28s} {s['cases']:4d} {_pct(s['verdict_right'], s['cases']):>7s} {s['named']:5d} "
+            f"{_pct(s['named_right'], s['named']):>6s} {_pct(s['recalled'], s['nameable']):>6s} {loc:>9s}"
+        )
+    s = summarise(rows)
+    print(f"\noverall: {s['cases']} cases ({s['bug_cases']} bug or precision, {s['legitimate']} legitimate)")
+    print(
+        f"  verdict accuracy {_pct(s['verdict_right'], s['cases'])}; missed bugs {s['missed_bugs']}; "
+        f"false alarms {s['false_alarms']} of {s['legitimate']} legitimate"
+    )
+    print(
+        f"  precision round trips called investigate: {s['precision_investigate']} of {s['precision_cases']} "
+        "(not scored: either verdict stands)"
+    )
+    print(
+        f"  cause precision {_pct(s['named_right'], s['named'])} ({s['named_right']}/{s['named']} named); "
+        f"cause recall {_pct(s['recalled'], s['nameable'])} ({s['recalled']}/{s['nameable']} nameable)"
+    )
+    print(f"  location {s['located']}/{s['with_location']} of the cases with a labelled location")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=["tuning", "held-back", "all"], default="tuning")
+    parser.add_argument("--limit", type=int, default=None, help="score the first N cases only")
+    parser.add_argument("--operator", nargs="*", help="only these operators (legit_* for legitimate pairs)")
+    parser.add_argument("--arch", nargs="*", help="only these architectures")
+    parser.add_argument("--json", type=Path, help="write every case's judgement here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print each wrong case")
+    args = parser.parse_args(argv)
+    if not MANIFEST.exists():
+        print(f"no corpus yet: run python bench/corpus/generate.py first ({MANIFEST.name} missing)")
+        return 2
+    entries = json.loads(MANIFEST.read_text())["cases"]
+    entries = [e for e in entries if args.half == "all" or e["half"] == args.half]
+    if args.operator:
+        entries = [e for e in entries if e["label"]["operator"] in args.operator]
+    if args.arch:
+        entries = [e for e in entries if e["arch"] in args.arch]
+    entries = entries[: args.limit]
+    started = time.perf_counter()
+    rows = [judge(e) for e in entries]
+    print(f"{len(rows)} cases of the {args.half} half scored in {time.perf_counter() - started:.1f} s\n")
+    print_table(rows)
+    if args.verbose:
+        for r in rows:
+            if not r["verdict_right"] or (r["named"] and not r["cause_right"]):
+                print(f"  {r['id']}: verdict {r['verdict']}, named {r['named']}")
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summarise(rows), "cases": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
