@@ -100,3 +100,35 @@ def test_a_named_scale_says_which_constant():
     r = compare_values(x * np.float32(1 / math.sqrt(64)), x)
     top = r.findings[0]
     assert top.kind == "scale" and "1/√64" in top.message and "n = 64" in top.causes[0]
+
+
+def _rotary(x, base, interleaved=False):
+    """Rotary embedding of x (batch, positions, d) with the given base, as Llama applies it."""
+    t, d = x.shape[1], x.shape[2]
+    inv = 1.0 / base ** (np.arange(0, d, 2) / d)
+    ang = np.arange(t)[:, None] * inv[None, :]
+    cos, sin = np.cos(ang), np.sin(ang)
+    if interleaved:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+        return out
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_a_rotary_base_that_differs_is_a_rotation_of_feature_pairs(interleaved):
+    x = np.random.default_rng(8).standard_normal((2, 64, 32))
+    a = _rotary(x, 500000.0, interleaved).astype(np.float32)
+    b = _rotary(x, 10000.0, interleaved).astype(np.float32)
+    top = compare_values(a, b).findings[0]
+    assert top.kind == "rotation" and "rotary" in top.causes[0]
+    assert top.where["relation"]["params"]["pairing"].startswith("interleaved" if interleaved else "halves")
+
+
+def test_a_sign_flipped_feature_is_no_rotation():
+    x = np.random.default_rng(9).standard_normal((2, 64, 32)).astype(np.float32)
+    a = x.copy()
+    a[..., 3] *= -1
+    assert compare_values(a, x).findings[0].kind == "sign_flip"
