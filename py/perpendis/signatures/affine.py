@@ -165,6 +165,8 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
         return share, _fibre_finding(pair, axis, s, c, hit, share, with_offset)
     if hit.all() and not (varies_scale or varies_offset):
         return None  # one relation for every slice: the global fit says it better
+    if with_scale and with_offset:
+        with_scale, with_offset = _fewest_parameters(a[hit], b[hit], float(rms(resid[hit])) + one * pair.b_rms)
     kind = "slice_affine" if with_scale and with_offset else ("slice_scale" if with_scale else "slice_offset")
     if kind == "slice_scale" and np.all(np.abs(s[hit] + 1) <= bound):
         kind = "sign_flip"
@@ -200,6 +202,21 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
     }
     causes = why.for_slices(kind, n)
     return share, Finding(kind, "error", message, where, causes, evidence)
+
+
+def _fewest_parameters(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[bool, bool]:
+    """(scale, offset) of the simplest per-slice map that leaves no more than twice what
+    the full map leaves (``floor``: its RMS residual plus one rounding): an offset alone,
+    else a scale alone, else both.  A map fitted with both always finds a little of each;
+    naming an affine map where a bias alone explains it sends the user to the wrong cause
+    (BatchNorm, where a bias was dropped)."""
+    offset_only = a - b - np.mean(a - b, axis=1, keepdims=True)
+    if float(rms(offset_only)) <= 2 * floor:
+        return False, True
+    s = np.sum(a * b, axis=1, keepdims=True) / np.maximum(np.sum(b * b, axis=1, keepdims=True), 1e-300)
+    if float(rms(a - s * b)) <= 2 * floor:
+        return True, False
+    return True, True
 
 
 def _span(x: np.ndarray) -> str:
