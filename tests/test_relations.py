@@ -132,3 +132,20 @@ def test_a_sign_flipped_feature_is_no_rotation():
     a = x.copy()
     a[..., 3] *= -1
     assert compare_values(a, x).findings[0].kind == "sign_flip"
+
+
+def test_a_softmax_on_one_side_is_a_normalisation_along_its_axis():
+    x = np.random.default_rng(10).standard_normal((4, 12, 50)).astype(np.float32)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    top = compare_values((e / e.sum(axis=-1, keepdims=True)).astype(np.float32), x).findings[0]
+    assert top.kind == "normalisation" and top.where["relation"]["text"] == "A = softmax(B) along axis 2"
+
+
+def test_a_softmax_over_another_axis_says_which_axes():
+    x = np.random.default_rng(11).standard_normal((2, 16, 16)).astype(np.float32) * 3
+    ea, eb = np.exp(x - x.max(axis=2, keepdims=True)), np.exp(x - x.max(axis=1, keepdims=True))
+    a = (ea / ea.sum(axis=2, keepdims=True)).astype(np.float32)
+    b = (eb / eb.sum(axis=1, keepdims=True)).astype(np.float32)
+    top = compare_values(a, b).findings[0]
+    assert top.kind == "normalisation" and top.where["relation"]["params"] == {"a_axis": 2, "b_axis": 1}
+    assert "wrong axis" in top.causes[0]

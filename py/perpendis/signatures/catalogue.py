@@ -21,10 +21,10 @@ from .sample import Pair
 def elementwise_relation(pair: Pair) -> list[Finding]:
     """The relation search's elementwise map, else its rotation of feature pairs (imported
     here, late: relations reads this package)."""
-    from ..relations import rotation
+    from ..relations import normalise, rotation
     from ..relations.search import find
 
-    return find(pair) or rotation.find(pair)
+    return find(pair) or normalise.find(pair) or rotation.find(pair)
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,14 @@ class Signature:
 
 CATALOGUE: list[Signature] = [
     Signature(
-        ("elementwise", "rotation"),
+        ("elementwise", "normalisation", "rotation"),
         "A = f(B) or B = f(A) for a parameter-free map: powers, exp, activations and their variants, casts",
         "the map leaves ≤ the rounding allowed on 99% of the sampled elements the identity leaves more on; "
+        "a normalisation: softmax/log-softmax/L2/layer norm of one side's fibres matches the other's on 99%; "
         "a rotation: feature-pair norms agree to rounding on 99% of sampled pairs, 16 of them turned",
         ("an activation variant (GELU's tanh approximation against erf, hardswish against SiLU)",
          "an exp, log or power applied on one side only", "a cast through a narrower format and back",
-         "a rotary embedding that differs"),
+         "a softmax or normalisation on one side only or over another axis", "a rotary embedding that differs"),
         False,
         None,  # run by :func:`run` before the affine fit (docs/relations.md)
     ),
