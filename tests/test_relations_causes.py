@@ -127,3 +127,34 @@ def test_checkpoints_and_compare_place_one_scaled_row_alike(tmp_path, capsys):
     assert "in row 17 of axis 0, A ≈ B × 0.667" in row and "everywhere" not in row
     top = compare_values(a, b).findings[0]
     assert (top.where["axis"], top.where["indices"]) == (0, [17])
+
+
+def _bfloat16_mlp(seed: int):
+    """A three-layer MLP (weights of std 0.2, as the corpus draws them) run in float32 and in
+    bfloat16 widened back to float32 (torch)."""
+    import torch
+
+    torch.manual_seed(seed)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU(),
+                            torch.nn.Linear(256, 64))
+    for layer in m:
+        if isinstance(layer, torch.nn.Linear):
+            torch.nn.init.normal_(layer.weight, std=0.2)
+    x = torch.randn(16, 256)
+    with torch.no_grad():
+        ref = m(x).numpy()
+        low = m.bfloat16()(x.bfloat16()).float().numpy()
+    return low, ref
+
+
+def test_a_bfloat16_run_under_its_preset_is_rounding_where_the_preset_fails_cancelling_sums():
+    """Its verdict agrees with its findings: every difference is bfloat16 rounding of B's
+    scale, so the bf16 preset failing near-zero outputs is a warning, not a bug; the same
+    pair under float32's preset is still the bug it is there."""
+    low, ref = _bfloat16_mlp(0)
+    r = compare_values(low, ref, preset="bf16")
+    assert r.tolerance.n_fail > 0 and r.verdict == "rounding"
+    assert [(f.kind, f.severity) for f in r.findings] == [("tolerance", "warning"), ("precision", "info"),
+                                                          ("rounding", "info")]
+    strict = compare_values(low, ref)
+    assert strict.verdict == "investigate" and strict.findings[0].kind == "precision"
