@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from perpendis.compare import compare, compare_values
 from perpendis.load import load_text
 
@@ -110,6 +111,7 @@ def test_a_region_is_said_in_the_users_terms():
     assert region.message.startswith("A equals B within the tolerance except on the last 16 positions of axis 1")
 
 
+@pytest.mark.slow  # about 4 s: the checkpoints command reads its files through the shared fold
 def test_checkpoints_and_compare_place_one_scaled_row_alike(tmp_path, capsys):
     """A checkpoint's tensor is read from the files in chunks and only its differing elements
     are sampled: the map found on them is said to hold in row 17, as compare says."""
