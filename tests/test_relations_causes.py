@@ -160,3 +160,15 @@ def test_a_bfloat16_run_under_its_preset_is_rounding_where_the_preset_fails_canc
                                                           ("rounding", "info")]
     strict = compare_values(low, ref)
     assert strict.verdict == "investigate" and strict.findings[0].kind == "precision"
+
+
+def test_the_paste_back_line_for_a_dtype_mismatch_passes_with_check_dtype_off():
+    """The line offered is the call that passes, and it does pass."""
+    from perpendis.testing import assert_same
+
+    ref, half, _ = _half_and_bfloat16_runs()
+    line = compare_values(half, ref).to_dict()["paste_back"][0]
+    assert line["passes"] and line["code"].endswith(", check_dtype=False)")
+    atol = float(line["code"].split("atol=")[1].split(",")[0])
+    rtol = float(line["code"].split("rtol=")[1].split(",")[0])
+    assert_same(half, ref, atol=atol, rtol=rtol, check_dtype=False)
