@@ -20,11 +20,14 @@ HERE = Path(__file__).parent / "fixtures" / "signatures"
 MANIFEST = json.loads((HERE / "manifest.json").read_text())
 BUGS = [c for c in MANIFEST["cases"] if c["set"] == "bug"]
 LEGIT = [c for c in MANIFEST["cases"] if c["set"] == "legit"]
+SIZE_ONLY = {"tf32_matmul"}
 
 
 def report(case: dict):
     (a,), (b,) = load_path(HERE / case["a"]), load_path(HERE / case["b"])
-    return compare(a, b, preset=case["preset"])
+    # A legitimate pair of two dtypes (float16 against float32) is judged in the narrower
+    # format only when asked: by default the mismatch itself is the finding.
+    return compare(a, b, preset=case["preset"], check_dtype=case.get("check_dtype", True))
 
 
 def test_the_sets_are_what_the_issue_asks_for():
@@ -43,8 +46,8 @@ def test_the_sets_are_what_the_issue_asks_for():
         "transposed",
         "slice_offset",
         "dropout",
-        "sign_bias",
-        "position_dependence",
+        "elementwise",
+        "rotation",
     } <= named
 
 
@@ -55,7 +58,9 @@ def test_each_bug_is_named_with_its_place(case):
     wanted = case["signature"] if isinstance(case["signature"], list) else [case["signature"]]
     assert r.verdict == "investigate", r.to_text()
     assert top.kind in wanted and top.severity == "error", r.to_text()
-    assert top is r.findings[0] and top.causes, r.to_text()
+    # TF32 leaves only an error size, which a real difference mixed through later layers
+    # also leaves: it is described, and no cause is named (precision before recall).
+    assert top is r.findings[0] and (top.causes or case["name"] in SIZE_ONLY), r.to_text()
     assert r.headline.endswith(".") and top.message.rstrip(".") in r.headline
     where = top.where or {}
     if "axis" in case:
@@ -80,11 +85,15 @@ def test_each_bug_is_named_with_its_place(case):
         assert amount["side"] == case["side"]
 
 
-def test_tf32_names_its_switches_and_preset():
+def test_tf32_is_described_by_its_size_and_names_no_cause():
+    """Issue 32: a TF32-sized difference was named TF32 with its preset suggested, which
+    passes; a GELU variant or a bug deep in a model leaves the same size.  The finding says
+    the size, how TF32 would be switched on, and that a reference tells them apart."""
     r = report(next(c for c in BUGS if c["name"] == "tf32_matmul"))
     top = r.findings[0]
-    assert "allow_tf32" in " ".join(top.causes) and "use_tf32" in " ".join(top.causes)
-    assert "fp32-tf32" in top.message and "11-bit" in top.message
+    assert top.kind == "precision" and not top.causes
+    assert "11-bit" in top.message and "allow_tf32" in top.message and "--ref" in top.message
+    assert "fp32-tf32" not in top.message
 
 
 def test_unbiased_layernorm_inside_tolerance_is_investigated():

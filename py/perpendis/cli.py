@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         help="read two .npy files chunk by chunk through memory maps, never whole (automatic when "
         f"together they reach {stream.STREAM_MIN_BYTES // 2**20} MiB); needs equal shapes, no --ref",
     )
+    p.add_argument("--no-check-dtype", dest="check_dtype", action="store_false",
+                   help="judge two float dtypes as rounding in the narrower one, not as a mismatch (as torch's "
+                   "check_dtype=False)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
     add_task_options(p)
@@ -120,7 +123,8 @@ def _streamed(args: argparse.Namespace) -> Report | None:
         return None
     a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
     return stream.compare_sources(
-        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args)
+        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
+        check_dtype=args.check_dtype,
     )
 
 
@@ -136,7 +140,8 @@ def report_of(args: argparse.Namespace) -> Report:
 def _in_memory(args: argparse.Namespace) -> Report:
     a, b, ref = _inputs(args)
     return compare(
-        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args)
+        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
+        check_dtype=args.check_dtype,
     )
 
 

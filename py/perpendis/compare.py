@@ -1229,6 +1229,7 @@ class Prepared:
     rmse: tuple[float, float] | None = None  # A's and B's RMSE against a float64 reference, for dynamo's rule
     task: TaskSpec | None = None  # the task check asked for (perpendis.task), None: only offered
     task_rows: Any = None  # task_judge's rows judged during the fold, when it could (a streamed pair)
+    check_dtype: bool = True  # a dtype mismatch is an error (diagnose); off: judged in the narrower float
 
     @property
     def size(self) -> int:
@@ -1289,7 +1290,8 @@ class Prepared:
 
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
-        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth)
+        self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth,
+                                                             check_dtype=self.check_dtype)
         task = task_judge.assess(self, self.task)
         self.report.task, self.report.task_offer = task.task, task.offer
         self.report.findings, self.report.verdict = task_judge.with_finding(
@@ -1326,6 +1328,7 @@ def prepare(
     rtol: float | None = None,
     depth: float = 1.0,
     task: Any = None,
+    check_dtype: bool = True,
 ) -> Prepared:
     """Everything of :func:`compare` before the fold over the elements."""
     check_depth(depth)
@@ -1339,7 +1342,7 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
-    prepared = Prepared(report, tol, depth, task=task_spec(task))
+    prepared = Prepared(report, tol, depth, task=task_spec(task), check_dtype=check_dtype)
     if ref is not None:
         report.reference = _reference(a, b, ref, aligned)
         if tol.rule.rmse and ref.format == "float64" and report.reference is not None:
@@ -1364,6 +1367,7 @@ def compare(
     depth: float = 1.0,
     keep_aligned: bool = True,
     task: Any = None,
+    check_dtype: bool = True,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
@@ -1372,10 +1376,11 @@ def compare(
     number of roundings that separate the two computations).  ``keep_aligned`` is as for
     :meth:`Prepared.finish`.  ``task`` asks whether the difference changes the prediction
     (``"logits"``, an axis, ``{"axis": -1, "k": 10}``: :func:`perpendis.task.task_spec`).
+    ``check_dtype`` (as torch.testing's): a dtype mismatch is an error; off, two float
+    formats are judged as rounding in the narrower one.
     """
-    prepared = prepare(
-        a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth, task=task
-    )
+    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth,
+                       task=task, check_dtype=check_dtype)
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
@@ -1394,11 +1399,13 @@ def compare_values(
     ref: Any = None,
     sources: tuple[str, str] = ("A", "B"),
     task: Any = None,
+    check_dtype: bool = True,
 ) -> Report:
     """The report of A against B (``b`` the expected value: the tolerance scales with
     ``|b|``); in a notebook it displays as a rich summary. ``task`` asks whether the
-    prediction changes (``task="logits"``, see :func:`compare`). Unreadable input (an
-    unsupported dtype, say) raises :class:`~perpendis.errors.InputError`."""
+    prediction changes (``task="logits"``, see :func:`compare`); ``check_dtype`` as
+    :func:`compare`'s. Unreadable input (an unsupported dtype, say) raises
+    :class:`~perpendis.errors.InputError`."""
     return compare(
         as_tensor(a, sources[0]),
         as_tensor(b, sources[1]),
@@ -1408,6 +1415,7 @@ def compare_values(
         rtol=rtol,
         depth=depth,
         task=task,
+        check_dtype=check_dtype,
     )
 
 

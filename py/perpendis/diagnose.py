@@ -20,9 +20,10 @@ import numpy as np
 
 from . import bits
 from .bits import Format, format_of
+from .relations.region import describe as describe_region
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
-from .signatures.model import ROUNDOFF_FACTOR
+from .signatures.model import ROUNDOFF_FACTOR, rounding_bound
 from .tolerance import PRESETS, print_slack, printed_digits
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
@@ -126,18 +127,69 @@ def _shape_findings(r: Report) -> list[Finding]:
     return out
 
 
-def _dtype_findings(r: Report) -> list[Finding]:
-    """Two float formats are judged in the narrower (info: the headline says so); a float
-    against an integer or bool is a real mismatch (error)."""
+def _dtype_findings(r: Report, check_dtype: bool = True) -> list[Finding]:
+    """A dtype mismatch is the first thing a user must see (torch.testing fails on it by
+    default): an error, unless ``check_dtype`` is off and both sides are floats, when the
+    values are judged as rounding in the narrower format (info; the headline says so).
+    :func:`_dtype_evidence` adds whether the values agree to that format's rounding."""
     if r.dtype_match:
         return []
     fa, fb = format_of(r.a["dtype"]), format_of(r.b["dtype"])
     both_float = fa.is_float and fb.is_float
     message = f"A is {r.a['dtype']} but B is {r.b['dtype']}; values were compared as {r.compared_as}"
+    if both_float and not check_dtype:
+        message += ", the narrower format, as if both had been computed in it (check_dtype off)"
+        return [Finding("dtype", "info", message)]
     if both_float:
-        message += ", the narrower format, as if both had been computed in it"
-    causes = [] if both_float else ["a cast missing on one side", "an index or mask tensor compared with values"]
-    return [Finding("dtype", "info" if both_float else "error", message, None, causes)]
+        causes = ["an output left in a lower precision (a model in .half() or .bfloat16(), autocast) or a cast "
+                  "missing on one side"]
+    else:
+        causes = ["a cast missing on one side", "an index or mask tensor compared with values"]
+    return [Finding("dtype", "error", message, None, causes)]
+
+
+def _declared_precision(findings: list[Finding], r: Report) -> None:
+    """A side proven computed in a narrower format (every value exact there), judged with
+    that format's own preset, whose every difference is rounding of that format (the
+    rounding finding, against B's RMS where |B| is smaller): the preset's fixed atol
+    failing near-zero values of a cancelling sum is then no bug, and an error verdict would
+    contradict the rounding finding.  The tolerance and precision findings become a
+    warning and information that say so."""
+    tol = r.tolerance
+    found = next((f for f in findings if f.kind == "precision" and f.severity == "error"), None)
+    if tol is None or tol.passed or found is None or not any(f.kind == "rounding" for f in findings):
+        return
+    amount = (found.where or {}).get("amount", {})
+    declared = {n.preset for n in precision.NARROW if n.name in amount.get("formats", [])}
+    if "side" not in amount or tol.preset not in declared:
+        return
+    found.severity = "info"
+    found.message = found.message.split("; even preset")[0] + f"; the preset {tol.preset} was chosen for it"
+    for f in findings:
+        if f.kind == "tolerance" and f.severity == "error":
+            f.severity = "warning"
+            f.message += (f"; every differing element is within {', '.join(amount['formats'])}'s rounding of B's "
+                          "scale (see the rounding finding): the preset's fixed atol fails near-zero values of "
+                          "sums that cancel")
+
+
+def _dtype_evidence(findings: list[Finding], r: Report) -> None:
+    """Says on an error-level float dtype finding whether the values agree to the narrower
+    format's rounding, i.e. whether anything else was found: then the mismatch is the only
+    problem, and ``check_dtype=False`` judges the pair as rounding."""
+    dtype = next((f for f in findings if f.kind == "dtype" and f.severity == "error"), None)
+    if dtype is None or not (format_of(r.a["dtype"]).is_float and format_of(r.b["dtype"]).is_float):
+        return
+    others = [f for f in findings if f is not dtype and f.severity == "error"]
+    if r.compared_shape is None:
+        return
+    if others:
+        dtype.message += f"; the values also differ beyond {r.compared_as}'s rounding (below)"
+        dtype.evidence = {"agree_to_rounding": False, "format": r.compared_as}
+    else:
+        dtype.message += (f"; the values agree to {r.compared_as}'s rounding, so with check_dtype=False "
+                          "(--no-check-dtype) the pair is judged rounding")
+        dtype.evidence = {"agree_to_rounding": True, "format": r.compared_as}
 
 
 def _nonfinite_findings(r: Report) -> list[Finding]:
@@ -178,10 +230,15 @@ def _axis_region(axis: AxisFailures, n_fail: int, n_elements: int) -> list[int] 
     order = np.argsort(-counts, kind="stable")
     cumulative = np.cumsum(counts[order]) / n_fail
     k = int(np.searchsorted(cumulative, REGION_SHARE)) + 1
-    if k > max(1, min(4, len(counts) // 4)):
-        return None
-    per_index = n_elements / axis.size * axis.bucket
     top = order[:k]
+    # A few indices, or one run at an end of the axis (the last k positions: padding, a
+    # mask, a truncated sequence) up to half of it.
+    if k > max(1, min(4, len(counts) // 4)):
+        lo, hi = int(top.min()), int(top.max())
+        if not ((lo == 0 or hi == len(counts) - 1) and hi - lo + 1 <= len(counts) // 2):
+            return None
+        top, k = np.arange(lo, hi + 1), hi - lo + 1
+    per_index = n_elements / axis.size * axis.bucket
     if counts[top].sum() / (k * per_index) < REGION_DENSITY:
         return None
     return sorted(int(i) for i in top)
@@ -212,7 +269,12 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
     if tol.first_fail is not None:
         where["element"] = list(tol.first_fail.index)
     held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
-    message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
+    shape = tuple(r.compared_shape or ())
+    if bucket == 1 and len(region) == 1 and len(shape) == len(r.axes):
+        message = (f"A equals B within the tolerance except on {describe_region(shape, axis, region[axis])}, "
+                   f"which holds {held:.0%} of the failures")
+    else:
+        message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
     causes = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)",
               "padding or masking applied to part of the tensor only"]
     return [Finding("region", "error", message, where, causes)], region
@@ -227,7 +289,7 @@ def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np
     return keep
 
 
-def _pattern(r: Report, region: dict[int, list[int]], where: dict | None) -> list[Finding]:
+def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth: float) -> list[Finding]:
     """Sign flip, constant offset or scale factor explaining the failing elements."""
     rows = r.samples.get("fails")
     tol = r.tolerance
@@ -254,6 +316,14 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None) -> lis
     scale = float(np.median(a[nonzero] / b[nonzero])) if nonzero.any() else 1.0
     fits_scale = np.mean(np.abs(a - scale * b) <= slack)
     if max(fits_offset, fits_scale) < PATTERN_SHARE:
+        return []
+    # A tight tolerance fails rounding too: an offset or scale is a finding only past what
+    # rounding at the data's own precision explains (a 1-3 ULP spread is no bias).
+    one = rounding_bound(u, depth)
+    scale_of_b = max(float(np.sqrt(np.mean(b * b))), float(r.samples.get("b_rms", 0.0)))
+    if fits_offset >= fits_scale and abs(offset) <= one * scale_of_b:
+        return []
+    if fits_offset < fits_scale and abs(scale - 1) <= one:
         return []
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
@@ -472,15 +542,16 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
 
 
-def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]:
+def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) -> tuple[list[Finding], str]:
     """The findings (most telling first) and the verdict of a report, from its numbers, its
     samples and the structure tests (:mod:`perpendis.signatures`); the report's one writer
     (:meth:`perpendis.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every
     element passes the tolerance; a precision finding leads when nothing structural does.
+    A dtype mismatch is an error unless ``check_dtype`` is off for two float formats.
     """
-    findings = _shape_findings(report) + _dtype_findings(report)
+    findings = _shape_findings(report) + _dtype_findings(report, check_dtype)
     if report.compared_shape is not None and report.n_bitwise_diff:
         findings += _nonfinite_findings(report)
         structural, found_precision, narrow = _structure(report, depth)
@@ -490,8 +561,9 @@ def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]
         if all(f.kind in _DEPENDENCE for f in structural):
             # A sign flip, offset or scale of the failing region says more than a dependence
             # on position or value, which such a region also leaves.
-            pattern = _pattern(report, region, region_findings[0].where if region_findings else None)
-            structural = pattern or structural
+            pattern = _pattern(report, region, region_findings[0].where if region_findings else None, depth)
+            # Without a map of its own, the region says more than the dependences it leaves.
+            structural = pattern or ([] if region_findings else structural)
         findings += structural
         if found_precision is not None:
             findings.append(found_precision)
@@ -502,6 +574,8 @@ def diagnose(report: Report, *, depth: float = 1.0) -> tuple[list[Finding], str]
         findings += _tolerance_findings(report)
     findings += _lossy(report)
     findings += _reference(report, findings)
+    _declared_precision(findings, report)
+    _dtype_evidence(findings, report)
     findings = _sorted(findings)
     if report.identical:
         return findings, "identical"

@@ -51,8 +51,11 @@ def _capital(text: str) -> str:
 
 
 def _narrower(r: Report) -> str | None:
-    """The one sentence a dtype mismatch gets: both sides judged in the narrower format."""
+    """The one sentence a dtype mismatch judged as rounding gets (check_dtype off): both
+    sides judged in the narrower format.  A mismatch that is an error leads by itself."""
     if r.dtype_match or r.compared_shape is None:
+        return None
+    if any(f.kind == "dtype" and f.severity == "error" for f in r.findings):
         return None
     return f"A is {r.a['dtype']} and B is {r.b['dtype']}, so both were judged in {r.compared_as}, the narrower format."
 
@@ -115,7 +118,7 @@ def headline(r: Report) -> str:
             lead = precision
         if lead is None:
             text = "Investigate: the differences do not look like rounding alone."
-        elif passed:
+        elif passed and lead.kind != "dtype":
             text = "Inside tolerance, but systematic: " + _sentence(lead.message)
         else:
             text = "Investigate: " + _sentence(lead.message)

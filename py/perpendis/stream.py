@@ -162,9 +162,11 @@ def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, *
     """The report of A against B, read chunk by chunk: equal to :func:`compare.compare`'s.
 
     ``progress(fraction)`` is called after each chunk; ``options`` are those of
-    :func:`prepare_sources`.
+    :func:`prepare_sources`, and ``check_dtype`` as :func:`compare.compare`'s.
     """
+    check_dtype = options.pop("check_dtype", True)
     prepared = prepare_sources(a, b, **options)
+    prepared.check_dtype = check_dtype
     report = prepared.finish(prepared.fold(progress=progress))
     if progress is not None and a.size == 0:
         progress(1.0)

@@ -89,10 +89,11 @@ FAIL_ON = ("verdict", "prediction")
 
 
 def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None,
-                *, depth: float = 1.0, ref: Any = None, task: Any = None, fail_on: str = "verdict") -> Report:
+                *, depth: float = 1.0, ref: Any = None, task: Any = None, fail_on: str = "verdict",
+                check_dtype: bool = True) -> Report:
     """Pass when A and B are identical or differ by rounding within tolerance; else raise.
 
-    ``b`` is the expected value; ``depth``, ``ref`` and ``task`` are :func:`compare`'s
+    ``b`` is the expected value; ``depth``, ``ref``, ``task`` and ``check_dtype`` are :func:`compare`'s
     (``task="logits"``: also judge whether the prediction changes).
     ``fail_on="prediction"`` fails only when the prediction changes beyond rounding (the task
     section's verdict ``changed``), as users of float16 and int8 models want whose logits
@@ -108,7 +109,7 @@ def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = 
     if fail_on == "prediction" and task is None:
         task = "auto"
     ta, tb = as_tensor(a, SOURCES[0]), as_tensor(b, SOURCES[1])
-    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth, "task": task}
+    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth, "task": task, "check_dtype": check_dtype}
     if ref is None and bit_identical(ta, tb, preset, atol, rtol, depth):
         return PassedReport(ta, tb, options)  # type: ignore[return-value]
     report = compare_tensors(ta, tb, ref=None if ref is None else as_tensor(ref, "reference"), **options)

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from ..relations import region
+from ..relations.constants import name_of
 from ..report import Finding, place
 from . import causes as why
 from .model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, rms, rounding_bound, sign_z
@@ -73,7 +75,8 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
     if has_scale and not has_offset and abs(s + 1) <= one:
         kind, rule, causes = "sign_flip", "A ≈ −B", list(why.SIGN_FLIP)
     elif has_scale and not has_offset:
-        kind, rule = "scale", f"A ≈ B × {s:.5g}"
+        named = name_of(float(s), 1e-4)
+        kind, rule = "scale", f"A ≈ B × {s:.5g}" + (f" (= {named})" if named else "")
         causes = why.for_scale(float(s), pair.shape)
     elif has_offset and not has_scale:
         kind, rule = "offset", f"A ≈ B {'+' if c >= 0 else '−'} {abs(c):.6g}"
@@ -86,10 +89,26 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
         text = f"every row along axis {axis} ({n} elements)"
         message = f"along axis {axis} ({n} elements), each row of {rule} (spread {spread:.2g}; {rel})"
         where = place(text, axis=axis, axis_size=n, **amount, spread=spread)
+    elif not pair.in_memory:
+        # Only the differing elements were sampled: the map holds on them, which may be
+        # one region of the tensor (a row scaled), never known to hold everywhere.
+        message, where = _on_differing(pair, rule, rel, amount)
     else:
         message = f"{rule} everywhere ({rel})"
         where = place(None, **amount)  # everywhere: no place, only the amount
     return [(Finding(kind, "error", message, where, causes), float(resid / raw))]
+
+
+def _on_differing(pair: Pair, rule: str, rel: str, amount: dict[str, float]) -> tuple[str, dict]:
+    """Message and place of a map fitted on the differing elements alone."""
+    found = region.of_sample(pair.shape, pair.diff_flat)
+    if found is None:
+        text = f"on the {pair.n_diff} differing elements of {pair.n_elements}"
+        return f"{rule} {text} ({rel})", place(text, **amount)
+    axis, indices = found
+    text = region.describe(pair.shape, axis, indices)
+    message = f"in {text}, {rule}; every sampled difference lies there ({rel})"
+    return message, place(text, axis=axis, axis_size=pair.shape[axis], indices=indices[:64], **amount)
 
 
 def _fibre_spread(pair: Pair, s: float) -> tuple[float, int | None]:
@@ -146,6 +165,8 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
         return share, _fibre_finding(pair, axis, s, c, hit, share, with_offset)
     if hit.all() and not (varies_scale or varies_offset):
         return None  # one relation for every slice: the global fit says it better
+    if with_scale and with_offset:
+        with_scale, with_offset = _fewest_parameters(a[hit], b[hit], float(rms(resid[hit])) + one * pair.b_rms)
     kind = "slice_affine" if with_scale and with_offset else ("slice_scale" if with_scale else "slice_offset")
     if kind == "slice_scale" and np.all(np.abs(s[hit] + 1) <= bound):
         kind = "sign_flip"
@@ -181,6 +202,21 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
     }
     causes = why.for_slices(kind, n)
     return share, Finding(kind, "error", message, where, causes, evidence)
+
+
+def _fewest_parameters(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[bool, bool]:
+    """(scale, offset) of the simplest per-slice map that leaves no more than twice what
+    the full map leaves (``floor``: its RMS residual plus one rounding): an offset alone,
+    else a scale alone, else both.  A map fitted with both always finds a little of each;
+    naming an affine map where a bias alone explains it sends the user to the wrong cause
+    (BatchNorm, where a bias was dropped)."""
+    offset_only = a - b - np.mean(a - b, axis=1, keepdims=True)
+    if float(rms(offset_only)) <= 2 * floor:
+        return False, True
+    s = np.sum(a * b, axis=1, keepdims=True) / np.maximum(np.sum(b * b, axis=1, keepdims=True), 1e-300)
+    if float(rms(a - s * b)) <= 2 * floor:
+        return True, False
+    return True, True
 
 
 def _span(x: np.ndarray) -> str:

@@ -18,6 +18,15 @@ from . import affine, bias, causes, clip, dropout, grid, precision, reorder, tra
 from .sample import Pair
 
 
+def elementwise_relation(pair: Pair) -> list[Finding]:
+    """The relation search's elementwise map, else its rotation of feature pairs (imported
+    here, late: relations reads this package)."""
+    from ..relations import normalise, rotation
+    from ..relations.search import find
+
+    return find(pair) or normalise.find(pair) or rotation.find(pair)
+
+
 @dataclass(frozen=True)
 class Signature:
     kinds: tuple[str, ...]
@@ -31,6 +40,18 @@ class Signature:
 
 
 CATALOGUE: list[Signature] = [
+    Signature(
+        ("elementwise", "normalisation", "rotation"),
+        "A = f(B) or B = f(A) for a parameter-free map: powers, exp, activations and their variants, casts",
+        "the map leaves ≤ the rounding allowed on 99% of the sampled elements the identity leaves more on; "
+        "a normalisation: softmax/log-softmax/L2/layer norm of one side's fibres matches the other's on 99%; "
+        "a rotation: feature-pair norms agree to rounding on 99% of sampled pairs, 16 of them turned",
+        ("an activation variant (GELU's tanh approximation against erf, hardswish against SiLU)",
+         "an exp, log or power applied on one side only", "a cast through a narrower format and back",
+         "a softmax or normalisation on one side only or over another axis", "a rotary embedding that differs"),
+        False,
+        None,  # run by :func:`run` before the affine fit (docs/relations.md)
+    ),
     Signature(
         ("transposed",),
         "A against B with two equal-sized axes swapped, on the flat sample",
@@ -128,7 +149,9 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
         return found  # the size tests need a rounding model: integers and coarse prints have none
     # A per-channel affine map of quantised inputs (wrong normalisation constants on uint8
     # images) leaves both sides on grids: the affine relation says more, so it goes first.
-    for find in (affine.find, grid.find):
+    # A parameter-free elementwise map (A = exp(B), GELU's variants, a cast) is more
+    # specific than a fitted scale, so the relation search comes before both.
+    for find in (elementwise_relation, affine.find, grid.find):
         found = find(pair)
         if found:
             return found

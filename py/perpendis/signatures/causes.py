@@ -105,6 +105,10 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
     for p in (0.1, 0.2, 0.25, 0.5):
         if abs(s - 1 / (1 - p)) <= 1e-3:
             out.append(f"a dropout rescaling by 1/(1-{p}) without its mask")
+    if not out:
+        from ..relations.causes import for_constant
+
+        out = for_constant(s, 1e-4)
     return [
         *out,
         "a wrong normalisation constant (std, 1/sqrt(d))",

@@ -1,0 +1,79 @@
+"""The cost of the diagnosis on the 16 M-element float32 report, before and after a change.
+
+Times ``perpendis.compare`` natively on 2 × 16 M float32 for three pairs: rounding (one ULP
+on a tenth of the elements, as ``bench/run.py``), a bug everywhere (A = exp(B), which the
+relation search names) and a bug in one region (one row scaled), each with the code of two
+revisions checked out by ``git archive`` into a temporary folder, alternating runs in one
+process per revision so both see the same machine.  Prints the median seconds per pair and
+revision and the ratio; asserts nothing.
+
+Usage::
+
+    python bench/relations_cost.py [BASE_REV] [--repeat 3]   # BASE_REV defaults to main
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 16 * 1024 * 1024
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+from perpendis.compare import compare_values
+n, repeat = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+b = rng.standard_normal(n, dtype=np.float32)
+ulp = b.copy()
+hit = rng.random(n) < 0.1
+ulp[hit] = np.nextafter(ulp[hit], np.float32(np.inf))
+rows = b.reshape(4096, -1)
+row = rows.copy()
+row[17] *= np.float32(0.667)
+pairs = {"rounding": (ulp, b), "exp everywhere": (np.exp(b), b), "one row scaled": (row, rows)}
+out = {}
+for name, (a, ref) in pairs.items():
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = compare_values(a, ref)
+        times.append(time.perf_counter() - t)
+    out[name] = {"seconds": sorted(times)[len(times) // 2], "top": r.findings[0].kind if r.findings else None}
+print(json.dumps(out))
+"""
+
+
+def measure(py_dir: Path, repeat: int) -> dict:
+    got = subprocess.run([sys.executable, "-c", CHILD, str(N), str(repeat)], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(py_dir), "PATH": "/usr/bin:/bin"}, check=True)
+    return json.loads(got.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", nargs="?", default="main")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = subprocess.run(["git", "-C", str(ROOT), "archive", args.base, "py"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=tar.stdout, check=True)
+        base = measure(Path(tmp) / "py", args.repeat)
+        head = measure(ROOT / "py", args.repeat)
+    print(f"compare() on 2 x {N // (1024 * 1024)}M float32, median of {args.repeat}")
+    print(f"{'pair':18s} {args.base + ' s':>10s} {'this tree s':>12s} {'ratio':>7s}  top finding (base -> this)")
+    for name in base:
+        b, h = base[name]["seconds"], head[name]["seconds"]
+        print(f"{name:18s} {b:10.2f} {h:12.2f} {h / b:7.3f}  {base[name]['top']} -> {head[name]['top']}")
+    total = sum(h["seconds"] for h in head.values()) / sum(b["seconds"] for b in base.values())
+    print(f"ratio of the sums: {total:.3f}")
+
+
+if __name__ == "__main__":
+    main()
