@@ -378,3 +378,20 @@ def test_cli_only_option(capsys):
     assert code == 0 and data["first_failing"] is None and data["n_skipped"] > 0
     code = bisect_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--only", bug, *_map_args("cnn")])
     assert code == 1 and bug in capsys.readouterr().out
+
+
+def test_a_pair_by_shape_alone_failing_between_agreeing_layers_is_a_likely_mispairing():
+    rng = np.random.default_rng(4)
+    x, y, z = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3))
+    stray = rng.standard_normal((6, 8)).astype(np.float32)
+    # A's middle layer has no value of its own in B; B holds an unrelated value of its shape there.
+    a = [from_numpy(v, "a", name=n) for v, n in ((x, "l0"), (y, "l1"), (z, "l2"))]
+    b = [from_numpy(v, "b", name=n) for v, n in ((x, "v0"), (stray, "v1"), (z, "v2"))]
+    result = bisect(a, b)
+    middle = result.pairs[1]
+    assert (middle.paired_by, middle.confidence, middle.verdict) == ("order and shape", "low", "investigate")
+    assert middle.likely_mispaired and result.first_failing is None and not result.must_investigate
+    assert "likely mispaired" in result.to_text() and result.to_dict()["likely_mispaired"] == ["l1"]
+    # The same value carried on to the next layer is a bug that propagates: the first failing layer.
+    b[2] = from_numpy(z + 1.0, "b", name="v2")
+    assert bisect(a, b).first_failing.a_name == "l1"

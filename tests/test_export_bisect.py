@@ -186,3 +186,106 @@ def test_a_capture_with_duplicate_names_is_a_clear_error(capsys, tmp_path):
                 np.lib.format.write_array(member, np.zeros((2, 8, 16, 16), np.float32))
     code, _, err = _run(capsys, "bisect", HERE / "cnn.torch.safetensors", dup)
     assert code == 2 and "'getitem'" in err and "more than once" in err
+
+
+# ------------------------------------------------------------- stock architectures, exported here
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+def _stock(name: str):
+    import sys
+
+    pytest.importorskip("onnxscript")
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(BENCH))
+    from export_archs import build
+
+    return build(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gpt2", "transformer_encoder"])
+def test_a_clean_export_with_eval_dropout_has_no_failing_layer(tmp_path, name):
+    model, args = _stock(name)
+    from export_archs import export
+    from perpendis import check_export
+
+    export(model, args, tmp_path / "m.onnx")
+    report = check_export(model, args, tmp_path / "m.onnx", export=False)
+    assert report.first_failing is None and report.culprit is None, report.to_text()
+    dropouts = [n for n in report.repeats if "dropout" in n]
+    assert dropouts and not [p.a_name for p in report.pairs if p.a_name in dropouts]
+    assert all(p.isolated and p.isolated["verdict"] in ("identical", "rounding") for p in report.pairs[1:])
+
+
+def _plain_hooks(model, args, path: Path) -> None:
+    """What a user writes without perpendis: a forward hook on every module, saved with np.savez in call order."""
+    import torch
+
+    saved: dict[str, np.ndarray] = {}
+
+    def hook(name):
+        def save(_m, _i, out):
+            out = out[0] if isinstance(out, tuple) else out
+            if isinstance(out, torch.Tensor):
+                saved[name if name not in saved else f"{name}@1"] = out.detach().numpy().copy()
+
+        return save
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
+    with torch.no_grad():
+        model(*args)
+    for h in handles:
+        h.remove()
+    np.savez(path, **saved)
+
+
+@pytest.mark.slow
+def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys):
+    import onnx
+
+    model, args = _stock("transformer_encoder")
+    from export_archs import export
+    from perpendis.capture.onnx import capture_onnx
+
+    export(model, args, tmp_path / "m.onnx")
+    _plain_hooks(model, args, tmp_path / "torch.npz")
+    capture_onnx(tmp_path / "m.onnx", [args[0].numpy()]).save(tmp_path / "ort.npz")
+    code, out, _ = _run(
+        capsys, "bisect", tmp_path / "torch.npz", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
+    )
+    result = json.loads(out)
+    assert code == 0 and result["first_failing"] is None
+    pairs = {p["a_name"]: p for p in result["pairs"]}
+    graph = onnx.load(tmp_path / "m.onnx").graph
+    norm2 = [n.output[0] for n in graph.node if n.op_type == "LayerNormalization"]
+    # Each layer's output is its second norm's (the value the next layer reads), not its first residual add.
+    assert pairs["encoder.layers.0"]["b_name"] == norm2[1] and pairs["encoder.layers.1"]["b_name"] == norm2[3]
+    assert pairs["encoder.layers.0"]["paired_by"] == "metadata"
+    assert "scope encoder.layers.0" in pairs["encoder.layers.0"]["evidence"]
+
+    # A perturbed bias in the second layer's second linear: that layer is the first to fail.
+    broken = onnx.load(tmp_path / "m.onnx")
+    bias = next(t for t in broken.graph.initializer if t.name.endswith("linear2.bias"))
+    values = onnx.numpy_helper.to_array(bias).copy()
+    values[3] += 1.0
+    bias.CopyFrom(onnx.numpy_helper.from_array(values, bias.name))
+    onnx.save(broken, tmp_path / "bug.onnx")
+    capture_onnx(tmp_path / "bug.onnx", [args[0].numpy()]).save(tmp_path / "bug.safetensors")
+    code, out, _ = _run(capsys, "bisect", tmp_path / "torch.npz", tmp_path / "bug.safetensors", "--json")
+    first = json.loads(out)["first_failing"]
+    assert code == 1 and first["a_name"] == "encoder.layers.0.linear2"  # the bias is shared by both layers' copies
+
+
+@pytest.mark.slow
+def test_an_export_torch_cannot_make_is_a_clear_error_without_terminal_colours(tmp_path):
+    from perpendis import check_export
+    from perpendis.errors import InputError
+
+    model, args = _stock("t5")
+    with pytest.raises(InputError) as caught:
+        check_export(model, args, tmp_path / "m.onnx")
+    message = caught.value.message
+    assert "torch.onnx.export could not export" in message and "Cannot view a tensor" in message
+    assert "dynamo=False" in message and "\x1b" not in message

@@ -166,6 +166,9 @@ class Pair:
     op_type: str | None = None  # of the ONNX value, when a side records it
     module: str | None = None  # the PyTorch module the tensor is the output of
     isolated: dict[str, Any] | None = None  # the layer run alone on A's inputs: see capture.isolate
+    evidence: str | None = None  # what the pairing stands on (a scope, the names, agreeing values)
+    confidence: str = "high"  # "high", "medium" or "low": see pairing.pair
+    likely_mispaired: bool = False  # failing, paired by order and shape alone, between agreeing layers
 
     @property
     def verdict(self) -> str:
@@ -173,7 +176,7 @@ class Pair:
 
     @property
     def fails(self) -> bool:
-        return self.report.verdict == "investigate"
+        return self.report.verdict == "investigate" and not self.likely_mispaired
 
     def summary(self) -> dict[str, Any]:
         r = self.report
@@ -203,6 +206,9 @@ class Pair:
             "op_type": self.op_type,
             "module": self.module,
             "isolated": self.isolated,
+            "evidence": self.evidence,
+            "confidence": self.confidence,
+            "likely_mispaired": self.likely_mispaired,
             **summary,
             "report": full,
         }
@@ -217,6 +223,7 @@ class BisectReport:
     only_b: list[str] = field(default_factory=list)
     only: list[str] = field(default_factory=list)  # name patterns the compared layers were picked by
     n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
+    repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
 
     @property
     def first_failing(self) -> Pair | None:
@@ -229,7 +236,14 @@ class BisectReport:
     @property
     def culprit(self) -> Pair | None:
         """The first layer whose own error fails when run alone (None until layers are isolated)."""
-        return next((p for p in self.pairs if p.isolated and p.isolated.get("verdict") == "investigate"), None)
+        return next(
+            (
+                p
+                for p in self.pairs
+                if p.isolated and p.isolated.get("verdict") == "investigate" and not p.likely_mispaired
+            ),
+            None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
@@ -239,6 +253,8 @@ class BisectReport:
             "only_b": list(self.only_b),
             "only": list(self.only),
             "n_skipped": self.n_skipped,
+            "repeats": dict(self.repeats),
+            "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
@@ -262,7 +278,7 @@ class BisectReport:
             s = p.summary()
             finding = s["finding"]
             rows.append([
-                ">>" if p is first else "",
+                ">>" if p is first else "?" if p.likely_mispaired else "",
                 p.a_name,
                 p.b_name if p.b_name != p.a_name else "=",
                 p.paired_by,
@@ -281,6 +297,15 @@ class BisectReport:
         for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
             if unpaired:
                 lines.append(f"only in {side} ({len(unpaired)}): {_few(unpaired, 10)}")
+        if self.repeats:
+            copies = [f"{name} (= {source})" for name, source in self.repeats.items()]
+            lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {_few(copies, 6)}")
+        doubtful = [p.a_name for p in self.pairs if p.likely_mispaired]
+        if doubtful:
+            lines.append(
+                f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
+                f"give --map to pair them): {_few(doubtful, 6)}"
+            )
         if self.only:
             lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
         if first is None:
@@ -375,16 +400,42 @@ def bisect(
             where="only",
         )
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    compared = [
+        Pair(
+            ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b),
+            evidence=found.evidence.get(i), confidence=found.confidence.get(i, "high"),
+        )
+        for (i, j, how), report in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
+    ]
+    mark_mispaired(compared)
     return BisectReport(
-        pairs=[
-            Pair(ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b))
-            for (i, j, how), report in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
-        ],
+        pairs=compared,
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
+        repeats={
+            **{ea[i].name: ea[k].name for i, k in found.repeats_a.items()},
+            **{eb[j].name: eb[k].name for j, k in found.repeats_b.items()},
+        },
     )
+
+
+def mark_mispaired(pairs: list[Pair]) -> None:
+    """Flag the failing pairs that order and shape made without agreeing values, between two layers that agree.
+
+    A bug carries forward: the layers after a wrong one are wrong too.  A failing layer
+    whose neighbours both agree, and whose pair rests on nothing but its place and shape,
+    is far more likely a value of another layer than a bug that vanished at once; it is
+    reported as a likely mispairing and not as the first failing layer.
+    """
+    failing = [p.report.verdict == "investigate" for p in pairs]
+    for k, p in enumerate(pairs):
+        if not failing[k] or p.paired_by != "order and shape" or p.confidence == "high":
+            continue
+        before = k == 0 or not failing[k - 1]
+        after = k + 1 < len(pairs) and not failing[k + 1]
+        p.likely_mispaired = before and after
 
 
 def _reports(ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int) -> list[Report]:
