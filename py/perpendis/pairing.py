@@ -166,7 +166,11 @@ def relative_error(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _by_values(
-    a_load: Sequence[Callable[[], Tensor]], b_load: Sequence[Callable[[], Tensor]], free_a: set[int], free_b: set[int]
+    a_load: Sequence[Callable[[], Tensor]],
+    b_load: Sequence[Callable[[], Tensor]],
+    free_a: set[int],
+    free_b: set[int],
+    fixed: Sequence[tuple[int, int]] = (),
 ) -> list[tuple[int, int, float]]:
     """Pairs whose values agree, then pairs by order and shape between them.
 
@@ -200,11 +204,12 @@ def _by_values(
     candidates.sort()
     close = {c[3] for c in candidates if c[5] <= CLOSE}
     pairs = _greedy([c for c in candidates if c[5] <= CLOSE], free_a, free_b)
-    # Within each gap between landmarks, pairs that still agree far better than chance.
-    for lo, hi in _gaps(_in_order(pairs)):
+    # Within each gap between landmarks (and the pairs other rules made), pairs that still agree
+    # far better than chance; then the rest by order and shape, never across a pair already made.
+    for lo, hi in _gaps(_in_order([*pairs, *fixed])):
         inside = [c for c in candidates if c[3] not in close and _within(c[3], c[4], lo, hi)]
         pairs += _greedy(inside, free_a, free_b)
-    for lo, hi in _gaps(_in_order(pairs)):
+    for lo, hi in _gaps(_in_order([*pairs, *fixed])):
         left_a = [i for i in sorted(free_a) if lo[0] < i < hi[0] and i not in close]
         left_b = [j for j in sorted(free_b) if lo[1] < j < hi[1]]
         for i, j in _align([sa[i][0] for i in left_a], [sb[j][0] for j in left_b], left_a, left_b):
@@ -318,10 +323,16 @@ def pair(
     repeats_a: dict[int, int] = {}
     repeats_b: dict[int, int] = {}
     if load_a is not None and load_b is not None and free_a and free_b:
-        repeats_a, repeats_b = repeats(load_a, free_a), repeats(load_b, free_b)
+        # Identity modules are PyTorch's: an ONNX value that copies the one before it is a node's
+        # own output (Identity, or a bug bypassing a node), which must stay comparable.
+        if _is_onnx(info_b, info_a, len(b_names), len(a_names)):
+            repeats_a = repeats(load_a, free_a)
+        else:
+            repeats_b = repeats(load_b, free_b)
         free_a -= set(repeats_a)
         free_b -= set(repeats_b)
-        for i, j, r in _by_values(load_a, load_b, free_a, free_b):
+        made = [(i, j) for i, (j, _) in pairs.items()]
+        for i, j, r in _by_values(load_a, load_b, free_a, free_b, made):
             pairs[i] = (j, "order and shape")
             confidence[i] = "high" if r <= SURE else "medium" if r <= AGREE else "low"
             evidence[i] = (
@@ -340,6 +351,14 @@ def pair(
         repeats_a=repeats_a,
         repeats_b=repeats_b,
     )
+
+
+def _is_onnx(info: Info, other: Info, size: int, other_size: int) -> bool:
+    """Whether a side is the ONNX run: the one recording op types, else the one holding more values
+    (ONNX Runtime captures every node's output, PyTorch hooks one per module)."""
+    mine = any(v.get("op_type") for v in info.values())
+    theirs = any(v.get("op_type") for v in other.values())
+    return mine if mine != theirs else size >= other_size
 
 
 def repeats(load: Sequence[Callable[[], Tensor]], free: set[int]) -> dict[int, int]:
