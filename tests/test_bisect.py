@@ -266,7 +266,7 @@ def test_text_table_is_compact_where_a_row_differs_in_shape():
     b = rng.standard_normal((2, 3)).astype(np.float32)
     a = b.T + np.float32(1 / 3)
     result = bisect([from_numpy(a, "test", name="x")], [from_numpy(b, "test", name="x")])
-    (row,) = [line for line in result.to_text().splitlines() if line.startswith(">>")]
+    (row,) = [line for line in result.to_text(verbose=True).splitlines() if line.startswith(">>")]
     assert f"{a.shape}≠{b.shape}".replace(" ", "") in row
     report = result.pairs[0].report
     assert report.max_ulp is not None and f"  {report.max_ulp}  " in row
@@ -395,3 +395,25 @@ def test_a_pair_by_shape_alone_failing_between_agreeing_layers_is_a_likely_mispa
     # The same value carried on to the next layer is a bug that propagates: the first failing layer.
     b[2] = from_numpy(z + 1.0, "b", name="v2")
     assert bisect(a, b).first_failing.a_name == "l1"
+
+
+def test_the_table_fits_120_columns_and_gives_cosine_and_sqnr(capsys):
+    a, b = _path("transformer", "torch"), _path("transformer", "ort", "safetensors")
+    assert bisect_main([a, b, *_map_args("transformer")]) in (0, 1)
+    table = capsys.readouterr().out.splitlines()
+    rows = [line for line in table if not line.startswith(("only in", "not compared", "first", "no layer"))]
+    assert rows and max(len(line) for line in rows) <= 120, max(rows, key=len)
+    assert "cosine" in table[0] and "SQNR dB" in table[0]
+    ea, eb = path_entries(Path(a)), path_entries(Path(b))
+    result = bisect(ea, eb, mapping=CAPTURES["transformer"]["mapping"])
+    for p in result.pairs:
+        x = p.report  # the figures follow from the values: recompute them from both tensors
+        ta = next(e for e in ea if e.name == p.a_name).load().array.astype(np.float64).ravel()
+        tb = next(e for e in eb if e.name == p.b_name).load().array.astype(np.float64).ravel()
+        if ta.size != tb.size or x.verdict == "identical":
+            continue
+        cosine = ta @ tb / np.linalg.norm(ta) / np.linalg.norm(tb)
+        sqnr = 10 * np.log10((ta**2).sum() / ((ta - tb) ** 2).sum())
+        assert p.summary()["cosine"] == pytest.approx(cosine) and p.summary()["sqnr_db"] == pytest.approx(sqnr)
+    assert bisect_main([a, b, *_map_args("transformer"), "-v"]) in (0, 1)
+    assert "evidence" in capsys.readouterr().out.splitlines()[0]

@@ -48,7 +48,7 @@ def test_first_failing_row_is_the_injected_node(capsys, bug, how):
     assert code == 1
     assert _first(out) == [fact["module"], fact["value"]]
     row = next(line for line in out.splitlines() if line.startswith(">>"))
-    assert ("order and shape" if how.startswith("values") else "metadata") in row
+    assert ("values" if how.startswith("values") else "scope") in row
 
 
 @pytest.mark.parametrize("model", ["cnn", "transformer"])

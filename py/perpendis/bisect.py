@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .compare import compare
 from .errors import InputError, blame
@@ -169,6 +172,7 @@ class Pair:
     evidence: str | None = None  # what the pairing stands on (a scope, the names, agreeing values)
     confidence: str = "high"  # "high", "medium" or "low": see pairing.pair
     likely_mispaired: bool = False  # failing, paired by order and shape alone, between agreeing layers
+    figures: dict[str, float | None] = field(default_factory=dict)  # cosine, sqnr_db: see similarity
 
     @property
     def verdict(self) -> str:
@@ -194,6 +198,8 @@ class Pair:
             "fraction_fail": t.fraction_fail if t is not None else None,
             "verdict": r.verdict,
             "finding": plain(main_finding(r.findings)),
+            "cosine": self.figures.get("cosine"),
+            "sqnr_db": self.figures.get("sqnr_db"),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,32 +273,45 @@ class BisectReport:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
-    def to_text(self) -> str:
-        """A table of layers; ``>>`` marks the first failing row."""
+    def to_text(self, verbose: bool = False) -> str:
+        """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
+        mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
+        was made and the main finding, at full name length."""
         first = self.first_failing
         isolated = any(p.isolated is not None for p in self.pairs)
-        header = ["", "A", "B", "paired by", "op", "shape", "dtype", "max ulp", "max abs", "max rel", "fail", "verdict"]
-        header += ["alone", "finding"] if isolated else ["finding"]
+        header = ["", "A", "B", "by", "op", "max ulp", "max rel", "cosine", "SQNR dB", "verdict"]
+        header += ["alone"] if isolated else []
+        if verbose:
+            header += ["shape", "dtype", "max abs", "fail", "evidence", "finding"]
         rows = []
         for p in self.pairs:
             s = p.summary()
             finding = s["finding"]
-            rows.append([
+            cosine, sqnr = s["cosine"], s["sqnr_db"]
+            row = [
                 ">>" if p is first else "?" if p.likely_mispaired else "",
-                p.a_name,
-                p.b_name if p.b_name != p.a_name else "=",
-                p.paired_by,
+                p.a_name if verbose else _elide(p.a_name, 34),
+                "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
+                {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
+                + ("" if p.confidence == "high" else f" ({p.confidence})"),
                 p.op_type or "",
-                "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
-                "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
                 number_text(s["max_ulp"], 3),
-                number_text(s["max_abs_diff"], 3),
                 number_text(s["max_rel_diff"], 3),
-                "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                "" if cosine is None else f"{cosine:.6f}",
+                "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
                 s["verdict"],
                 *([_alone_text(p.isolated)] if isolated else []),
-                "" if finding is None else finding["message"],
-            ])
+            ]
+            if verbose:
+                row += [
+                    "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
+                    "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
+                    number_text(s["max_abs_diff"], 3),
+                    "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                    p.evidence or "",
+                    "" if finding is None else finding["message"],
+                ]
+            rows.append(row)
         lines = table_lines(header, rows)
         for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
             if unpaired:
@@ -324,6 +343,14 @@ class BisectReport:
         return "\n".join(lines) + "\n"
 
 
+def _elide(name: str, width: int) -> str:
+    """``name`` cut in its middle to ``width`` characters: a module path's start and its leaf say the most."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[-(width - 1 - head):]
+
+
 def _alone_text(isolated: dict[str, Any] | None) -> str:
     """The own-error cell: the layer run alone, or why it could not be."""
     if isolated is None:
@@ -334,13 +361,42 @@ def _alone_text(isolated: dict[str, Any] | None) -> str:
     return f"{own} {number_text(isolated.get('max_ulp'), 3)} ulp"
 
 
-def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
+def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> tuple[Report, dict[str, float | None]]:
     with blame("a", a.name):
         ta = a.load()
     with blame("b", b.name):
         tb = b.load()
     # Every pair's report is kept: holding its aligned tensors too would keep every layer decoded.
-    return compare(ta, tb, **options, keep_aligned=False)
+    return compare(ta, tb, **options, keep_aligned=False), similarity(ta, tb)
+
+
+def similarity(a: Tensor, b: Tensor) -> dict[str, float | None]:
+    """Cosine similarity and SQNR (dB, A the signal, A − B the noise) of two tensors of one size.
+
+    The figures ML engineers compare layers by (Polygraphy, msprobe, quantisation tools); next to
+    the ULP counts they say how much of the signal a layer kept.  None where they do not apply:
+    sizes that differ, non-finite values, a zero tensor; an SQNR of None for identical tensors
+    stands for infinity.
+    """
+    from .bits import to_float64
+
+    empty: dict[str, float | None] = {"cosine": None, "sqnr_db": None}
+    if a.array.size != b.array.size or a.array.size == 0 or a.is_complex or b.is_complex:
+        return empty
+    try:
+        x = to_float64(a.array, a.fmt).reshape(-1)
+        y = to_float64(b.array, b.fmt).reshape(-1)
+    except (TypeError, ValueError):
+        return empty
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return empty
+    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    noise = float(np.sum((x - y) ** 2))
+    signal = float(np.sum(x**2))
+    return {
+        "cosine": float(np.dot(x, y) / (nx * ny)) if nx and ny else None,
+        "sqnr_db": None if noise == 0 or signal == 0 else 10 * math.log10(signal / noise),
+    }
 
 
 def bisect(
@@ -403,9 +459,9 @@ def bisect(
     compared = [
         Pair(
             ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b),
-            evidence=found.evidence.get(i), confidence=found.confidence.get(i, "high"),
+            evidence=found.evidence.get(i), confidence=found.confidence.get(i, "high"), figures=figures,
         )
-        for (i, j, how), report in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
+        for (i, j, how), (report, figures) in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
     ]
     mark_mispaired(compared)
     return BisectReport(
@@ -438,7 +494,9 @@ def mark_mispaired(pairs: list[Pair]) -> None:
         p.likely_mispaired = before and after
 
 
-def _reports(ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int) -> list[Report]:
+def _reports(
+    ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int
+) -> list[tuple[Report, dict[str, float | None]]]:
     """Each picked pair's report, in order; ``workers`` threads natively (NumPy lets go of the
     GIL in its loops), one where there are no threads (Pyodide) or progress is reported."""
     if workers <= 1 or len(picked) < 2:
