@@ -75,7 +75,7 @@ def downstream(model: onnx.ModelProto, value: str) -> set[str]:
 def expected_first(result, model: onnx.ModelProto, value: str, order: list[str]) -> str | None:
     """The first paired ONNX value, in ONNX order, that the mutated value reaches."""
     reached = downstream(model, value)
-    paired = {p.b_name for p in result.pairs}
+    paired = {p.b_name for p in result.pairs if not p.likely_mispaired}
     return next((v for v in order if v in reached and v in paired), None)
 
 

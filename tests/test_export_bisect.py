@@ -289,3 +289,26 @@ def test_an_export_torch_cannot_make_is_a_clear_error_without_terminal_colours(t
     message = caught.value.message
     assert "torch.onnx.export could not export" in message and "Cannot view a tensor" in message
     assert "dynamo=False" in message and "\x1b" not in message
+
+
+def test_the_first_nan_is_traced_to_the_op_that_made_it_from_finite_inputs(tmp_path, capsys):
+    import onnx
+    from perpendis.capture.onnx import capture_onnx
+
+    model = onnx.load(HERE / "transformer.onnx")
+    node = next(n for n in model.graph.node if n.op_type == "Gelu")
+    node.op_type = "Log"  # a bug that makes NaN from the negative half of its finite input
+    del node.attribute[:]
+    onnx.save(model, tmp_path / "nan.onnx")
+    capture_onnx(tmp_path / "nan.onnx", [np.load(HERE / "transformer.input.npy")]).save(tmp_path / "nan.safetensors")
+    torch_side, nan_side = HERE / "transformer.torch.safetensors", tmp_path / "nan.safetensors"
+    code, out, _ = _run(capsys, "bisect", torch_side, nan_side, "--json")
+    result = json.loads(out)
+    assert code == 1
+    origin = result["nan_origin"]
+    assert origin["value"] == node.output[0] and origin["op_type"] == "Log" and origin["side"] == "B"
+    first = result["pairs"][result["first_nonfinite"]["index"]]
+    assert first["b_name"] == node.output[0] and result["first_nonfinite"]["nonfinite_b"] > 0
+    assert all(p["cosine"] is not None for p in result["pairs"][: result["first_nonfinite"]["index"]])
+    code, out, _ = _run(capsys, "bisect", torch_side, nan_side)
+    assert f"first op making NaN or Inf from finite inputs: {node.output[0]} (Log" in out

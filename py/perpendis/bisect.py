@@ -230,6 +230,12 @@ class BisectReport:
     only: list[str] = field(default_factory=list)  # name patterns the compared layers were picked by
     n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
     repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
+    nan_origin: dict[str, Any] | None = None  # the first op making NaN/Inf from finite inputs: see nan_origin
+
+    @property
+    def first_nonfinite(self) -> Pair | None:
+        """The first layer holding a NaN or an infinity on either side (those before it are finite)."""
+        return next((p for p in self.pairs if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
 
     @property
     def first_failing(self) -> Pair | None:
@@ -260,6 +266,13 @@ class BisectReport:
             "only": list(self.only),
             "n_skipped": self.n_skipped,
             "repeats": dict(self.repeats),
+            "first_nonfinite": None
+            if (bad := self.first_nonfinite) is None
+            else {
+                "a_name": bad.a_name, "b_name": bad.b_name, "index": self.pairs.index(bad),
+                "nonfinite_a": bad.figures.get("nonfinite_a", 0), "nonfinite_b": bad.figures.get("nonfinite_b", 0),
+            },
+            "nan_origin": self.nan_origin,
             "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
             "first_failing": None
             if first is None
@@ -328,10 +341,27 @@ class BisectReport:
         if self.only:
             lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
         if first is None:
-            lines.append(f"no layer fails: all {len(self.pairs)} paired layers agree up to rounding")
+            doubtful = sum(p.likely_mispaired for p in self.pairs)
+            lines.append(
+                f"no layer fails: all {len(self.pairs) - doubtful} paired layers agree up to rounding"
+                + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
+            )
         else:
             names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
             lines.append(f"first failing layer: {names}")
+        bad = self.first_nonfinite
+        if bad is not None:
+            sides = " and ".join(
+                f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
+                for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
+            )
+            lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
+        if self.nan_origin is not None:
+            o = self.nan_origin
+            lines.append(
+                f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
+                f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
+            )
         culprit = self.culprit
         if isolated:
             lines.append(
@@ -388,8 +418,9 @@ def similarity(a: Tensor, b: Tensor) -> dict[str, float | None]:
         y = to_float64(b.array, b.fmt).reshape(-1)
     except (TypeError, ValueError):
         return empty
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        return empty
+    bad_x, bad_y = int(x.size - np.isfinite(x).sum()), int(y.size - np.isfinite(y).sum())
+    if bad_x or bad_y:
+        return {**empty, "nonfinite_a": bad_x, "nonfinite_b": bad_y}
     nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
     noise = float(np.sum((x - y) ** 2))
     signal = float(np.sum(x**2))
@@ -464,7 +495,11 @@ def bisect(
         for (i, j, how), (report, figures) in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
     ]
     mark_mispaired(compared)
+    origin = None
+    if any(p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b") for p in compared):
+        origin = nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")
     return BisectReport(
+        nan_origin=origin,
         pairs=compared,
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
@@ -477,21 +512,54 @@ def bisect(
     )
 
 
-def mark_mispaired(pairs: list[Pair]) -> None:
-    """Flag the failing pairs that order and shape made without agreeing values, between two layers that agree.
+def nan_origin(entries: Sequence[Entry], info: Mapping[str, Mapping[str, Any]], side: str) -> dict[str, Any] | None:
+    """The first value, in the capture's order, holding a NaN or an infinity while every captured
+    value its node read is finite: the op that made the first non-finite value.
 
-    A bug carries forward: the layers after a wrong one are wrong too.  A failing layer
-    whose neighbours both agree, and whose pair rests on nothing but its place and shape,
-    is far more likely a value of another layer than a bug that vanished at once; it is
-    reported as a likely mispairing and not as the first failing layer.
+    As Polygraphy's and msprobe's overflow checks do, on an ONNX Runtime capture of every
+    value (which records what each node read); None for a capture that does not record it.
     """
+    if not any((info.get(e.name) or {}).get("inputs") for e in entries):
+        return None
+    finite: dict[str, bool] = {}
+    for e in entries:
+        t = e.load()
+        from .bits import to_float64
+
+        values = np.asarray(t.array) if t.fmt.native or t.is_complex else to_float64(t.array, t.fmt)
+        ok = True if values.dtype.kind not in "fc" else bool(np.isfinite(values).all())
+        finite[e.name] = ok
+        if ok:
+            continue
+        described = info.get(e.name) or {}
+        if described.get("op_type") in (None, "input"):
+            continue
+        if all(finite.get(str(source), True) for source in described.get("inputs") or []):
+            return {
+                "side": side, "value": e.name, "op_type": described.get("op_type"), "node": described.get("node"),
+                "module": described.get("module"), "inputs": list(described.get("inputs") or []),
+            }
+    return None
+
+
+def mark_mispaired(pairs: list[Pair]) -> None:
+    """Flag the failing pairs that order and shape made without sure agreement, when the layers
+    paired surely on either side of them agree.
+
+    A bug carries forward: the layers after a wrong one are wrong too.  A failing pair that
+    rests on its place and shape alone, followed by a surely paired layer that agrees (and
+    after one that agrees, or at the start), is far more likely a value of another layer
+    (an embedding ONNX folded into a constant, a module with no node of its own) than a bug
+    that vanished at once; it is reported as a likely mispairing, not as the first failing layer.
+    """
+    sure = [p.paired_by != "order and shape" or p.confidence == "high" for p in pairs]
     failing = [p.report.verdict == "investigate" for p in pairs]
     for k, p in enumerate(pairs):
-        if not failing[k] or p.paired_by != "order and shape" or p.confidence == "high":
+        if sure[k] or not failing[k]:
             continue
-        before = k == 0 or not failing[k - 1]
-        after = k + 1 < len(pairs) and not failing[k + 1]
-        p.likely_mispaired = before and after
+        before = next((failing[i] for i in range(k - 1, -1, -1) if sure[i]), False)
+        after = next((failing[i] for i in range(k + 1, len(pairs)) if sure[i]), None)
+        p.likely_mispaired = not before and after is False
 
 
 def _reports(

@@ -212,7 +212,10 @@ def _by_values(
     for lo, hi in _gaps(_in_order([*pairs, *fixed])):
         left_a = [i for i in sorted(free_a) if lo[0] < i < hi[0] and i not in close]
         left_b = [j for j in sorted(free_b) if lo[1] < j < hi[1]]
-        for i, j in _align([sa[i][0] for i in left_a], [sb[j][0] for j in left_b], left_a, left_b):
+        # Aligned from the end of the gap: among same-shape values, a module's output is the last
+        # one its computation makes, the nearest to the next landmark.
+        shapes_a, shapes_b = [sa[i][0] for i in left_a][::-1], [sb[j][0] for j in left_b][::-1]
+        for i, j in _align(shapes_a, shapes_b, left_a[::-1], left_b[::-1]):
             pairs.append((i, j))
             free_a.discard(i)
             free_b.discard(j)
