@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import onnx  # noqa: E402
 import torch  # noqa: E402
 from export_archs import ARCHITECTURES, build, export  # noqa: E402
-from onnx_mutations import mutations  # noqa: E402
+from onnx_mutations import KINDS, mutations  # noqa: E402
 from perpendis.bisect import bisect, path_entries  # noqa: E402
 from perpendis.capture.check import bisect_runs_of  # noqa: E402
 from perpendis.capture.onnx import capture_onnx  # noqa: E402
@@ -79,7 +79,7 @@ def expected_first(result, model: onnx.ModelProto, value: str, order: list[str])
     return next((v for v in order if v in reached and v in paired), None)
 
 
-def run(name: str, limit: int, folder: Path) -> dict:
+def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = KINDS) -> dict:
     model, args = build(name)
     onnx_path = folder / f"{name}.onnx"
     export(model, args, onnx_path)
@@ -105,7 +105,7 @@ def run(name: str, limit: int, folder: Path) -> dict:
     graph = onnx.load(onnx_path)
     order = list(ort.names)
     reference = ort[graph.graph.output[0].name]
-    for bug in mutations(graph, limit):
+    for bug in mutations(graph, limit, kinds):
         bug_path = folder / f"{name}.bug.onnx"
         onnx.save(bug.model, bug_path)
         try:

@@ -85,8 +85,11 @@ def _perturb(model: Any, name: str) -> Any:
     return clone
 
 
-def mutations(model: Any, limit: int = 12) -> Iterator[Mutation]:
-    """Up to ``limit`` single-node bugs, each kind spread over the graph."""
+KINDS = ("bypass", "attribute", "perturb")
+
+
+def mutations(model: Any, limit: int = 12, kinds: tuple[str, ...] = KINDS) -> Iterator[Mutation]:
+    """Up to ``limit`` single-node bugs of ``kinds``, each kind spread over the graph."""
     shapes = _shapes(model)
     floats = {
         t.name for t in model.graph.initializer
@@ -108,8 +111,9 @@ def mutations(model: Any, limit: int = 12) -> Iterator[Mutation]:
         if owned:
             perturb.append((k, owned[0]))
     picked: list[Mutation] = []
-    per_kind = max(1, limit // 3)
-    for kind, items in (("bypass", bypass), ("attribute", attribute), ("perturb", perturb)):
+    per_kind = max(1, limit // len(kinds))
+    found = {"bypass": bypass, "attribute": attribute, "perturb": perturb}
+    for kind, items in ((k, found[k]) for k in kinds):
         for item in _spread(items, per_kind):
             if kind == "perturb":
                 k, name = item

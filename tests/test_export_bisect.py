@@ -312,3 +312,27 @@ def test_the_first_nan_is_traced_to_the_op_that_made_it_from_finite_inputs(tmp_p
     assert all(p["cosine"] is not None for p in result["pairs"][: result["first_nonfinite"]["index"]])
     code, out, _ = _run(capsys, "bisect", torch_side, nan_side)
     assert f"first op making NaN or Inf from finite inputs: {node.output[0]} (Log" in out
+
+
+def _architectures() -> list[str]:
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        from export_archs import ARCHITECTURES
+    except ImportError:  # torch missing: the tests below skip
+        return []
+    return list(ARCHITECTURES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _architectures())
+def test_every_benchmarked_architecture_on_a_pinned_pair_of_bugs(tmp_path, name):
+    """bench/bisect_exports.py's run on two of its bugs (a bypassed node, a perturbed weight): no false alarm,
+    the first failing layer and the culprit are the mutated node's."""
+    _stock(name)
+    from bisect_exports import run
+
+    row = run(name, 2, tmp_path, kinds=("bypass", "perturb"))
+    assert row["false alarm"] == 0, row
+    assert row["bugs"] >= 1 and row["first right"] == row["bugs"] and row["culprit right"] == row["bugs"], row

@@ -317,10 +317,13 @@ def pair(
     left_a, left_b = sorted(free_a), sorted(free_b)
     by_name, _, _ = pair_names([a_names[i] for i in left_a], [b_names[j] for j in left_b])
     for i, j, _ in by_name:
-        pairs[left_a[i]] = (left_b[j], "name")
-        evidence[left_a[i]] = "the names agree"
-        free_a.discard(left_a[i])
-        free_b.discard(left_b[j])
+        i, j = left_a[i], left_b[j]
+        if _by_chance(a_names[i], b_names[j]):
+            continue
+        pairs[i] = (j, "name")
+        evidence[i] = "the names agree"
+        free_a.discard(i)
+        free_b.discard(j)
     confidence = dict.fromkeys(pairs, "high")
 
     repeats_a: dict[int, int] = {}
@@ -354,6 +357,13 @@ def pair(
         repeats_a=repeats_a,
         repeats_b=repeats_b,
     )
+
+
+def _by_chance(a: str, b: str) -> bool:
+    """Names alike only once a shared prefix is dropped, one of them a bare word: the dynamo exporter
+    names values after the op (``layer_norm``, ``linear_3``), which a module path such as
+    ``model.layer_norm`` (the final norm, not the first one) then reads like.  Values decide those."""
+    return a != b and any("." not in n and "/" not in n for n in (a, b))
 
 
 def _is_onnx(info: Info, other: Info, size: int, other_size: int) -> bool:
