@@ -331,14 +331,18 @@ def pair(
     if load_a is not None and load_b is not None and free_a and free_b:
         # Identity modules are PyTorch's: an ONNX value that copies the one before it is a node's
         # own output (Identity, or a bug bypassing a node), which must stay comparable.
-        if _is_onnx(info_b, info_a, len(b_names), len(a_names)):
-            repeats_a = repeats(load_a, free_a)
+        # A value the ONNX run copies on (an Identity, a node a bug bypassed) ties with its copy;
+        # the later one is what leaves the computation, so the earlier is not offered.
+        onnx_b = _is_onnx(info_b, info_a, len(b_names), len(a_names))
+        if onnx_b:
+            repeats_a, copied = repeats(load_a, free_a), set(repeats(load_b, free_b).values())
         else:
-            repeats_b = repeats(load_b, free_b)
+            repeats_b, copied = repeats(load_b, free_b), set(repeats(load_a, free_a).values())
         free_a -= set(repeats_a)
         free_b -= set(repeats_b)
+        offered_a, offered_b = (free_a, free_b - copied) if onnx_b else (free_a - copied, free_b)
         made = [(i, j) for i, (j, _) in pairs.items()]
-        for i, j, r in _by_values(load_a, load_b, free_a, free_b, made):
+        for i, j, r in _by_values(load_a, load_b, offered_a, offered_b, made):
             pairs[i] = (j, "order and shape")
             confidence[i] = "high" if r <= SURE else "medium" if r <= AGREE else "low"
             evidence[i] = (
