@@ -417,3 +417,41 @@ def test_the_table_fits_120_columns_and_gives_cosine_and_sqnr(capsys):
         assert p.summary()["cosine"] == pytest.approx(cosine) and p.summary()["sqnr_db"] == pytest.approx(sqnr)
     assert bisect_main([a, b, *_map_args("transformer"), "-v"]) in (0, 1)
     assert "evidence" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_bisect_result_displays_in_a_notebook_as_the_page_table():
+    from html.parser import HTMLParser
+
+    a, b = _path("transformer", "torch"), _path("transformer", "ort", "safetensors")
+    result = bisect(path_entries(Path(a)), path_entries(Path(b)), mapping=CAPTURES["transformer"]["mapping"])
+    html = result._repr_html_()
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+    parsed = Rows()
+    parsed.feed(html)
+    header, *rows = parsed.rows
+    assert header[1:4] == ["A", "B", "paired by"] and "cosine" in header and "SQNR dB" in header
+    assert [r[1] for r in rows] == [p.a_name for p in result.pairs]  # the capture's order, every pair
+    marked = [r[1] for r in rows if r[0] == ">>"]
+    first = result.first_failing
+    assert marked == ([] if first is None else [first.a_name])
+    assert len(repr(result)) < 100

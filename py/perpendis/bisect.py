@@ -286,6 +286,20 @@ class BisectReport:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the table as the page does (:mod:`.bisect_html`), not the dataclass repr."""
+        from .bisect_html import bisect_html
+
+        return bisect_html(self)
+
+    def __repr__(self) -> str:
+        first = self.first_failing
+        return (
+            f"<BisectReport: {len(self.pairs)} pairs, "
+            + ("no layer fails" if first is None else f"first failing {first.a_name}")
+            + ">"
+        )
+
     def to_text(self, verbose: bool = False) -> str:
         """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
         mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
