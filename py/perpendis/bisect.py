@@ -266,6 +266,7 @@ class BisectReport:
             "only": list(self.only),
             "n_skipped": self.n_skipped,
             "repeats": dict(self.repeats),
+            "pairing": self.pairing(),
             "first_nonfinite": None
             if (bad := self.first_nonfinite) is None
             else {
@@ -282,6 +283,17 @@ class BisectReport:
             if (culprit := self.culprit) is None
             else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
         }
+
+    def pairing(self) -> dict[str, int]:
+        """How the pairs were made, for the page's chip: a count per rule, and how many are unsure
+        (made by values with less than sure agreement) or likely mispaired."""
+        counts: dict[str, int] = {}
+        for p in self.pairs:
+            counts[p.paired_by] = counts.get(p.paired_by, 0) + 1
+        counts["unsure"] = sum(p.confidence != "high" for p in self.pairs)
+        counts["likely_mispaired"] = sum(p.likely_mispaired for p in self.pairs)
+        counts["copies"] = len(self.repeats)
+        return counts
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)

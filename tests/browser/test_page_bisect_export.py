@@ -88,3 +88,24 @@ def test_the_override_editor_pairs_what_nothing_else_does_and_compare_uses_it(re
     row = page.locator("[data-testid=bisect-row]")
     assert row.count() == 1 and row.get_attribute("data-name") == "left"
     assert row.locator("[data-testid=bisect-how]").text_content() == "mapped"
+
+
+def test_rows_follow_the_captures_saved_order_with_cosine_sqnr_and_the_pairing_chip(ready_page):
+    from perpendis.formats import safetensors
+
+    page = ready_page
+    torch_side = HERE / "transformer.torch.safetensors"
+    saved = json.loads(safetensors.metadata(torch_side.read_bytes())["order"])
+    assert saved != sorted(saved)  # execution order, not the key order safetensors writes
+    drop_files(page, "a", [torch_side])
+    drop_files(page, "b", [HERE / "transformer_eps.ort.safetensors"])
+    run_and_wait(page)
+    rows = page.locator("[data-testid=bisect-row]")
+    names = [rows.nth(i).get_attribute("data-name") for i in range(rows.count())]
+    assert names == [n for n in saved if n in names] and len(names) > 10
+    cosines = [float(c) for c in page.locator("[data-testid=bisect-cosine]").all_text_contents()]
+    assert len(cosines) == len(names) and all(-1 <= c <= 1 for c in cosines) and max(cosines) > 0.999
+    sqnr = page.locator("[data-testid=bisect-sqnr]").all_text_contents()
+    assert all(s for s in sqnr)
+    chip = page.get_by_test_id("bisect-pairing").text_content()
+    assert chip.startswith(f"Pairs: {len(names)} by the exporter's scopes")
