@@ -9,6 +9,7 @@ names and values).  Then:
 * the clean run is bisected both ways: a failing layer there is a false alarm;
 * pairs right: the plain ``.npz`` captures, paired by names and values, against the
   pairs the exporter's metadata gives;
+* a unary op turned into a Log makes the first NaN: the bisect's ``nan_origin`` must name it;
 * each single-node bug (bench/onnx_mutations.py) is captured by ``perpendis capture``
   and bisected with ``--isolate``: the first failing layer is right when its ONNX value
   is the first paired value downstream of the mutated node (the first place a layer
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import onnx  # noqa: E402
 import torch  # noqa: E402
 from export_archs import ARCHITECTURES, build, export  # noqa: E402
-from onnx_mutations import KINDS, mutations  # noqa: E402
+from onnx_mutations import KINDS, mutations, nan_makers  # noqa: E402
 from perpendis.bisect import bisect, path_entries  # noqa: E402
 from perpendis.capture.check import bisect_runs_of  # noqa: E402
 from perpendis.capture.onnx import capture_onnx  # noqa: E402
@@ -127,6 +128,18 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = KINDS) -> 
             row["misses"].append(
                 f"{bug.name}: want {want}, first {first and first.b_name}, culprit {culprit and culprit.b_name}"
             )
+    row["nan"], row["nan origin right"] = 0, 0
+    for bug in nan_makers(graph):
+        bug_path = folder / f"{name}.nan.onnx"
+        onnx.save(bug.model, bug_path)
+        result = bisect_runs_of(torch_run, bug_path, feeds)
+        if result.first_nonfinite is None:
+            continue  # the op's input held no negative value: no NaN made
+        row["nan"] += 1
+        origin = result.nan_origin or {}
+        row["nan origin right"] += origin.get("value") == bug.value
+        if origin.get("value") != bug.value:
+            row["misses"].append(f"{bug.name}: NaN origin {origin.get('value')}")
     return row
 
 
@@ -137,9 +150,9 @@ def main() -> None:
     options = parser.parse_args()
     logging.disable(logging.WARNING)
     columns = ["arch", "pairs", "plain pairs right", "plain wrong", "false alarm", "bugs", "no effect",
-               "first right", "culprit right"]
+               "first right", "culprit right", "nan", "nan origin right"]
     print(" | ".join(columns))
-    totals = {"bugs": 0, "first right": 0, "culprit right": 0, "false alarm": 0}
+    totals = {"bugs": 0, "first right": 0, "culprit right": 0, "false alarm": 0, "nan": 0, "nan origin right": 0}
     with tempfile.TemporaryDirectory() as tmp:
         for name in options.arch:
             start = time.perf_counter()
@@ -153,7 +166,8 @@ def main() -> None:
     print(
         f"total: {totals['false alarm']} false alarm(s) on clean exports; first failing right "
         f"{totals['first right']}/{totals['bugs']} ({totals['first right'] / bugs:.0%}); culprit right "
-        f"{totals['culprit right']}/{totals['bugs']} ({totals['culprit right'] / bugs:.0%})"
+        f"{totals['culprit right']}/{totals['bugs']} ({totals['culprit right'] / bugs:.0%}); first NaN traced to "
+        f"the op that made it {totals['nan origin right']}/{totals['nan']}"
     )
 
 

@@ -74,6 +74,28 @@ def _attribute(model: Any, k: int) -> Any | None:
     return None
 
 
+def _log(model: Any, k: int) -> Any:
+    """Node ``k`` (a unary op) made a Log: NaN where its finite input is negative, -inf at zero."""
+    clone = _copy(model)
+    node = clone.graph.node[k]
+    del node.attribute[:]
+    node.op_type, node.domain = "Log", ""
+    return clone
+
+
+def nan_makers(model: Any, limit: int = 3) -> Iterator[Mutation]:
+    """Up to ``limit`` bugs that make the first NaN of the run: a unary op (spread over the graph)
+    turned into a Log of an input that holds negative values."""
+    shapes = _shapes(model)
+    unary = [
+        k for k, n in enumerate(model.graph.node)
+        if n.op_type in {"Relu", "Gelu", "Tanh", "Erf", "Neg"} and shapes.get(n.input[0]) == shapes.get(n.output[0])
+    ]
+    for k in _spread(unary, limit):
+        node = model.graph.node[k]
+        yield Mutation(f"log {node.op_type} {node.output[0]}", node.output[0], _log(model, k))
+
+
 def _perturb(model: Any, name: str) -> Any:
     """One element of initializer ``name`` moved by several times the largest magnitude it holds."""
     clone = _copy(model)
