@@ -9,6 +9,7 @@ only the injected node's own error fails.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import zipfile
 from pathlib import Path
@@ -73,6 +74,12 @@ def test_isolation_marks_only_the_injected_node(capsys, bug):
     failing = [p for p in result["pairs"] if p["verdict"] == "investigate"]
     assert len(failing) > 1  # the layers after it fail too, and inherit it
     assert sum(p["isolated"]["verdict"] is not None for p in result["pairs"]) >= len(result["pairs"]) - 1
+    # The own error's cosine and SQNR beside the inherited one's: the culprit keeps less of the signal alone
+    # than the layers after it do, which only inherit its error.
+    culprit = result["pairs"][result["culprit"]["index"]]
+    assert culprit["isolated"]["sqnr_db"] < min(
+        p["isolated"]["sqnr_db"] or math.inf for p in result["pairs"] if p["isolated"]["verdict"] == "rounding"
+    )
 
 
 def test_clean_export_isolated_has_no_culprit(capsys):

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bisect import BisectReport, Entry
+from ..bisect import BisectReport, Entry, similarity
 from ..compare import compare
 from ..errors import InputError
 from ..tensor import from_numpy
@@ -152,6 +152,7 @@ def isolate(
             "max_abs_diff": report.max_abs_diff,
             "max_rel_diff": report.max_rel_diff,
             "fraction_fail": t.fraction_fail if t is not None else None,
+            **similarity(mine, ran),  # cosine and SQNR of the layer's own error, beside the inherited one's
             "nodes": [n.op_type for n in nodes],
             "reads": reads,
         }
