@@ -226,38 +226,17 @@ def test_a_clean_export_with_eval_dropout_has_no_failing_layer(tmp_path, name):
     assert all(p.isolated and p.isolated["verdict"] in ("identical", "rounding") for p in report.pairs[1:])
 
 
-def _plain_hooks(model, args, path: Path) -> None:
-    """What a user writes without perpendis: a forward hook on every module, saved with np.savez in call order."""
-    import torch
-
-    saved: dict[str, np.ndarray] = {}
-
-    def hook(name):
-        def save(_m, _i, out):
-            out = out[0] if isinstance(out, tuple) else out
-            if isinstance(out, torch.Tensor):
-                saved[name if name not in saved else f"{name}@1"] = out.detach().numpy().copy()
-
-        return save
-
-    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
-    with torch.no_grad():
-        model(*args)
-    for h in handles:
-        h.remove()
-    np.savez(path, **saved)
-
-
 @pytest.mark.slow
 def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys):
     import onnx
 
     model, args = _stock("transformer_encoder")
+    from bisect_exports import plain_hooks  # what a user writes: a hook on every module, np.savez in call order
     from export_archs import export
     from perpendis.capture.onnx import capture_onnx
 
     export(model, args, tmp_path / "m.onnx")
-    _plain_hooks(model, args, tmp_path / "torch.npz")
+    plain_hooks(model, args, tmp_path / "torch.npz")
     capture_onnx(tmp_path / "m.onnx", [args[0].numpy()]).save(tmp_path / "ort.npz")
     code, out, _ = _run(
         capsys, "bisect", tmp_path / "torch.npz", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
