@@ -15,6 +15,8 @@ names and values).  Then:
   is the first paired value downstream of the mutated node (the first place a layer
   comparison can see the bug), the culprit when the layer run alone that fails is it.
   A bug that leaves the model's output within rounding is counted as without effect.
+  "first sure right" scores the first failing layer among those surely paired (by scope,
+  name, or values agreeing to 1e-4), which the report names when the first failing pair is unsure.
 
 Not a test: it prints a table.  Usage: ``python bench/bisect_exports.py [ARCH ...] [--limit N]``
 """
@@ -101,7 +103,7 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = KINDS) -> 
         "plain pairs right": f"{sum(truth[a] == b for a, b in common.items())}/{len(truth)}",
         "plain wrong": sum(truth[a] != b for a, b in common.items()),
         "false alarm": int(clean.first_failing is not None) + int(plain.first_failing is not None),
-        "bugs": 0, "no effect": 0, "first right": 0, "culprit right": 0, "misses": [],
+        "bugs": 0, "no effect": 0, "first right": 0, "first sure right": 0, "culprit right": 0, "misses": [],
     }
     graph = onnx.load(onnx_path)
     order = list(ort.names)
@@ -123,6 +125,8 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = KINDS) -> 
         first = result.first_failing
         culprit = result.culprit
         row["first right"] += first is not None and first.b_name == want
+        sure = result.first_sure_failing
+        row["first sure right"] += sure is not None and sure.b_name == want
         row["culprit right"] += culprit is not None and culprit.b_name == want
         if first is None or first.b_name != want or culprit is None or culprit.b_name != want:
             row["misses"].append(
@@ -150,9 +154,12 @@ def main() -> None:
     options = parser.parse_args()
     logging.disable(logging.WARNING)
     columns = ["arch", "pairs", "plain pairs right", "plain wrong", "false alarm", "bugs", "no effect",
-               "first right", "culprit right", "nan", "nan origin right"]
+               "first right", "first sure right", "culprit right", "nan", "nan origin right"]
     print(" | ".join(columns))
-    totals = {"bugs": 0, "first right": 0, "culprit right": 0, "false alarm": 0, "nan": 0, "nan origin right": 0}
+    totals = {
+        "bugs": 0, "first right": 0, "first sure right": 0, "culprit right": 0, "false alarm": 0, "nan": 0,
+        "nan origin right": 0,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for name in options.arch:
             start = time.perf_counter()
@@ -165,7 +172,8 @@ def main() -> None:
     bugs = max(1, totals["bugs"])
     print(
         f"total: {totals['false alarm']} false alarm(s) on clean exports; first failing right "
-        f"{totals['first right']}/{totals['bugs']} ({totals['first right'] / bugs:.0%}); culprit right "
+        f"{totals['first right']}/{totals['bugs']} ({totals['first right'] / bugs:.0%}), the first surely paired "
+        f"one {totals['first sure right']}/{totals['bugs']}; culprit right "
         f"{totals['culprit right']}/{totals['bugs']} ({totals['culprit right'] / bugs:.0%}); first NaN traced to "
         f"the op that made it {totals['nan origin right']}/{totals['nan']}"
     )

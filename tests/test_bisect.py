@@ -455,3 +455,18 @@ def test_a_bisect_result_displays_in_a_notebook_as_the_page_table():
     first = result.first_failing
     assert marked == ([] if first is None else [first.a_name])
     assert len(repr(result)) < 100
+
+
+def test_a_first_failing_pair_made_by_shape_alone_says_it_is_unsure_and_names_the_first_sure_one():
+    rng = np.random.default_rng(5)
+    x, y, z, w = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(4))
+    # A's l1 has no value of its own in B (an embedding the exporter folded); a bug in l2 reaches l3.
+    a = [from_numpy(v, "a", name=n) for v, n in ((x, "l0"), (y, "l1"), (z, "l2"), (w, "l3"))]
+    b = [from_numpy(v, "b", name=n) for v, n in ((x, "l0"), (x + y, "v1"), (z, "l2"), (w + 1, "l3"))]
+    b[2] = from_numpy(z * 1.5, "b", name="l2")
+    result = bisect(a, b)
+    assert result.first_failing.a_name == "l1" and result.pairs[1].confidence != "high"
+    assert result.first_sure_failing.a_name == "l2"
+    assert result.to_dict()["first_sure_failing"]["a_name"] == "l2"
+    assert "unsure: that pair rests on order and shape" in result.to_text()
+    assert "the first surely paired failing layer is l2" in result.to_text()

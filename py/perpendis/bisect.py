@@ -182,6 +182,11 @@ class Pair:
     def fails(self) -> bool:
         return self.report.verdict == "investigate" and not self.likely_mispaired
 
+    @property
+    def sure(self) -> bool:
+        """Paired by a rule that names the layer (mapping, scope, name), or by values that agree surely."""
+        return self.paired_by != "order and shape" or self.confidence == "high"
+
     def summary(self) -> dict[str, Any]:
         r = self.report
         t = r.tolerance
@@ -242,6 +247,12 @@ class BisectReport:
         return next((p for p in self.pairs if p.fails), None)
 
     @property
+    def first_sure_failing(self) -> Pair | None:
+        """The first failing layer whose pair is sure (not made by values without sure agreement):
+        where the first failing one is unsure, the first place the failure is certainly seen."""
+        return next((p for p in self.pairs if p.fails and p.sure), None)
+
+    @property
     def must_investigate(self) -> bool:
         return self.first_failing is not None
 
@@ -279,6 +290,9 @@ class BisectReport:
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
             "isolated": any(p.isolated is not None for p in self.pairs),
+            "first_sure_failing": None
+            if (sure := self.first_sure_failing) is None or sure is first
+            else {"a_name": sure.a_name, "b_name": sure.b_name, "index": self.pairs.index(sure)},
             "culprit": None
             if (culprit := self.culprit) is None
             else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
@@ -375,6 +389,16 @@ class BisectReport:
         else:
             names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
             lines.append(f"first failing layer: {names}")
+            sure = self.first_sure_failing
+            if sure is not first:
+                lines.append(
+                    f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
+                    + (
+                        "no surely paired layer fails"
+                        if sure is None
+                        else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
+                    )
+                )
         bad = self.first_nonfinite
         if bad is not None:
             sides = " and ".join(
@@ -578,7 +602,7 @@ def mark_mispaired(pairs: list[Pair]) -> None:
     (an embedding ONNX folded into a constant, a module with no node of its own) than a bug
     that vanished at once; it is reported as a likely mispairing, not as the first failing layer.
     """
-    sure = [p.paired_by != "order and shape" or p.confidence == "high" for p in pairs]
+    sure = [p.sure for p in pairs]
     failing = [p.report.verdict == "investigate" for p in pairs]
     for k, p in enumerate(pairs):
         if sure[k] or not failing[k]:
