@@ -174,7 +174,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     ? `No layer fails: all ${bisect.pairs.length} paired tensors agree up to rounding.`
     : `First failing: ${bisect.first_failing.a_name}` +
       (bisect.first_failing.b_name !== bisect.first_failing.a_name ? ` (B: ${bisect.first_failing.b_name})` : "") +
-      ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.`;
+      ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.` +
+      (bisect.first_sure_failing ? ` Unsure: that pair rests on order and shape; the first surely paired failing ` +
+        `layer is ${bisect.first_sure_failing.a_name}.` : "");
   const chip = count ? pairingChip(bisect.pairing) : null;
   const nonfinite = bisect.nan_origin
     ? `First op making NaN or Inf from finite inputs: ${bisect.nan_origin.value} (${bisect.nan_origin.op_type ?? "op"}` +
