@@ -266,7 +266,7 @@ def test_text_table_is_compact_where_a_row_differs_in_shape():
     b = rng.standard_normal((2, 3)).astype(np.float32)
     a = b.T + np.float32(1 / 3)
     result = bisect([from_numpy(a, "test", name="x")], [from_numpy(b, "test", name="x")])
-    (row,) = [line for line in result.to_text().splitlines() if line.startswith(">>")]
+    (row,) = [line for line in result.to_text(verbose=True).splitlines() if line.startswith(">>")]
     assert f"{a.shape}≠{b.shape}".replace(" ", "") in row
     report = result.pairs[0].report
     assert report.max_ulp is not None and f"  {report.max_ulp}  " in row
@@ -378,3 +378,95 @@ def test_cli_only_option(capsys):
     assert code == 0 and data["first_failing"] is None and data["n_skipped"] > 0
     code = bisect_main([_path("cnn", "torch"), _path("cnn", "ort_bug"), "--only", bug, *_map_args("cnn")])
     assert code == 1 and bug in capsys.readouterr().out
+
+
+def test_a_pair_by_shape_alone_failing_between_agreeing_layers_is_a_likely_mispairing():
+    rng = np.random.default_rng(4)
+    x, y, z = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3))
+    stray = rng.standard_normal((6, 8)).astype(np.float32)
+    # A's middle layer has no value of its own in B; B holds an unrelated value of its shape there.
+    a = [from_numpy(v, "a", name=n) for v, n in ((x, "l0"), (y, "l1"), (z, "l2"))]
+    b = [from_numpy(v, "b", name=n) for v, n in ((x, "v0"), (stray, "v1"), (z, "v2"))]
+    result = bisect(a, b)
+    middle = result.pairs[1]
+    assert (middle.paired_by, middle.confidence, middle.verdict) == ("order and shape", "low", "investigate")
+    assert middle.likely_mispaired and result.first_failing is None and not result.must_investigate
+    assert "likely mispaired" in result.to_text() and result.to_dict()["likely_mispaired"] == ["l1"]
+    # The same value carried on to the next layer is a bug that propagates: the first failing layer.
+    b[2] = from_numpy(z + 1.0, "b", name="v2")
+    assert bisect(a, b).first_failing.a_name == "l1"
+
+
+def test_the_table_fits_120_columns_and_gives_cosine_and_sqnr(capsys):
+    a, b = _path("transformer", "torch"), _path("transformer", "ort", "safetensors")
+    assert bisect_main([a, b, *_map_args("transformer")]) in (0, 1)
+    table = capsys.readouterr().out.splitlines()
+    rows = [line for line in table if not line.startswith(("only in", "not compared", "first", "no layer"))]
+    assert rows and max(len(line) for line in rows) <= 120, max(rows, key=len)
+    assert "cosine" in table[0] and "SQNR dB" in table[0]
+    ea, eb = path_entries(Path(a)), path_entries(Path(b))
+    result = bisect(ea, eb, mapping=CAPTURES["transformer"]["mapping"])
+    for p in result.pairs:
+        x = p.report  # the figures follow from the values: recompute them from both tensors
+        ta = next(e for e in ea if e.name == p.a_name).load().array.astype(np.float64).ravel()
+        tb = next(e for e in eb if e.name == p.b_name).load().array.astype(np.float64).ravel()
+        if ta.size != tb.size or x.verdict == "identical":
+            continue
+        cosine = ta @ tb / np.linalg.norm(ta) / np.linalg.norm(tb)
+        sqnr = 10 * np.log10((ta**2).sum() / ((ta - tb) ** 2).sum())
+        assert p.summary()["cosine"] == pytest.approx(cosine) and p.summary()["sqnr_db"] == pytest.approx(sqnr)
+    assert bisect_main([a, b, *_map_args("transformer"), "-v"]) in (0, 1)
+    assert "evidence" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_bisect_result_displays_in_a_notebook_as_the_page_table():
+    from html.parser import HTMLParser
+
+    a, b = _path("transformer", "torch"), _path("transformer", "ort", "safetensors")
+    result = bisect(path_entries(Path(a)), path_entries(Path(b)), mapping=CAPTURES["transformer"]["mapping"])
+    html = result._repr_html_()
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell = [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+    parsed = Rows()
+    parsed.feed(html)
+    header, *rows = parsed.rows
+    assert header[1:4] == ["A", "B", "paired by"] and "cosine" in header and "SQNR dB" in header
+    assert [r[1] for r in rows] == [p.a_name for p in result.pairs]  # the capture's order, every pair
+    marked = [r[1] for r in rows if r[0] == ">>"]
+    first = result.first_failing
+    assert marked == ([] if first is None else [first.a_name])
+    assert len(repr(result)) < 100
+
+
+def test_a_first_failing_pair_made_by_shape_alone_says_it_is_unsure_and_names_the_first_sure_one():
+    rng = np.random.default_rng(5)
+    x, y, z, w = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(4))
+    # A's l1 has no value of its own in B (an embedding the exporter folded); a bug in l2 reaches l3.
+    a = [from_numpy(v, "a", name=n) for v, n in ((x, "l0"), (y, "l1"), (z, "l2"), (w, "l3"))]
+    b = [from_numpy(v, "b", name=n) for v, n in ((x, "l0"), (x + y, "v1"), (z, "l2"), (w + 1, "l3"))]
+    b[2] = from_numpy(z * 1.5, "b", name="l2")
+    result = bisect(a, b)
+    assert result.first_failing.a_name == "l1" and result.pairs[1].confidence != "high"
+    assert result.first_sure_failing.a_name == "l2"
+    assert result.to_dict()["first_sure_failing"]["a_name"] == "l2"
+    assert "unsure: that pair rests on order and shape" in result.to_text()
+    assert "the first surely paired failing layer is l2" in result.to_text()

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 import perpendis  # noqa: E402
 from perpendis.capture.store import META_KEY, read_info  # noqa: E402
+from perpendis.errors import InputError  # noqa: E402
 from perpendis.formats import safetensors  # noqa: E402
 from perpendis.load import load_path  # noqa: E402
 
@@ -122,3 +123,50 @@ def test_the_documented_call_works_in_a_fresh_interpreter():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=py, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) >= 1
+
+
+class Branches(torch.nn.Module):
+    """torch.cond picks a branch module by the input's sign; a ReLU after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos, self.neg, self.out = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4), torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.out(torch.cond(x.sum() > 0, lambda t: self.pos(t), lambda t: self.neg(t), (x,)))
+
+
+@pytest.mark.parametrize("ran_before", [False, True])
+def test_a_model_with_torch_cond_is_captured_through_the_branch_it_took(ran_before):
+    torch.manual_seed(0)
+    model, x = Branches().eval(), torch.ones(2, 4)
+    if ran_before:
+        with torch.no_grad():
+            model(x)
+    with torch.no_grad(), perpendis.capture(model) as run:
+        y = model(x)
+    assert run.names == ["pos", "out"]
+    np.testing.assert_array_equal(run["out"], y.numpy())
+    np.testing.assert_array_equal(run["pos"], model.pos(x).detach().numpy())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ran_before", [False, True])
+def test_compiled_regions_are_captured_under_the_paths_of_the_model_they_wrap(ran_before):
+    torch.manual_seed(0)
+    inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.compile(inner), torch.nn.Linear(4, 2)).eval()
+    x = torch.randn(3, 4)
+    if ran_before:  # once compiled, the region would run no hook
+        with torch.no_grad():
+            model(x)
+    with torch.no_grad(), perpendis.capture(model) as run:
+        y = model(x)
+    assert run.names == ["0", "1.0", "1.1", "2"]
+    np.testing.assert_allclose(run["2"], y.numpy(), rtol=1e-6)
+
+
+def test_a_block_that_runs_nothing_is_refused_with_what_to_do():
+    model = Net()
+    with pytest.raises(InputError, match=r"nothing was captured.*call the model"), perpendis.capture(model):
+        pass

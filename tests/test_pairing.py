@@ -124,3 +124,34 @@ def test_metadata_of_a_capture_and_of_the_model_give_the_same_pairs(model):
     from_model = pair(a, b, info_a=info_a, info_b=info_b)
     assert from_capture.pairs == from_model.pairs
     assert {how for _, _, how in from_model.pairs} == {"metadata"}
+
+
+def test_a_layer_pairs_with_the_value_leaving_its_scope_not_the_first_inside():
+    # As torch.onnx writes a post-norm encoder layer: attention, a residual add of the layer's own
+    # forward, a norm; the layer's output is the norm's, which the next layer reads.
+    scope = ["", "enc", "enc.layer0"]
+    names = ["x", "attn", "add", "norm", "next"]
+    info = {
+        "x": {"op_type": "input"},
+        "attn": {"op_type": "MatMul", "scopes": [*scope, "enc.layer0.attn", "linear"], "inputs": ["x"]},
+        "add": {"op_type": "Add", "scopes": [*scope, "add"], "inputs": ["x", "attn"]},
+        "norm": {"op_type": "LayerNormalization", "scopes": [*scope, "enc.layer0.norm", "ln"], "inputs": ["add"]},
+        "next": {"op_type": "Relu", "scopes": ["", "act", "relu"], "inputs": ["norm"]},
+    }
+    calls = module_calls(names, info)
+    assert calls[("enc.layer0", 0)] == [3] and calls[("enc", 0)] == [3]
+    assert calls[("enc.layer0.attn", 0)] == [1]
+    found = pair(["enc.layer0.attn", "enc.layer0", "act"], names, info_b=info)
+    assert [(i, j) for i, j, _ in found.pairs] == [(0, 1), (1, 3), (2, 4)]
+    assert "scope enc.layer0" in found.evidence[1] and found.confidence[1] == "high"
+
+
+def test_a_copy_of_the_tensor_before_it_is_left_unpaired_and_named():
+    rng = np.random.default_rng(3)
+    proj = rng.standard_normal((1, 8, 4)).astype(np.float32)
+    other = rng.standard_normal((1, 8, 4)).astype(np.float32)
+    a = [proj, proj.copy(), other]  # proj, eval-mode dropout of it, the next layer
+    b = [proj[0].copy(), proj[0] * 0.3 + other[0], other.copy()]  # the unrelated value has dropout's shape
+    found = pair(["proj", "dropout", "norm"], ["addmm", "mix", "ln"], load_a=_tensors(a), load_b=_tensors(b))
+    assert found.repeats_a == {1: 0}
+    assert 1 in found.only_a and all(i != 1 for i, _, _ in found.pairs)

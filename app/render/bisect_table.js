@@ -116,7 +116,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const head = el("thead", {}, el("tr", {},
     el("th", { scope: "col" }, "order"),
     ["#", "A", "B", ...(described ? ["op", "torch module"] : []), "shape", "dtype", "max ULP", "max |A − B|",
-      "max relative", "failing", "verdict", ...(bisect.isolated ? ["alone"] : []), "main finding"]
+      "max relative", "cosine", "SQNR dB", "failing", "verdict", ...(bisect.isolated ? ["alone"] : []), "main finding"]
       .map((label) => el("th", { scope: "col" }, label))));
   const rows = bisect.pairs.map((pair, index) => {
     const where = standing(index, first);
@@ -136,9 +136,12 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     el("td", {}, open),
     el("td", { class: "mono name", "data-testid": "bisect-a-name" }, pair.a_name,
       where === "first-failing" ? el("span", { class: "look", "data-testid": "first-failing" }, "look here") : null),
-    el("td", { class: "mono name", "data-testid": "bisect-b-name", title: `${pair.b_name}: ${HOW[pair.paired_by] ?? pair.paired_by}` },
+    el("td", { class: "mono name", "data-testid": "bisect-b-name",
+      title: `${pair.b_name}: ${HOW[pair.paired_by] ?? pair.paired_by}${pair.evidence ? ` (${pair.evidence})` : ""}` },
       el("span", { class: "clip" }, pair.b_name === pair.a_name ? "=" : pair.b_name),
-      el("span", { class: "how", "data-testid": "bisect-how" }, REASON[pair.paired_by] ?? pair.paired_by)),
+      el("span", { class: "how", "data-testid": "bisect-how", "data-confidence": pair.confidence ?? "high" },
+        REASON[pair.paired_by] ?? pair.paired_by),
+      pair.likely_mispaired ? el("span", { class: "how", "data-testid": "bisect-mispaired" }, "likely mispaired") : null),
     described ? el("td", { class: "mono", "data-testid": "bisect-op" }, pair.op_type ?? "") : null,
     described ? el("td", { class: "mono name", "data-testid": "bisect-module" }, pair.module ?? "") : null,
     agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
@@ -146,6 +149,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
     el("td", { class: "num" }, number(pair.max_abs_diff)),
     el("td", { class: "num" }, number(pair.max_rel_diff)),
+    el("td", { class: "num", "data-testid": "bisect-cosine" }, pair.cosine == null ? "" : pair.cosine.toFixed(6)),
+    el("td", { class: "num", "data-testid": "bisect-sqnr" },
+      pair.sqnr_db == null ? (pair.cosine == null ? "" : "∞") : number(pair.sqnr_db)),
     el("td", { class: "num", "data-testid": "bisect-fail" }, pct(pair.fraction_fail)),
     el("td", { class: `verdict-cell ${pair.verdict}`, "data-testid": "bisect-verdict" },
       where === "pass" && pair.verdict !== "investigate" ? "✓ " : "", pair.verdict),
@@ -168,19 +174,40 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     ? `No layer fails: all ${bisect.pairs.length} paired tensors agree up to rounding.`
     : `First failing: ${bisect.first_failing.a_name}` +
       (bisect.first_failing.b_name !== bisect.first_failing.a_name ? ` (B: ${bisect.first_failing.b_name})` : "") +
-      ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.`;
+      ` — row ${first + 1} of ${bisect.pairs.length}; the ${first} rows before it agree up to rounding.` +
+      (bisect.first_sure_failing ? ` Unsure: that pair rests on order and shape; the first surely paired failing ` +
+        `layer is ${bisect.first_sure_failing.a_name}.` : "");
+  const chip = count ? pairingChip(bisect.pairing) : null;
+  const nonfinite = bisect.nan_origin
+    ? `First op making NaN or Inf from finite inputs: ${bisect.nan_origin.value} (${bisect.nan_origin.op_type ?? "op"}` +
+      `${bisect.nan_origin.module ? `, in ${bisect.nan_origin.module}` : ""}).`
+    : bisect.first_nonfinite ? `First layer holding NaN or Inf: ${bisect.first_nonfinite.a_name}.` : null;
   const blame = culprit === null ? (bisect.isolated ? "Run alone, no layer's own error fails." : null)
     : `Run alone in ONNX Runtime on A's inputs, ${bisect.culprit.a_name} is the first layer whose own error fails: ` +
       "the culprit; the failing layers after it inherit its error.";
   fill(node,
     el("p", { class: `bisect-summary ${first === null ? "pass" : "fail"}`, "data-testid": "bisect-summary" }, summary),
     blame ? el("p", { class: "bisect-summary", "data-testid": "bisect-culprit" }, blame) : null,
+    nonfinite ? el("p", { class: "bisect-summary fail", "data-testid": "bisect-nonfinite" }, nonfinite) : null,
+    chip,
     el("p", { class: "hint" }, "Drag a row by ⠿, or use ▲ ▼ (Alt+ArrowUp/Down), to put the layers in execution order."),
     el("div", { class: "table-wrap" }, el("table", { class: "bisect-table" }, head, el("tbody", {}, rows))));
   if (focus && rows[focus.index]) {
     const control = rows[focus.index].querySelector(`[data-move=${focus.control}]`);
     (control && !control.disabled ? control : rows[focus.index].querySelector("button.link")).focus();
   }
+}
+
+/** The chip saying how the pairs were made: a count per rule, the unsure ones, the copies left out. */
+function pairingChip(pairing) {
+  if (!pairing) return null;
+  const rules = [["metadata", "by the exporter's scopes"], ["name", "by name"], ["order and shape", "by values"],
+    ["mapping", "by your mapping"]];
+  const parts = rules.filter(([key]) => pairing[key]).map(([key, label]) => `${pairing[key]} ${label}`);
+  if (pairing.unsure) parts.push(`${pairing.unsure} unsure`);
+  if (pairing.likely_mispaired) parts.push(`${pairing.likely_mispaired} likely mispaired, set aside`);
+  if (pairing.copies) parts.push(`${pairing.copies} copies (eval Dropout, Identity) not compared`);
+  return el("p", { class: "hint", "data-testid": "bisect-pairing" }, `Pairs: ${parts.join(", ")}.`);
 }
 
 /**

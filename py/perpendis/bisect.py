@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .compare import compare
 from .errors import InputError, blame
@@ -166,6 +169,10 @@ class Pair:
     op_type: str | None = None  # of the ONNX value, when a side records it
     module: str | None = None  # the PyTorch module the tensor is the output of
     isolated: dict[str, Any] | None = None  # the layer run alone on A's inputs: see capture.isolate
+    evidence: str | None = None  # what the pairing stands on (a scope, the names, agreeing values)
+    confidence: str = "high"  # "high", "medium" or "low": see pairing.pair
+    likely_mispaired: bool = False  # failing, paired by order and shape alone, between agreeing layers
+    figures: dict[str, float | None] = field(default_factory=dict)  # cosine, sqnr_db: see similarity
 
     @property
     def verdict(self) -> str:
@@ -173,7 +180,12 @@ class Pair:
 
     @property
     def fails(self) -> bool:
-        return self.report.verdict == "investigate"
+        return self.report.verdict == "investigate" and not self.likely_mispaired
+
+    @property
+    def sure(self) -> bool:
+        """Paired by a rule that names the layer (mapping, scope, name), or by values that agree surely."""
+        return self.paired_by != "order and shape" or self.confidence == "high"
 
     def summary(self) -> dict[str, Any]:
         r = self.report
@@ -191,6 +203,8 @@ class Pair:
             "fraction_fail": t.fraction_fail if t is not None else None,
             "verdict": r.verdict,
             "finding": plain(main_finding(r.findings)),
+            "cosine": self.figures.get("cosine"),
+            "sqnr_db": self.figures.get("sqnr_db"),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +217,9 @@ class Pair:
             "op_type": self.op_type,
             "module": self.module,
             "isolated": self.isolated,
+            "evidence": self.evidence,
+            "confidence": self.confidence,
+            "likely_mispaired": self.likely_mispaired,
             **summary,
             "report": full,
         }
@@ -217,10 +234,23 @@ class BisectReport:
     only_b: list[str] = field(default_factory=list)
     only: list[str] = field(default_factory=list)  # name patterns the compared layers were picked by
     n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
+    repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
+    nan_origin: dict[str, Any] | None = None  # the first op making NaN/Inf from finite inputs: see nan_origin
+
+    @property
+    def first_nonfinite(self) -> Pair | None:
+        """The first layer holding a NaN or an infinity on either side (those before it are finite)."""
+        return next((p for p in self.pairs if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
 
     @property
     def first_failing(self) -> Pair | None:
         return next((p for p in self.pairs if p.fails), None)
+
+    @property
+    def first_sure_failing(self) -> Pair | None:
+        """The first failing layer whose pair is sure (not made by values without sure agreement):
+        where the first failing one is unsure, the first place the failure is certainly seen."""
+        return next((p for p in self.pairs if p.fails and p.sure), None)
 
     @property
     def must_investigate(self) -> bool:
@@ -229,7 +259,14 @@ class BisectReport:
     @property
     def culprit(self) -> Pair | None:
         """The first layer whose own error fails when run alone (None until layers are isolated)."""
-        return next((p for p in self.pairs if p.isolated and p.isolated.get("verdict") == "investigate"), None)
+        return next(
+            (
+                p
+                for p in self.pairs
+                if p.isolated and p.isolated.get("verdict") == "investigate" and not p.likely_mispaired
+            ),
+            None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
@@ -239,55 +276,142 @@ class BisectReport:
             "only_b": list(self.only_b),
             "only": list(self.only),
             "n_skipped": self.n_skipped,
+            "repeats": dict(self.repeats),
+            "pairing": self.pairing(),
+            "first_nonfinite": None
+            if (bad := self.first_nonfinite) is None
+            else {
+                "a_name": bad.a_name, "b_name": bad.b_name, "index": self.pairs.index(bad),
+                "nonfinite_a": bad.figures.get("nonfinite_a", 0), "nonfinite_b": bad.figures.get("nonfinite_b", 0),
+            },
+            "nan_origin": self.nan_origin,
+            "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
             "isolated": any(p.isolated is not None for p in self.pairs),
+            "first_sure_failing": None
+            if (sure := self.first_sure_failing) is None or sure is first
+            else {"a_name": sure.a_name, "b_name": sure.b_name, "index": self.pairs.index(sure)},
             "culprit": None
             if (culprit := self.culprit) is None
             else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
         }
 
+    def pairing(self) -> dict[str, int]:
+        """How the pairs were made, for the page's chip: a count per rule, and how many are unsure
+        (made by values with less than sure agreement) or likely mispaired."""
+        counts: dict[str, int] = {}
+        for p in self.pairs:
+            counts[p.paired_by] = counts.get(p.paired_by, 0) + 1
+        counts["unsure"] = sum(p.confidence != "high" for p in self.pairs)
+        counts["likely_mispaired"] = sum(p.likely_mispaired for p in self.pairs)
+        counts["copies"] = len(self.repeats)
+        return counts
+
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
-    def to_text(self) -> str:
-        """A table of layers; ``>>`` marks the first failing row."""
+    def _repr_html_(self) -> str:
+        """A notebook shows the table as the page does (:mod:`.bisect_html`), not the dataclass repr."""
+        from .bisect_html import bisect_html
+
+        return bisect_html(self)
+
+    def __repr__(self) -> str:
+        first = self.first_failing
+        return (
+            f"<BisectReport: {len(self.pairs)} pairs, "
+            + ("no layer fails" if first is None else f"first failing {first.a_name}")
+            + ">"
+        )
+
+    def to_text(self, verbose: bool = False) -> str:
+        """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
+        mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
+        was made and the main finding, at full name length."""
         first = self.first_failing
         isolated = any(p.isolated is not None for p in self.pairs)
-        header = ["", "A", "B", "paired by", "op", "shape", "dtype", "max ulp", "max abs", "max rel", "fail", "verdict"]
-        header += ["alone", "finding"] if isolated else ["finding"]
+        header = ["", "A", "B", "by", "op", "max ulp", "max rel", "cosine", "SQNR dB", "verdict"]
+        header += ["alone"] if isolated else []
+        if verbose:
+            header += ["shape", "dtype", "max abs", "fail", "evidence", "finding"]
         rows = []
         for p in self.pairs:
             s = p.summary()
             finding = s["finding"]
-            rows.append([
-                ">>" if p is first else "",
-                p.a_name,
-                p.b_name if p.b_name != p.a_name else "=",
-                p.paired_by,
+            cosine, sqnr = s["cosine"], s["sqnr_db"]
+            row = [
+                ">>" if p is first else "?" if p.likely_mispaired else "",
+                p.a_name if verbose else _elide(p.a_name, 34),
+                "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
+                {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
+                + ("" if p.confidence == "high" else f" ({p.confidence})"),
                 p.op_type or "",
-                "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
-                "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
                 number_text(s["max_ulp"], 3),
-                number_text(s["max_abs_diff"], 3),
                 number_text(s["max_rel_diff"], 3),
-                "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                "" if cosine is None else f"{cosine:.6f}",
+                "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
                 s["verdict"],
                 *([_alone_text(p.isolated)] if isolated else []),
-                "" if finding is None else finding["message"],
-            ])
+            ]
+            if verbose:
+                row += [
+                    "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
+                    "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
+                    number_text(s["max_abs_diff"], 3),
+                    "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                    p.evidence or "",
+                    "" if finding is None else finding["message"],
+                ]
+            rows.append(row)
         lines = table_lines(header, rows)
         for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
             if unpaired:
                 lines.append(f"only in {side} ({len(unpaired)}): {_few(unpaired, 10)}")
+        if self.repeats:
+            copies = [f"{name} (= {source})" for name, source in self.repeats.items()]
+            lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {_few(copies, 6)}")
+        doubtful = [p.a_name for p in self.pairs if p.likely_mispaired]
+        if doubtful:
+            lines.append(
+                f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
+                f"give --map to pair them): {_few(doubtful, 6)}"
+            )
         if self.only:
             lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
         if first is None:
-            lines.append(f"no layer fails: all {len(self.pairs)} paired layers agree up to rounding")
+            doubtful = sum(p.likely_mispaired for p in self.pairs)
+            lines.append(
+                f"no layer fails: all {len(self.pairs) - doubtful} paired layers agree up to rounding"
+                + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
+            )
         else:
             names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
             lines.append(f"first failing layer: {names}")
+            sure = self.first_sure_failing
+            if sure is not first:
+                lines.append(
+                    f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
+                    + (
+                        "no surely paired layer fails"
+                        if sure is None
+                        else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
+                    )
+                )
+        bad = self.first_nonfinite
+        if bad is not None:
+            sides = " and ".join(
+                f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
+                for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
+            )
+            lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
+        if self.nan_origin is not None:
+            o = self.nan_origin
+            lines.append(
+                f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
+                f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
+            )
         culprit = self.culprit
         if isolated:
             lines.append(
@@ -297,6 +421,14 @@ class BisectReport:
                 f"{culprit.a_name} (B: {culprit.b_name})"
             )
         return "\n".join(lines) + "\n"
+
+
+def _elide(name: str, width: int) -> str:
+    """``name`` cut in its middle to ``width`` characters: a module path's start and its leaf say the most."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[-(width - 1 - head):]
 
 
 def _alone_text(isolated: dict[str, Any] | None) -> str:
@@ -309,13 +441,43 @@ def _alone_text(isolated: dict[str, Any] | None) -> str:
     return f"{own} {number_text(isolated.get('max_ulp'), 3)} ulp"
 
 
-def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> Report:
+def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> tuple[Report, dict[str, float | None]]:
     with blame("a", a.name):
         ta = a.load()
     with blame("b", b.name):
         tb = b.load()
     # Every pair's report is kept: holding its aligned tensors too would keep every layer decoded.
-    return compare(ta, tb, **options, keep_aligned=False)
+    return compare(ta, tb, **options, keep_aligned=False), similarity(ta, tb)
+
+
+def similarity(a: Tensor, b: Tensor) -> dict[str, float | None]:
+    """Cosine similarity and SQNR (dB, A the signal, A − B the noise) of two tensors of one size.
+
+    The figures ML engineers compare layers by (Polygraphy, msprobe, quantisation tools); next to
+    the ULP counts they say how much of the signal a layer kept.  None where they do not apply:
+    sizes that differ, non-finite values, a zero tensor; an SQNR of None for identical tensors
+    stands for infinity.
+    """
+    from .bits import to_float64
+
+    empty: dict[str, float | None] = {"cosine": None, "sqnr_db": None}
+    if a.array.size != b.array.size or a.array.size == 0 or a.is_complex or b.is_complex:
+        return empty
+    try:
+        x = to_float64(a.array, a.fmt).reshape(-1)
+        y = to_float64(b.array, b.fmt).reshape(-1)
+    except (TypeError, ValueError):
+        return empty
+    bad_x, bad_y = int(x.size - np.isfinite(x).sum()), int(y.size - np.isfinite(y).sum())
+    if bad_x or bad_y:
+        return {**empty, "nonfinite_a": bad_x, "nonfinite_b": bad_y}
+    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    noise = float(np.sum((x - y) ** 2))
+    signal = float(np.sum(x**2))
+    return {
+        "cosine": float(np.dot(x, y) / (nx * ny)) if nx and ny else None,
+        "sqnr_db": None if noise == 0 or signal == 0 else 10 * math.log10(signal / noise),
+    }
 
 
 def bisect(
@@ -375,19 +537,84 @@ def bisect(
             where="only",
         )
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    compared = [
+        Pair(
+            ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b),
+            evidence=found.evidence.get(i), confidence=found.confidence.get(i, "high"), figures=figures,
+        )
+        for (i, j, how), (report, figures) in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
+    ]
+    mark_mispaired(compared)
+    origin = None
+    if any(p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b") for p in compared):
+        origin = nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")
     return BisectReport(
-        pairs=[
-            Pair(ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b))
-            for (i, j, how), report in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
-        ],
+        nan_origin=origin,
+        pairs=compared,
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
+        repeats={
+            **{ea[i].name: ea[k].name for i, k in found.repeats_a.items()},
+            **{eb[j].name: eb[k].name for j, k in found.repeats_b.items()},
+        },
     )
 
 
-def _reports(ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int) -> list[Report]:
+def nan_origin(entries: Sequence[Entry], info: Mapping[str, Mapping[str, Any]], side: str) -> dict[str, Any] | None:
+    """The first value, in the capture's order, holding a NaN or an infinity while every captured
+    value its node read is finite: the op that made the first non-finite value.
+
+    As Polygraphy's and msprobe's overflow checks do, on an ONNX Runtime capture of every
+    value (which records what each node read); None for a capture that does not record it.
+    """
+    if not any((info.get(e.name) or {}).get("inputs") for e in entries):
+        return None
+    finite: dict[str, bool] = {}
+    for e in entries:
+        t = e.load()
+        from .bits import to_float64
+
+        values = np.asarray(t.array) if t.fmt.native or t.is_complex else to_float64(t.array, t.fmt)
+        ok = True if values.dtype.kind not in "fc" else bool(np.isfinite(values).all())
+        finite[e.name] = ok
+        if ok:
+            continue
+        described = info.get(e.name) or {}
+        if described.get("op_type") in (None, "input"):
+            continue
+        if all(finite.get(str(source), True) for source in described.get("inputs") or []):
+            return {
+                "side": side, "value": e.name, "op_type": described.get("op_type"), "node": described.get("node"),
+                "module": described.get("module"), "inputs": list(described.get("inputs") or []),
+            }
+    return None
+
+
+def mark_mispaired(pairs: list[Pair]) -> None:
+    """Flag the failing pairs that order and shape made without sure agreement, when the layers
+    paired surely on either side of them agree.
+
+    A bug carries forward: the layers after a wrong one are wrong too.  A failing pair that
+    rests on its place and shape alone, followed by a surely paired layer that agrees (and
+    after one that agrees, or at the start), is far more likely a value of another layer
+    (an embedding ONNX folded into a constant, a module with no node of its own) than a bug
+    that vanished at once; it is reported as a likely mispairing, not as the first failing layer.
+    """
+    sure = [p.sure for p in pairs]
+    failing = [p.report.verdict == "investigate" for p in pairs]
+    for k, p in enumerate(pairs):
+        if sure[k] or not failing[k]:
+            continue
+        before = next((failing[i] for i in range(k - 1, -1, -1) if sure[i]), False)
+        after = next((failing[i] for i in range(k + 1, len(pairs)) if sure[i]), None)
+        p.likely_mispaired = not before and after is False
+
+
+def _reports(
+    ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int
+) -> list[tuple[Report, dict[str, float | None]]]:
     """Each picked pair's report, in order; ``workers`` threads natively (NumPy lets go of the
     GIL in its loops), one where there are no threads (Pyodide) or progress is reported."""
     if workers <= 1 or len(picked) < 2:

@@ -231,6 +231,10 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "from the one it inherits (needs --model and onnxruntime)",
     )
     p.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="add shape, dtype, max abs, failing fraction, pairing evidence and finding to the table",
+    )
+    p.add_argument(
         "--only", action="append", default=[], metavar="PATTERN",
         help="compare only the layers whose A name matches this shell-style pattern, e.g. 'layer3.*' (repeatable)",
     )
@@ -282,5 +286,5 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
         if first is not None:  # stdout holds JSON only; the answer still reaches a terminal
             print(f"first failing layer: {first.a_name}", file=sys.stderr)
     else:
-        print(result.to_text(), end="")
+        print(result.to_text(verbose=args.verbose), end="")
     return 1 if result.must_investigate else 0

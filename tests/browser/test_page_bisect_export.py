@@ -88,3 +88,39 @@ def test_the_override_editor_pairs_what_nothing_else_does_and_compare_uses_it(re
     row = page.locator("[data-testid=bisect-row]")
     assert row.count() == 1 and row.get_attribute("data-name") == "left"
     assert row.locator("[data-testid=bisect-how]").text_content() == "mapped"
+
+
+def test_rows_follow_the_captures_saved_order_with_cosine_sqnr_and_the_pairing_chip(ready_page):
+    from perpendis.formats import safetensors
+
+    page = ready_page
+    torch_side = HERE / "transformer.torch.safetensors"
+    saved = json.loads(safetensors.metadata(torch_side.read_bytes())["order"])
+    assert saved != sorted(saved)  # execution order, not the key order safetensors writes
+    drop_files(page, "a", [torch_side])
+    drop_files(page, "b", [HERE / "transformer_eps.ort.safetensors"])
+    run_and_wait(page)
+    rows = page.locator("[data-testid=bisect-row]")
+    names = [rows.nth(i).get_attribute("data-name") for i in range(rows.count())]
+    assert names == [n for n in saved if n in names] and len(names) > 10
+    cosines = [float(c) for c in page.locator("[data-testid=bisect-cosine]").all_text_contents()]
+    assert len(cosines) == len(names) and all(-1 <= c <= 1 for c in cosines) and max(cosines) > 0.999
+    sqnr = page.locator("[data-testid=bisect-sqnr]").all_text_contents()
+    assert all(s for s in sqnr)
+    chip = page.get_by_test_id("bisect-pairing").text_content()
+    assert chip.startswith(f"Pairs: {len(names)} by the exporter's scopes")
+
+
+def test_an_unsure_first_failing_pair_says_so_and_names_the_first_sure_one(ready_page, tmp_path):
+    page = ready_page
+    rng = np.random.default_rng(5)
+    x, y, z, w = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(4))
+    # l1 has no value of its own on B's side (an embedding the exporter folded); a bug in l2 reaches l3.
+    np.savez(tmp_path / "a.npz", l0=x, l1=y, l2=z, l3=w)
+    np.savez(tmp_path / "b.npz", l0=x, v1=x + y, l2=z * 1.5, l3=w + 1)
+    drop_files(page, "a", [tmp_path / "a.npz"])
+    drop_files(page, "b", [tmp_path / "b.npz"])
+    run_and_wait(page)
+    summary = page.get_by_test_id("bisect-summary").first.text_content()
+    assert "First failing: l1" in summary and "the first surely paired failing layer is l2" in summary
+    assert page.locator("[data-testid=bisect-how][data-confidence=low]").count() == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..bisect import BisectReport, as_entries, bisect, described_by
+from ..errors import InputError
 from ..formats.onnx_model import describe, read_graph
 from ..tensor import from_numpy
 from .isolate import isolate
@@ -34,6 +36,32 @@ def bisect_runs_of(
     return isolate(result, onnx_path, a, b, options)
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def export_onnx(model: Any, args: tuple, path: str | Path) -> None:
+    """``torch.onnx.export`` with the dynamo exporter; its failure as an InputError that says what to try.
+
+    torch's message is kept (it names the op and the source line) without its terminal
+    colours, which are noise in a log or a notebook, and without its advice to file an issue.
+    """
+    import torch
+
+    try:
+        torch.onnx.export(model, args, str(path), dynamo=True)
+    except Exception as err:
+        text = ANSI.sub("", str(err))
+        summary = text.split("## Exception summary", 1)[-1].strip()
+        first = (text.splitlines()[0] if text else type(err).__name__).split(" Next steps")[0]
+        detail = " ".join(summary.split("\n\n")[0].split()) if "## Exception summary" in text else ""
+        raise InputError(
+            f"torch.onnx.export could not export {type(model).__name__}: {first}"
+            + (f" ({detail})" if detail else "")
+            + "; try torch.onnx.export(..., dynamo=False) and pass export=False with that file, "
+            "or bisect a capture of each side (perpendis.capture and python -m perpendis capture model.onnx)"
+        ) from None
+
+
 def check_export(model: Any, args: Any, path: str | Path, *, export: bool = True, **options: Any) -> BisectReport:
     """Export ``model`` to ``path`` with ``torch.onnx.export`` (unless ``export=False``: the file is
     there), run both, and return the bisect report; ``report.must_investigate`` when a layer fails.
@@ -44,7 +72,7 @@ def check_export(model: Any, args: Any, path: str | Path, *, export: bool = True
 
     args = args if isinstance(args, tuple) else (args,)
     if export:
-        torch.onnx.export(model, args, str(path), dynamo=True)
+        export_onnx(model, args, path)
     with torch.no_grad(), capture(model) as run:
         model(*args)
     feeds = [a.detach().cpu().numpy() for a in args if isinstance(a, torch.Tensor)]

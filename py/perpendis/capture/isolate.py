@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bisect import BisectReport, Entry
+from ..bisect import BisectReport, Entry, similarity
 from ..compare import compare
 from ..errors import InputError
 from ..tensor import from_numpy
@@ -111,6 +111,8 @@ def isolate(
     torch_of: dict[str, Entry] = {}
     torch_entries = {e.name: e for e in (a if onnx_is_b else b)}
     for p in result.pairs:
+        if p.likely_mispaired:  # its PyTorch values are another layer's: no input to feed a layer with
+            continue
         onnx_name, torch_name = (p.b_name, p.a_name) if onnx_is_b else (p.a_name, p.b_name)
         torch_of[onnx_name] = torch_entries[torch_name]
     if not any(v in producers for v in torch_of):
@@ -120,6 +122,9 @@ def isolate(
     known = set(torch_of) | {n for n in graph_inputs if n in by_name}
     for p in result.pairs:
         onnx_name = p.b_name if onnx_is_b else p.a_name
+        if onnx_name not in torch_of:
+            p.isolated = {"verdict": None, "why": "likely mispaired: its PyTorch values are another layer's"}
+            continue
         cut = layer_nodes(onnx_name, producers, known - {onnx_name}, initializers)
         if isinstance(cut, str):
             p.isolated = {"verdict": None, "why": cut}
@@ -147,6 +152,7 @@ def isolate(
             "max_abs_diff": report.max_abs_diff,
             "max_rel_diff": report.max_rel_diff,
             "fraction_fail": t.fraction_fail if t is not None else None,
+            **similarity(mine, ran),  # cosine and SQNR of the layer's own error, beside the inherited one's
             "nodes": [n.op_type for n in nodes],
             "reads": reads,
         }

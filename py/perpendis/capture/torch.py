@@ -7,17 +7,28 @@ in a block) gets ``@1``, ``@2``, ... after its path.  Tuple, list and dict outpu
 flattened as ``path:0``, ``path:1`` and ``path:key``; the order of everything is the
 file's ``order`` metadata.  Values are copied to host memory at once, since an in-place
 operation later in the forward pass would change them.
+
+Compiled code runs no Python hooks: a ``torch.compile`` region, once compiled, skips
+them (a model that has run before is captured silently empty), and ``torch.cond``
+traces its branches, where a hook's record is a side effect it refuses.  Inside the
+``with`` block torch's compiler is set to run everything eagerly
+(``torch.compiler.set_stance("force_eager")``): the same modules, hooked, in their
+order; ``torch.compile``'s ``_orig_mod`` wrapper is left out of the paths, so they read
+as the exported model's.  A block that records nothing is refused with a message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .store import Capture
+
+COMPILED_WRAPPER = "_orig_mod"  # the attribute torch.compile's OptimizedModule keeps the model under
 
 
 @contextmanager
@@ -60,15 +71,32 @@ def capture(model: Any, *, inputs: bool = False) -> Iterator[Capture]:
     for path, module in model.named_modules():
         if next(module.children(), None) is not None:
             continue
-        path = path or type(model).__name__
+        path = ".".join(p for p in path.split(".") if p != COMPILED_WRAPPER) or type(model).__name__
         if inputs:
             handles.append(module.register_forward_pre_hook(before(path)))
         handles.append(module.register_forward_hook(after(path, module)))
-    try:
-        yield run
-    finally:
-        for handle in handles:
-            handle.remove()
+    with ExitStack() as stack:
+        set_stance = getattr(torch.compiler, "set_stance", None)
+        if set_stance is not None:
+            stack.enter_context(set_stance("force_eager"))
+        try:
+            yield run
+        except Exception as err:
+            if "higher order op" in f"{type(err).__name__} {err}".lower().replace("operator", "op"):
+                raise InputError(
+                    f"the model's forward could not run with capture hooks: {type(err).__name__}: "
+                    f"{' '.join(str(err).split())[:300]}; this torch cannot run torch.cond eagerly, so modules "
+                    "called inside its branches cannot be hooked: capture the branch modules' callers instead"
+                ) from err
+            raise
+        finally:
+            for handle in handles:
+                handle.remove()
+    if not run.names:
+        raise InputError(
+            f"nothing was captured: no module of {type(model).__name__} ran inside the `with perpendis.capture(model)` "
+            "block; call the model (model(x)) inside it"
+        )
 
 
 def _flatten(value: Any, suffix: str = "") -> Iterator[tuple[str, Any]]:
