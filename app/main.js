@@ -37,6 +37,8 @@ const state = {
   tolerance: {}, // what the user chose: {preset} or {atol, rtol}; empty = the core's default
   result: null, // last successful compare/rejudge result: {report, markdown, text}
   compared: null, // the inputs of that result, kept for the share link
+  judged: null, // {inputs, options} of the report or layer table on screen: what "stale" is measured against
+  badField: false, // an atol/rtol field holds what is not a number: the report shown does not use it
   selected: null, // flat index of the element shown in the inspector
   selectedIndex: null,
   view: null, // heatmap slice: {axes: [row, col], index: [...], metric}
@@ -99,6 +101,57 @@ function showError({ message, where, side, sides }) {
   }
 }
 
+// ---------------------------------------------------------------- is the report on screen still the answer?
+
+/** Whether two sets of inputs are the same: the same text, or the very same chosen files. */
+function sameInputs(x, y) {
+  return INPUTS.every((side) => {
+    const [p, q] = [x[side], y[side]];
+    if (!p || !q) return !p && !q;
+    return typeof p.text === "string" && typeof q.text === "string" && !p.file ? p.text === q.text : p === q;
+  });
+}
+
+/** What differs between the report on screen and the inputs and options on screen; empty when
+ * the report is the answer to what is shown, or when no report is shown. */
+function staleReasons() {
+  const judged = state.judged;
+  const shown = !$("report").hidden || bisectView.active;
+  if (!shown || !judged) return [];
+  const reasons = [];
+  if (!sameInputs(judged.inputs, currentInputs())) reasons.push("the inputs changed");
+  if (JSON.stringify(judged.options) !== JSON.stringify(toleranceOptions())) reasons.push("the tolerance changed");
+  if (state.badField) reasons.push("a tolerance field is not a number");
+  return reasons;
+}
+
+/**
+ * Dim the report and say so (the note is a live region: screen readers hear it) whenever it no
+ * longer answers what is on screen: an answer for other inputs must never look like this one's.
+ * Compare makes it fresh again.
+ */
+function refreshStale() {
+  const reasons = staleReasons();
+  const stale = reasons.length > 0;
+  for (const id of ["report", "bisect"]) {
+    $(id).classList.toggle("stale", stale);
+    $(id).dataset.stale = String(stale);
+  }
+  const note = $("stale-note");
+  const text = stale
+    ? `Out of date: ${reasons.join(", and ")} since this report was made. It still shows the earlier answer; ` +
+      "press Compare to judge what is on screen."
+    : "";
+  if (note.textContent !== text) note.textContent = text;
+  note.hidden = !stale;
+}
+
+/** Whether the core's last comparison is the one on screen, and its inputs still the ones
+ * shown: only then can a new tolerance be judged on the core's copy of them. */
+function canRejudge() {
+  return Boolean(state.judged) && sameInputs(state.judged.inputs, currentInputs());
+}
+
 // ---------------------------------------------------------------- inputs
 
 function renderChip(side) {
@@ -128,6 +181,7 @@ async function setFiles(side, fileList) {
   renderChip(side);
   reserveFor(state.files);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 /** Bytes of the files chosen for the inputs. */
@@ -174,6 +228,7 @@ function putText(side, text) {
   delete state.voidFormat[side];
   renderChip(side);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 function removeFile(side) {
@@ -182,6 +237,7 @@ function removeFile(side) {
   $(`file-${side}`).value = "";
   renderChip(side);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 /** The inputs as the share link and the core want them; files win over text. An empty
@@ -224,6 +280,7 @@ function wireSide(side) {
     event.preventDefault();
     putText(side, text);
   });
+  $(`paste-${side}`).addEventListener("input", refreshStale);
   $(`paste-${side}`).addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
@@ -279,7 +336,10 @@ async function compare() {
   if (bisectView.takes(inputs)) {
     $("report").hidden = true;
     $("input-notes").hidden = true;
-    await bisectView.run(inputs, toleranceOptions());
+    const options = toleranceOptions();
+    await bisectView.run(inputs, options);
+    state.judged = { inputs, options };
+    refreshStale();
     return;
   }
   bisectView.hide();
@@ -288,9 +348,13 @@ async function compare() {
   setBusy(true);
   const result = await ask("compare", { inputs: requestInputs, options: compareOptions() }, transfer, job);
   if (!result) return;
+  state.judged = { inputs, options: toleranceOptions() };
   if (!result.ok) {
+    // No report is left on screen for inputs the error is about.
     $("report").hidden = true;
     $("input-notes").hidden = true;
+    state.judged = null;
+    refreshStale();
     showError(result.error);
     return;
   }
@@ -299,6 +363,7 @@ async function compare() {
     $("report").hidden = true;
     $("input-notes").hidden = true;
     bisectView.show(result, inputs, toleranceOptions());
+    refreshStale();
     return;
   }
   renderInputNotes($("input-notes"), result, readVoidAs);
@@ -307,7 +372,15 @@ async function compare() {
 }
 
 async function rejudge() {
+  if (!canRejudge()) {
+    // The core holds the arrays of the report shown, not those on screen: judging them again
+    // would pass an old answer off as new. The report is marked out of date instead.
+    refreshStale();
+    return;
+  }
   if (bisectView.active) {
+    state.judged = { ...state.judged, options: toleranceOptions() };
+    refreshStale();
     bisectView.rejudge(toleranceOptions());
     return;
   }
@@ -318,13 +391,16 @@ async function rejudge() {
   }
   clearError();
   const job = ++state.job;
-  const result = await ask("rejudge", { options: toleranceOptions() }, [], job);
+  const options = toleranceOptions();
+  const result = await ask("rejudge", { options }, [], job);
   if (!result) return;
   if (!result.ok) {
+    refreshStale();
     showError(result.error);
     return;
   }
-  state.compared.options = toleranceOptions();
+  if (state.compared) state.compared.options = options;
+  state.judged = { ...state.judged, options };
   showReport(result, { fresh: false });
 }
 
@@ -334,6 +410,7 @@ function showReport(result, { fresh }) {
   state.result = result;
   const report = result.report;
   $("report").hidden = false;
+  refreshStale();
   // Shapes that cannot be aligned: no value was compared, so the cards about values go.
   $("report").dataset.compared = String(report.tolerance !== null);
   renderVerdict($("verdict-box"), $("verdict"), $("evidence"), report);
@@ -534,7 +611,9 @@ function applyFields() {
   fieldsTimer = null;
   const atol = readNumber("atol");
   const rtol = readNumber("rtol");
-  if (atol === null || rtol === null) return false;
+  state.badField = atol === null || rtol === null;
+  refreshStale();
+  if (state.badField) return false;
   state.tolerance = Object.fromEntries(Object.entries({ atol, rtol }).filter(([, v]) => v !== undefined));
   return true;
 }
@@ -605,9 +684,20 @@ async function share() {
   const field = $("share-link");
   field.value = url;
   field.hidden = false;
-  await copyText(url, `Link copied (${Math.ceil(packed.size / 1024)} kB of inputs in the link; nothing is uploaded).`);
+  await copyText(url, "Link copied.");
   // Said whether or not the clipboard took the link.
-  if (note) $("export-status").textContent += ` ${note}`;
+  $("export-status").textContent += ` The link is ${url.length.toLocaleString("en-US")} characters long ` +
+    `(${Math.ceil(packed.size / 1024).toLocaleString("en-US")} kB of inputs); nothing is uploaded.` +
+    `${note ? ` ${note}` : ""} ${whatItCarries("link")}`;
+}
+
+/** Says which inputs an export carries: always those of the report shown, which are not the
+ * ones on screen when the report is out of date. */
+function whatItCarries(what) {
+  return staleReasons().length
+    ? `The ${what} holds the report shown and its inputs and tolerance, not what was edited since: ` +
+      "press Compare first to share that."
+    : `The ${what} holds the inputs and tolerance of this report.`;
 }
 
 async function openShared() {
@@ -655,6 +745,7 @@ function swap() {
   [state.files.a, state.files.b] = [state.files.b, state.files.a];
   [state.voidFormat.a, state.voidFormat.b] = [state.voidFormat.b, state.voidFormat.a];
   SIDES.forEach(renderChip);
+  refreshStale();
 }
 
 function clearAll() {
@@ -673,6 +764,9 @@ function clearAll() {
   clearError();
   $("report").hidden = true;
   bisectView.clear();
+  state.judged = null;
+  state.badField = false;
+  refreshStale();
   $("example-about").hidden = true;
   history.replaceState(null, "", location.pathname + location.search);
 }
@@ -747,8 +841,12 @@ function init() {
   });
   $("prev-diff").addEventListener("click", () => step(-1));
   $("next-diff").addEventListener("click", () => step(1));
-  $("copy-markdown").addEventListener("click", () => copyText(state.result.markdown, "Markdown report copied."));
-  $("download-json").addEventListener("click", downloadJson);
+  $("copy-markdown").addEventListener("click", () =>
+    copyText(state.result.markdown, `Markdown report copied. ${whatItCarries("report")}`));
+  $("download-json").addEventListener("click", () => {
+    downloadJson();
+    $("export-status").textContent = `JSON report downloaded. ${whatItCarries("report")}`;
+  });
   $("share").addEventListener("click", share);
   wireTolerance();
   loadPresets();
