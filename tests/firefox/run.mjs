@@ -292,12 +292,21 @@ const TESTS = {
     await fill(page, "a", spec.a);
     await fill(page, "b", spec.b);
     expectOutcome(await compare(page), spec.expect, "before sharing");
+    // A is edited after Compare: the report is marked out of date, and the link still carries
+    // the report's own inputs, and says so.
+    await fill(page, "a", spec.b);
+    const stale = await page.evaluate(() => ({ flag: document.getElementById("report").dataset.stale,
+      note: document.getElementById("stale-note").hidden ? null : document.getElementById("stale-note").textContent }));
+    check(stale.flag === "true" && stale.note?.includes("the inputs changed"), `not marked stale: ${JSON.stringify(stale)}`);
     await press(page, "[data-testid=share]");
     const link = await until(page, () => {
       const field = document.getElementById("share-link");
       return field.hidden ? null : field.value;
     }, null, 30_000, "the share link");
     check(link.includes("#"), `share link ${link}`);
+    const said = await page.$eval("[data-testid=export-status]", (n) => n.textContent);
+    check(said.includes(`${link.length.toLocaleString("en-US")} characters`) && said.includes("not what was edited since"),
+      `the share status says ${said}`);
     // A fresh context (no storage shared) opens the link and shows the same result.
     const other = await browser.createBrowserContext();
     const fresh = await other.newPage();
