@@ -63,19 +63,23 @@ def shape_text(shape: list[int]) -> str:
     return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
 
 
-def report_off_screen(page) -> str | None:
-    """Why the report shown, when it claims to be current, does not describe the text in the
-    boxes; None when it does, or when it is marked out of date, or judges files or layers."""
-    shown = page.evaluate("""() => {
-      const $ = (id) => document.getElementById(id);
-      const text = (id) => document.querySelector(`[data-testid="${id}"]`)?.getAttribute("data-full")
-        ?? document.querySelector(`[data-testid="${id}"]`)?.textContent;
-      if ($("report").hidden || $("report").dataset.stale === "true") return null;
-      if (!$("chip-a").hidden || !$("chip-b").hidden || !$("pair-title").hidden || !$("bisect").hidden) return null;
-      return {a: $("paste-a").value, b: $("paste-b").value, ref: $("paste-ref").value,
-              shape_a: text("shape-a"), shape_b: text("shape-b"),
-              n_diff: document.querySelector('[data-testid="n-diff"] .figure')?.dataset.full ?? text("n-diff")};
-    }""")
+# What the page shows of a report that claims to be current (null when none does, or when it
+# judges files or layers, which the boxes do not hold): the boxes' text and the report's figures.
+SHOWN_JS = """() => {
+  const $ = (id) => document.getElementById(id);
+  const text = (id) => document.querySelector(`[data-testid="${id}"]`)?.getAttribute("data-full")
+    ?? document.querySelector(`[data-testid="${id}"]`)?.textContent;
+  if ($("report").hidden || $("report").dataset.stale === "true") return null;
+  if (!$("chip-a").hidden || !$("chip-b").hidden || !$("pair-title").hidden || !$("bisect").hidden) return null;
+  return {a: $("paste-a").value, b: $("paste-b").value, ref: $("paste-ref").value,
+          shape_a: text("shape-a"), shape_b: text("shape-b"),
+          n_diff: document.querySelector('[data-testid="n-diff"] .figure')?.dataset.full ?? text("n-diff")};
+}"""
+
+
+def off_screen(shown: dict | None) -> str | None:
+    """Why a report that claims to be current does not describe the text in the boxes; None
+    when it does, or when none claims to (``shown``: what SHOWN_JS read)."""
     if shown is None:
         return None
     inputs = {side: {"text": shown[side]} for side in ("a", "b")}
@@ -211,7 +215,7 @@ def test_random_action_sequences_raise_nothing(ready_page, context, seed):
         action = rng.choice(offered)
         done.append(action(page, rng))
         settle(page)
-        mismatch = report_off_screen(page)
+        mismatch = off_screen(page.evaluate(SHOWN_JS))
         if errors or mismatch:
             pytest.fail(f"seed {seed}, after {' → '.join(done)}: {errors or mismatch}")
     # The page still answers: a fresh comparison of a real case gives a verdict.

@@ -2,14 +2,17 @@
 driven over W3C WebDriver (tests/browser/webkit.py).
 
 Load until ready; paste two tensors and compare; an example; two ``.npy`` files opened;
-a share link opened in a fresh session; and the report marked out of date when the
-inputs change. Each answer is checked against CPython's perpendis, as in Firefox
-(tests/browser/test_firefox.py). Any uncaught error, rejected promise or console error in
-the page (from the moment it has loaded) fails the test, as does a request to another origin.
+a share link opened in a fresh session; the report marked out of date when the
+inputs change; and a seeded random sequence of actions. Each answer is checked against
+CPython's perpendis, as in Firefox (tests/browser/test_firefox.py). Any uncaught error,
+rejected promise or console error in the page (from the moment it has loaded) fails the
+test, as does a request to another origin.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import pytest
 import webkit
 from made import npy_bytes, numpy_text
 from test_firefox import pair, shown
+from test_page_actions_fuzz import CASES, SHOWN_JS, off_screen
 
 pytestmark = pytest.mark.browser
 
@@ -157,3 +161,51 @@ def test_share_link_round_trip(server, tmp_path):
         assert (got["verdict"], got["index"], got["stale"]) == (want["verdict"], want["index"], "false"), got
         assert receiver.run("return document.getElementById('paste-a').value") == inputs["a"]
         assert receiver.run("return window.__problems") == []
+
+
+# The random-action test of tests/browser/test_page_actions_fuzz.py, in WebKit: the actions
+# on text and the tolerance controls (files are covered by test_example_and_files), a
+# seeded sequence, and after each step the same checks: no uncaught or console error, and
+# no report that claims to be current for other text than the boxes hold.
+FUZZ_STEPS = 60
+
+
+def fuzz_action(browser: webkit.Session, rng) -> str:
+    visible = browser.run("""return ["prev-diff", "next-diff", "share", "chip-a", "chip-b"].filter((id) => {
+      const node = document.getElementById(id); return node && node.offsetParent !== null; });""")
+    offered = ["case", "case", "compare", "compare", "compare", "preset", "atol", "swap", "clear", "example"]
+    offered += [id for id in visible if id in ("prev-diff", "next-diff", "share")]
+    action = rng.choice(offered)
+    if action == "case":
+        name = rng.choice(sorted(CASES))
+        for side in ("a", "b"):
+            if f"chip-{side}" in visible:
+                browser.click(f"#chip-{side} .chip-remove")
+        for side, text in zip(("a", "b"), CASES[name], strict=True):
+            type_text(browser, side, text)
+        return f"case {name}"
+    if action == "preset":
+        value = rng.choice(browser.run("return [...document.getElementById('preset').options].map((o) => o.value)"))
+        browser.run("const s = document.getElementById('preset'); s.value = arguments[0];"
+                    "s.dispatchEvent(new Event('change', {bubbles: true}));", value)
+        return f"preset {value!r}"
+    if action == "atol":
+        field, value = rng.choice(["atol", "rtol"]), rng.choice(["1e-5", "0", "0.5", "", "abc", "-1"])
+        browser.run("const f = document.getElementById(arguments[0]); f.value = arguments[1];"
+                    "f.dispatchEvent(new Event('input', {bubbles: true}));", field, value)
+        return f"{field} {value!r}"
+    browser.click({"example": "#example-bug"}.get(action, f"#{action}"))
+    return action
+
+
+def test_random_actions(browser, server):
+    open_page(browser, server.url)
+    rng = random.Random(36)
+    done = []
+    for _ in range(FUZZ_STEPS):
+        done.append(fuzz_action(browser, rng))
+        time.sleep(0.3)  # the tolerance fields wait 250 ms before judging again
+        browser.wait("return !document.body.classList.contains('busy')", timeout=ANSWER_S, what="idle")
+        problems = [*browser.run("return window.__problems"), off_screen(browser.run(f"return ({SHOWN_JS})()"))]
+        problems = [p for p in problems if p]
+        assert not problems, f"after {' → '.join(done)}: {problems}"
