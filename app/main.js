@@ -327,7 +327,36 @@ function readVoidAs(side, format) {
   compare();
 }
 
+/** The first Compare folds the list of accepted forms away, for this visit and the next: it
+ * stood between the controls and the verdict. Folded in the click's own task, so the shift it
+ * makes is the user's, not a layout shift. */
+const ONBOARDED_KEY = "perpendis.onboarded";
+
+function foldOnboarding() {
+  $("onboarding").open = false;
+  try {
+    localStorage.setItem(ONBOARDED_KEY, "1");
+  } catch {
+    // storage refused (a private window): folded for this visit only
+  }
+}
+
+function restoreOnboarding() {
+  try {
+    if (localStorage.getItem(ONBOARDED_KEY)) $("onboarding").open = false;
+  } catch {
+    // storage refused: the list stays open
+  }
+}
+
+/** After Compare, the verdict and the first cards (findings, tolerance) in view. */
+function revealVerdict() {
+  const box = $("verdict-box").getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight / 2) $("report").scrollIntoView({ block: "start" });
+}
+
 async function compare() {
+  foldOnboarding();
   clearError();
   // Fields typed just before pressing Compare count, even before their debounce fires.
   if (fieldsTimer !== null && !applyFields()) return;
@@ -432,7 +461,7 @@ function showReport(result, { fresh }) {
   }
   $("export-status").textContent = "";
   $("share-link").hidden = true;
-  $("verdict-box").scrollIntoView({ block: "nearest" });
+  revealVerdict();
   // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
   const start = report.tolerance?.first_fail ?? report.first_diff;
   $("first-diff").hidden = !report.first_diff;
@@ -849,6 +878,7 @@ function init() {
   });
   $("share").addEventListener("click", share);
   wireTolerance();
+  restoreOnboarding();
   loadPresets();
   openShared();
   openHandedOver();
