@@ -8,7 +8,7 @@ import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
 import { dropTarget, fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
-import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
+import { moveMark, renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderPasteBack } from "./render/paste_back.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
 import { renderInputNotes } from "./render/inputs.js";
@@ -607,8 +607,17 @@ function markSlice() {
   const at = state.selectedIndex;
   const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
   const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
+  // The same slice on the same scale: only the mark moves.
+  const drawn = { slice: lastSlice, log: Boolean(state.view.log) };
+  if (drawnMap && drawnMap.slice === drawn.slice && drawnMap.log === drawn.log) {
+    moveMark($("heatmap"), mark);
+    return;
+  }
   renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement, { log: state.view.log });
+  drawnMap = drawn;
 }
+
+let drawnMap = null; // the slice and scale the heat map shows now
 
 // ---------------------------------------------------------------- tolerance controls
 
