@@ -19,7 +19,7 @@ import { renderStats, renderSummary } from "./render/summary.js";
 import { renderTolerance } from "./render/tolerance.js";
 import { renderVerdict } from "./render/verdict.js";
 import { renderWorst } from "./render/worst.js";
-import { decodeShare, encodeShare } from "./share.js";
+import { BUNDLE_EXTENSION, decodeBundle, decodeShare, encodeShare } from "./share.js";
 
 const $ = (id) => document.getElementById(id);
 const SIDES = ["a", "b"];
@@ -167,6 +167,10 @@ function renderChip(side) {
 }
 
 async function setFiles(side, fileList) {
+  if (fileList.length === 1 && fileList[0].name.endsWith(BUNDLE_EXTENSION)) {
+    await openBundle(fileList[0]);
+    return;
+  }
   // A big file stays where it is: the worker reads it (streaming big .npy pairs) without
   // the page ever holding a copy.
   const [first] = fileList;
@@ -461,6 +465,7 @@ function showReport(result, { fresh }) {
   }
   $("export-status").textContent = "";
   $("share-link").hidden = true;
+  $("download-bundle").hidden = true;
   revealVerdict();
   // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
   const start = report.tolerance?.first_fail ?? report.first_diff;
@@ -710,8 +715,13 @@ async function share() {
     return;
   }
   const packed = await encodeShare({ a, b, ref: ref && !ref.file ? ref : null, options });
+  $("download-bundle").hidden = !packed.bundle;
   if (!packed.ok) {
-    $("export-status").textContent = packed.reason;
+    bundleBytes = packed.bundle;
+    $("export-status").textContent = `${packed.reason} Download them as one ${BUNDLE_EXTENSION} file ` +
+      `(${Math.ceil(packed.bundle.length / 1024).toLocaleString("en-US")} kB, not quantised) instead: opened ` +
+      `in this page (Open file… or a drop), it shows this comparison again. ${whatItCarries("file")}`;
+    $("download-bundle").focus();
     return;
   }
   const note = ref && ref.file
@@ -738,6 +748,28 @@ function whatItCarries(what) {
     : `The ${what} holds the inputs and tolerance of this report.`;
 }
 
+let bundleBytes = null; // the last comparison too big for a link, ready to download
+
+function downloadBundle() {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([bundleBytes], { type: "application/octet-stream" }));
+  link.download = `comparison${BUNDLE_EXTENSION}`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
+/** A `.perpendis` file opened or dropped: its inputs and options take the boxes, compared at once. */
+async function openBundle(file) {
+  let shared;
+  try {
+    shared = await decodeBundle(new Uint8Array(await file.arrayBuffer()));
+  } catch (err) {
+    showError({ message: err.message, where: file.name, side: null });
+    return;
+  }
+  showShared(shared);
+}
+
 async function openShared() {
   let shared;
   try {
@@ -746,7 +778,11 @@ async function openShared() {
     showError({ message: err.message, where: "share link", side: null });
     return;
   }
-  if (!shared) return;
+  if (shared) showShared(shared);
+}
+
+/** Inputs and options from a link or a bundle put on screen and compared. */
+function showShared(shared) {
   for (const side of INPUTS) {
     const input = shared[side] ?? { text: "" }; // a link without a reference leaves that box empty
     $(`paste-${side}`).value = input.text ?? "";
@@ -886,6 +922,7 @@ function init() {
     $("export-status").textContent = `JSON report downloaded. ${whatItCarries("report")}`;
   });
   $("share").addEventListener("click", share);
+  $("download-bundle").addEventListener("click", downloadBundle);
   wireTolerance();
   restoreOnboarding();
   loadPresets();
