@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 for path in (ROOT, ROOT / "py", ROOT / "bench", ROOT / "tests" / "browser"):
     sys.path.insert(0, str(path))
 
-from made import numpy_text  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from run import Tab  # noqa: E402
 from served import served  # noqa: E402
@@ -67,6 +66,12 @@ def bug_pair(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     b = a.copy()
     b[rng.random((n, n)) < 0.3] += np.float32(0.01)
     return a, b
+
+
+def printed(array: np.ndarray) -> str:
+    """A 1-D float32 array as NumPy prints it, every value in its shortest round-trip form.
+    Made with ``astype(str)`` (C): ``repr`` of a million elements takes minutes here."""
+    return f"array([{', '.join(array.astype(str))}], dtype=float32)"
 
 
 def settle(tab: Tab) -> None:
@@ -105,7 +110,7 @@ def paste(tab: Tab, url: str, n: int, name: str) -> None:
     b = a.copy()
     b[::7] = np.nextafter(b[::7], np.float32(np.inf))
     for side, array in zip("ab", (a, b), strict=True):
-        tab.page.evaluate("([key, text]) => { window[key] = text; }", [f"__text_{side}", numpy_text(array)])
+        tab.page.evaluate("([key, text]) => { window[key] = text; }", [f"__text_{side}", printed(array)])
         tab.phase("harness")
         tab.page.evaluate(PASTE_JS, [side, f"__text_{side}"])
         tab.page.wait_for_timeout(300)
