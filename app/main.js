@@ -37,6 +37,7 @@ const state = {
   tolerance: {}, // what the user chose: {preset} or {atol, rtol}; empty = the core's default
   result: null, // last successful compare/rejudge result: {report, markdown, text}
   compared: null, // the inputs of that result, kept for the share link
+  example: null, // the inputs of the example whose description is shown
   judged: null, // {inputs, options} of the report or layer table on screen: what "stale" is measured against
   badField: false, // an atol/rtol field holds what is not a number: the report shown does not use it
   selected: null, // flat index of the element shown in the inspector
@@ -131,6 +132,11 @@ function staleReasons() {
  * Compare makes it fresh again.
  */
 function refreshStale() {
+  if (state.example && !sameInputs(state.example, currentInputs())) {
+    // Other inputs than the example's: its description no longer describes them.
+    $("example-about").hidden = true;
+    state.example = null;
+  }
   const reasons = staleReasons();
   const stale = reasons.length > 0;
   for (const id of ["report", "bisect"]) {
@@ -857,6 +863,7 @@ async function loadExample(name) {
     $(`paste-${side}`).value = example[side];
     removeFile(side);
   }
+  state.example = currentInputs();
   $("example-about").textContent = example.about;
   $("example-about").hidden = false;
   compare();

@@ -62,6 +62,7 @@ def test_files_opened_after_an_example_mark_the_report_stale_and_rtol_does_not_r
         page.get_by_test_id(f"file-{side}").set_input_files(str(path))
         page.wait_for_selector(f"#chip-{side}:not([hidden])")
     assert stale(page)
+    assert page.locator("#example-about").is_hidden()  # the example's words no longer describe the inputs
     note = page.get_by_test_id("stale-note")
     assert note.is_visible() and "the inputs changed" in note.text_content()
     assert note.get_attribute("aria-live") == "polite"
