@@ -90,6 +90,10 @@ class Session:
         self.command("POST", f"/element/{element}/value", {"text": "\n".join(str(p) for p in paths)})
 
     def screenshot(self, path: Path) -> None:
+        """The window as painted. Taken right after a change, WebKitGTK under Xvfb gave the
+        frame before it: two animation frames are waited for first."""
+        self.command("POST", "/execute/async", {"script": "const done = arguments[arguments.length - 1];"
+                     "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 100)));", "args": []})
         path.write_bytes(base64.b64decode(self.command("GET", "/screenshot")))
 
     def wait(self, script: str, *args, timeout: float = 120, what: str = "the page") -> object:
