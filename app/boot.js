@@ -26,6 +26,10 @@ self.bootPython = async () => {
     indexURL: PYODIDE_URL,
     lockFileURL: PYODIDE_URL + "pyodide-lock.json",
     packages: PACKAGES,
+    // Off: the core never calls asyncio's run_until_complete, and the option (on by default
+    // since Pyodide 0.27) patches the event loop to switch stacks, which Safari's engine is
+    // reported to crash on (docs/design-notes.md, "WebKit").
+    enableRunUntilComplete: false,
   });
   // Pyodide logs a package it could not load and goes on without it: say which, and why.
   const missing = PACKAGES.filter((name) => !(name in pyodide.loadedPackages));

@@ -14,15 +14,29 @@ export class CancelledError extends Error {
   }
 }
 
+// The worker's start-up status from which every download is done (app/worker.js: Pyodide and
+// its packages loaded, "importing NumPy"): from there to ready takes 1-3 s, and a core silent
+// for this long is hung (WebKit and Firefox were both seen freezing a worker mid-start),
+// not slow. Before it, a slow network can take any time.
+const DOWNLOADED_FRACTION = 0.7;
+const START_BOUND_MS = 60_000;
+const WATCHDOG_RESTARTS = 2; // then the core is reported failed, rather than loop
+
 export class CoreClient {
   #worker = null;
   #nextId = 1;
   #pending = new Map(); // id -> {resolve, reject, onProgress}
+  #queued = new Map(); // id -> message sent before ready: sent again to a core the watchdog restarts
+  #watchdog = null;
+  #watchdogRestarts = 0;
   #listeners = new Set();
   #status = { type: "status", state: "loading", message: "starting the Python core", fraction: 0 };
 
-  constructor(url = WORKER_URL) {
+  /** `startBoundMs`: how long a core whose downloads are done may stay silent before it is
+   * restarted (tests make it short). */
+  constructor(url = WORKER_URL, { startBoundMs = START_BOUND_MS } = {}) {
     this.url = url;
+    this.startBoundMs = startBoundMs;
     this.#start();
   }
 
@@ -44,9 +58,16 @@ export class CoreClient {
    */
   request(op, payload = {}, transfer = [], onProgress = null) {
     const id = this.#nextId++;
+    const message = { ...payload, id, op };
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
-      this.#worker.postMessage({ ...payload, id, op }, transfer);
+      if (this.#status.state === "ready") {
+        this.#worker.postMessage(message, transfer);
+        return;
+      }
+      // Copied, not moved: a core restarted by the watchdog is sent it again.
+      this.#queued.set(id, message);
+      this.#worker.postMessage(message);
     });
   }
 
@@ -71,6 +92,8 @@ export class CoreClient {
   }
 
   #restart(reason) {
+    this.#disarm();
+    this.#queued.clear();
     this.#worker.terminate();
     const pending = [...this.#pending.values()];
     this.#pending.clear();
@@ -83,6 +106,27 @@ export class CoreClient {
     this.#restart(() => new Error(`the Python core stopped (${why}); it is restarting, try again`));
   }
 
+  /** Restart a core that hung after its downloads, keeping every request: they are sent again. */
+  #hung() {
+    this.#disarm();
+    this.#worker.terminate();
+    const seconds = Math.round(this.startBoundMs / 1000);
+    if (++this.#watchdogRestarts > WATCHDOG_RESTARTS) {
+      this.#setStatus({ type: "status", state: "failed",
+        message: `the Python core did not start: it stopped answering ${WATCHDOG_RESTARTS + 1} times; reload the page` });
+      return;
+    }
+    this.#setStatus({ type: "status", state: "loading", fraction: 0,
+      message: `restarting the Python core: it had not answered for ${seconds} s after its downloads` });
+    this.#start();
+    for (const message of this.#queued.values()) this.#worker.postMessage(message);
+  }
+
+  #disarm() {
+    clearTimeout(this.#watchdog);
+    this.#watchdog = null;
+  }
+
   #setStatus(status) {
     this.#status = status;
     for (const cb of this.#listeners) cb(status);
@@ -91,6 +135,12 @@ export class CoreClient {
   #receive(message) {
     if (message.type === "status") {
       const wasReady = this.#status.state === "ready";
+      this.#disarm();
+      if (message.state === "loading" && message.fraction >= DOWNLOADED_FRACTION) {
+        this.#watchdog = setTimeout(() => this.#hung(), this.startBoundMs);
+      } else if (message.state !== "loading") {
+        this.#queued.clear(); // the core took them: a restart from now on is Cancel's or a crash's
+      }
       this.#setStatus(message);
       // A core that fails after it was ready (out of memory, fatal error) is replaced; one that
       // cannot start at all is not, or the page would loop.

@@ -8,7 +8,7 @@ import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
 import { dropTarget, fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
-import { renderHeatmap, renderSliceControls } from "./render/heatmap.js";
+import { moveMark, renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderPasteBack } from "./render/paste_back.js";
 import { renderEmptyChart, renderHistogram } from "./render/histogram.js";
 import { renderInputNotes } from "./render/inputs.js";
@@ -20,7 +20,7 @@ import { renderTask } from "./render/task.js";
 import { renderTolerance } from "./render/tolerance.js";
 import { renderVerdict } from "./render/verdict.js";
 import { renderWorst } from "./render/worst.js";
-import { decodeShare, encodeShare } from "./share.js";
+import { BUNDLE_EXTENSION, decodeBundle, decodeShare, encodeShare } from "./share.js";
 
 const $ = (id) => document.getElementById(id);
 const SIDES = ["a", "b"];
@@ -39,6 +39,9 @@ const state = {
   task: false, // the prediction check on the last axis (report.task), asked with the toggle or the offer
   result: null, // last successful compare/rejudge result: {report, markdown, text}
   compared: null, // the inputs of that result, kept for the share link
+  example: null, // the inputs of the example whose description is shown
+  judged: null, // {inputs, options} of the report or layer table on screen: what "stale" is measured against
+  badField: false, // an atol/rtol field holds what is not a number: the report shown does not use it
   selected: null, // flat index of the element shown in the inspector
   selectedIndex: null,
   view: null, // heatmap slice: {axes: [row, col], index: [...], metric}
@@ -101,6 +104,62 @@ function showError({ message, where, side, sides }) {
   }
 }
 
+// ---------------------------------------------------------------- is the report on screen still the answer?
+
+/** Whether two sets of inputs are the same: the same text, or the very same chosen files. */
+function sameInputs(x, y) {
+  return INPUTS.every((side) => {
+    const [p, q] = [x[side], y[side]];
+    if (!p || !q) return !p && !q;
+    return typeof p.text === "string" && typeof q.text === "string" && !p.file ? p.text === q.text : p === q;
+  });
+}
+
+/** What differs between the report on screen and the inputs and options on screen; empty when
+ * the report is the answer to what is shown, or when no report is shown. */
+function staleReasons() {
+  const judged = state.judged;
+  const shown = !$("report").hidden || bisectView.active;
+  if (!shown || !judged) return [];
+  const reasons = [];
+  if (!sameInputs(judged.inputs, currentInputs())) reasons.push("the inputs changed");
+  if (JSON.stringify(judged.options) !== JSON.stringify(toleranceOptions())) reasons.push("the tolerance changed");
+  if (state.badField) reasons.push("a tolerance field is not a number");
+  return reasons;
+}
+
+/**
+ * Dim the report and say so (the note is a live region: screen readers hear it) whenever it no
+ * longer answers what is on screen: an answer for other inputs must never look like this one's.
+ * Compare makes it fresh again.
+ */
+function refreshStale() {
+  if (state.example && !sameInputs(state.example, currentInputs())) {
+    // Other inputs than the example's: its description no longer describes them.
+    $("example-about").hidden = true;
+    state.example = null;
+  }
+  const reasons = staleReasons();
+  const stale = reasons.length > 0;
+  for (const id of ["report", "bisect"]) {
+    $(id).classList.toggle("stale", stale);
+    $(id).dataset.stale = String(stale);
+  }
+  const note = $("stale-note");
+  const text = stale
+    ? `Out of date: ${reasons.join(", and ")} since this report was made. It still shows the earlier answer; ` +
+      "press Compare to judge what is on screen."
+    : "";
+  if (note.textContent !== text) note.textContent = text;
+  note.hidden = !stale;
+}
+
+/** Whether the core's last comparison is the one on screen, and its inputs still the ones
+ * shown: only then can a new tolerance be judged on the core's copy of them. */
+function canRejudge() {
+  return Boolean(state.judged) && sameInputs(state.judged.inputs, currentInputs());
+}
+
 // ---------------------------------------------------------------- inputs
 
 function renderChip(side) {
@@ -116,6 +175,10 @@ function renderChip(side) {
 }
 
 async function setFiles(side, fileList) {
+  if (fileList.length === 1 && fileList[0].name.endsWith(BUNDLE_EXTENSION)) {
+    await openBundle(fileList[0]);
+    return;
+  }
   // A big file stays where it is: the worker reads it (streaming big .npy pairs) without
   // the page ever holding a copy.
   const [first] = fileList;
@@ -130,6 +193,7 @@ async function setFiles(side, fileList) {
   renderChip(side);
   reserveFor(state.files);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 /** Bytes of the files chosen for the inputs. */
@@ -176,6 +240,7 @@ function putText(side, text) {
   delete state.voidFormat[side];
   renderChip(side);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 function removeFile(side) {
@@ -184,6 +249,7 @@ function removeFile(side) {
   $(`file-${side}`).value = "";
   renderChip(side);
   prefetchFor(state.files);
+  refreshStale();
 }
 
 /** The inputs as the share link and the core want them; files win over text. An empty
@@ -226,6 +292,7 @@ function wireSide(side) {
     event.preventDefault();
     putText(side, text);
   });
+  $(`paste-${side}`).addEventListener("input", refreshStale);
   $(`paste-${side}`).addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
@@ -272,7 +339,36 @@ function readVoidAs(side, format) {
   compare();
 }
 
+/** The first Compare folds the list of accepted forms away, for this visit and the next: it
+ * stood between the controls and the verdict. Folded in the click's own task, so the shift it
+ * makes is the user's, not a layout shift. */
+const ONBOARDED_KEY = "perpendis.onboarded";
+
+function foldOnboarding() {
+  $("onboarding").open = false;
+  try {
+    localStorage.setItem(ONBOARDED_KEY, "1");
+  } catch {
+    // storage refused (a private window): folded for this visit only
+  }
+}
+
+function restoreOnboarding() {
+  try {
+    if (localStorage.getItem(ONBOARDED_KEY)) $("onboarding").open = false;
+  } catch {
+    // storage refused: the list stays open
+  }
+}
+
+/** After Compare, the verdict and the first cards (findings, tolerance) in view. */
+function revealVerdict() {
+  const box = $("verdict-box").getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight / 2) $("report").scrollIntoView({ block: "start" });
+}
+
 async function compare() {
+  foldOnboarding();
   clearError();
   // Fields typed just before pressing Compare count, even before their debounce fires.
   if (fieldsTimer !== null && !applyFields()) return;
@@ -281,7 +377,10 @@ async function compare() {
   if (bisectView.takes(inputs)) {
     $("report").hidden = true;
     $("input-notes").hidden = true;
-    await bisectView.run(inputs, toleranceOptions());
+    const options = toleranceOptions();
+    await bisectView.run(inputs, options);
+    state.judged = { inputs, options };
+    refreshStale();
     return;
   }
   bisectView.hide();
@@ -290,9 +389,13 @@ async function compare() {
   setBusy(true);
   const result = await ask("compare", { inputs: requestInputs, options: compareOptions() }, transfer, job);
   if (!result) return;
+  state.judged = { inputs, options: toleranceOptions() };
   if (!result.ok) {
+    // No report is left on screen for inputs the error is about.
     $("report").hidden = true;
     $("input-notes").hidden = true;
+    state.judged = null;
+    refreshStale();
     showError(result.error);
     return;
   }
@@ -301,6 +404,7 @@ async function compare() {
     $("report").hidden = true;
     $("input-notes").hidden = true;
     bisectView.show(result, inputs, toleranceOptions());
+    refreshStale();
     return;
   }
   renderInputNotes($("input-notes"), result, readVoidAs);
@@ -309,7 +413,15 @@ async function compare() {
 }
 
 async function rejudge() {
+  if (!canRejudge()) {
+    // The core holds the arrays of the report shown, not those on screen: judging them again
+    // would pass an old answer off as new. The report is marked out of date instead.
+    refreshStale();
+    return;
+  }
   if (bisectView.active) {
+    state.judged = { ...state.judged, options: toleranceOptions() };
+    refreshStale();
     bisectView.rejudge(toleranceOptions());
     return;
   }
@@ -320,13 +432,16 @@ async function rejudge() {
   }
   clearError();
   const job = ++state.job;
-  const result = await ask("rejudge", { options: toleranceOptions() }, [], job);
+  const options = toleranceOptions();
+  const result = await ask("rejudge", { options }, [], job);
   if (!result) return;
   if (!result.ok) {
+    refreshStale();
     showError(result.error);
     return;
   }
-  state.compared.options = toleranceOptions();
+  if (state.compared) state.compared.options = options;
+  state.judged = { ...state.judged, options };
   showReport(result, { fresh: false });
 }
 
@@ -336,6 +451,7 @@ function showReport(result, { fresh }) {
   state.result = result;
   const report = result.report;
   $("report").hidden = false;
+  refreshStale();
   // Shapes that cannot be aligned: no value was compared, so the cards about values go.
   $("report").dataset.compared = String(report.tolerance !== null);
   renderVerdict($("verdict-box"), $("verdict"), $("evidence"), report);
@@ -358,7 +474,8 @@ function showReport(result, { fresh }) {
   }
   $("export-status").textContent = "";
   $("share-link").hidden = true;
-  $("verdict-box").scrollIntoView({ block: "nearest" });
+  $("download-bundle").hidden = true;
+  revealVerdict();
   // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
   const start = report.tolerance?.first_fail ?? report.first_diff;
   $("first-diff").hidden = !report.first_diff;
@@ -504,8 +621,17 @@ function markSlice() {
   const at = state.selectedIndex;
   const inSlice = at && at.every((i, axis) => axes.includes(axis) || index[axis] === i);
   const mark = inSlice ? [Math.floor(at[axes[0]] / lastSlice.row_step), Math.floor(at[axes[1]] / lastSlice.col_step)] : null;
+  // The same slice on the same scale: only the mark moves.
+  const drawn = { slice: lastSlice, log: Boolean(state.view.log) };
+  if (drawnMap && drawnMap.slice === drawn.slice && drawnMap.log === drawn.log) {
+    moveMark($("heatmap"), mark);
+    return;
+  }
   renderHeatmap($("heatmap"), lastSlice, metric, mark, selectElement, { log: state.view.log });
+  drawnMap = drawn;
 }
+
+let drawnMap = null; // the slice and scale the heat map shows now
 
 // ---------------------------------------------------------------- tolerance controls
 
@@ -537,7 +663,9 @@ function applyFields() {
   fieldsTimer = null;
   const atol = readNumber("atol");
   const rtol = readNumber("rtol");
-  if (atol === null || rtol === null) return false;
+  state.badField = atol === null || rtol === null;
+  refreshStale();
+  if (state.badField) return false;
   state.tolerance = Object.fromEntries(Object.entries({ atol, rtol }).filter(([, v]) => v !== undefined));
   return true;
 }
@@ -604,8 +732,13 @@ async function share() {
     return;
   }
   const packed = await encodeShare({ a, b, ref: ref && !ref.file ? ref : null, options });
+  $("download-bundle").hidden = !packed.bundle;
   if (!packed.ok) {
-    $("export-status").textContent = packed.reason;
+    bundleBytes = packed.bundle;
+    $("export-status").textContent = `${packed.reason} Download them as one ${BUNDLE_EXTENSION} file ` +
+      `(${Math.ceil(packed.bundle.length / 1024).toLocaleString("en-US")} kB, not quantised) instead: opened ` +
+      `in this page (Open file… or a drop), it shows this comparison again. ${whatItCarries("file")}`;
+    $("download-bundle").focus();
     return;
   }
   const note = ref && ref.file
@@ -616,9 +749,42 @@ async function share() {
   const field = $("share-link");
   field.value = url;
   field.hidden = false;
-  await copyText(url, `Link copied (${Math.ceil(packed.size / 1024)} kB of inputs in the link; nothing is uploaded).`);
+  await copyText(url, "Link copied.");
   // Said whether or not the clipboard took the link.
-  if (note) $("export-status").textContent += ` ${note}`;
+  $("export-status").textContent += ` The link is ${url.length.toLocaleString("en-US")} characters long ` +
+    `(${Math.ceil(packed.size / 1024).toLocaleString("en-US")} kB of inputs); nothing is uploaded.` +
+    `${note ? ` ${note}` : ""} ${whatItCarries("link")}`;
+}
+
+/** Says which inputs an export carries: always those of the report shown, which are not the
+ * ones on screen when the report is out of date. */
+function whatItCarries(what) {
+  return staleReasons().length
+    ? `The ${what} holds the report shown and its inputs and tolerance, not what was edited since: ` +
+      "press Compare first to share that."
+    : `The ${what} holds the inputs and tolerance of this report.`;
+}
+
+let bundleBytes = null; // the last comparison too big for a link, ready to download
+
+function downloadBundle() {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([bundleBytes], { type: "application/octet-stream" }));
+  link.download = `comparison${BUNDLE_EXTENSION}`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
+/** A `.perpendis` file opened or dropped: its inputs and options take the boxes, compared at once. */
+async function openBundle(file) {
+  let shared;
+  try {
+    shared = await decodeBundle(new Uint8Array(await file.arrayBuffer()));
+  } catch (err) {
+    showError({ message: err.message, where: file.name, side: null });
+    return;
+  }
+  showShared(shared);
 }
 
 async function openShared() {
@@ -629,7 +795,11 @@ async function openShared() {
     showError({ message: err.message, where: "share link", side: null });
     return;
   }
-  if (!shared) return;
+  if (shared) showShared(shared);
+}
+
+/** Inputs and options from a link or a bundle put on screen and compared. */
+function showShared(shared) {
   for (const side of INPUTS) {
     const input = shared[side] ?? { text: "" }; // a link without a reference leaves that box empty
     $(`paste-${side}`).value = input.text ?? "";
@@ -669,6 +839,7 @@ function swap() {
   [state.files.a, state.files.b] = [state.files.b, state.files.a];
   [state.voidFormat.a, state.voidFormat.b] = [state.voidFormat.b, state.voidFormat.a];
   SIDES.forEach(renderChip);
+  refreshStale();
 }
 
 function clearAll() {
@@ -687,6 +858,9 @@ function clearAll() {
   clearError();
   $("report").hidden = true;
   bisectView.clear();
+  state.judged = null;
+  state.badField = false;
+  refreshStale();
   $("example-about").hidden = true;
   history.replaceState(null, "", location.pathname + location.search);
 }
@@ -703,6 +877,7 @@ async function loadExample(name) {
     $(`paste-${side}`).value = example[side];
     removeFile(side);
   }
+  state.example = currentInputs();
   $("example-about").textContent = example.about;
   $("example-about").hidden = false;
   compare();
@@ -761,10 +936,16 @@ function init() {
   });
   $("prev-diff").addEventListener("click", () => step(-1));
   $("next-diff").addEventListener("click", () => step(1));
-  $("copy-markdown").addEventListener("click", () => copyText(state.result.markdown, "Markdown report copied."));
-  $("download-json").addEventListener("click", downloadJson);
+  $("copy-markdown").addEventListener("click", () =>
+    copyText(state.result.markdown, `Markdown report copied. ${whatItCarries("report")}`));
+  $("download-json").addEventListener("click", () => {
+    downloadJson();
+    $("export-status").textContent = `JSON report downloaded. ${whatItCarries("report")}`;
+  });
   $("share").addEventListener("click", share);
+  $("download-bundle").addEventListener("click", downloadBundle);
   wireTolerance();
+  restoreOnboarding();
   loadPresets();
   openShared();
   openHandedOver();

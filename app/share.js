@@ -61,9 +61,10 @@ export async function encodeShare({ a, b, ref = null, options }) {
   }
   const packed = await pack({ a, b, options });
   if (packed.length > MAX_COMPRESSED) {
-    return { ok: false, size: packed.length,
+    // Past what a link can carry, the same bytes travel as a file the page opens.
+    return { ok: false, size: packed.length, bundle: withRef ?? packed,
       reason: `The inputs compress to ${kB(packed.length)} kB, more than the ${kB(MAX_COMPRESSED)} kB `
-        + "a share link can carry. Share the files themselves instead, or a smaller slice of the tensors." };
+        + "a share link can carry." };
   }
   const note = withRef
     ? `The reference was left out: with it the inputs compress to ${kB(withRef.length)} kB, more than the `
@@ -75,8 +76,23 @@ export async function encodeShare({ a, b, ref = null, options }) {
 /** The inputs in a link fragment, or null when the fragment is not a share link. */
 export async function decodeShare(hash) {
   if (!hash.startsWith(PREFIX)) return null;
+  let deflated;
   try {
-    const packed = await pipe(fromBase64Url(hash.slice(PREFIX.length)), new DecompressionStream("deflate-raw"));
+    deflated = fromBase64Url(hash.slice(PREFIX.length));
+  } catch {
+    throw new Error("This share link is damaged and cannot be read; it may have been cut off when it was copied.");
+  }
+  return decodeBundle(deflated, "This share link is damaged and cannot be read; it may have been cut off when it was copied.");
+}
+
+/** A `.perpendis` file: the bytes a share link would carry, unencoded, for inputs too big for a link. */
+export const BUNDLE_EXTENSION = ".perpendis";
+
+/** The inputs in a bundle's bytes (a link's payload, before base64url); `damaged` is the
+ * message of the error when they cannot be read. */
+export async function decodeBundle(deflated, damaged = "This .perpendis file is damaged and cannot be read.") {
+  try {
+    const packed = await pipe(deflated, new DecompressionStream("deflate-raw"));
     const length = new DataView(packed.buffer, packed.byteOffset).getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(packed.subarray(4, 4 + length)));
     let offset = 4 + length;
@@ -91,6 +107,6 @@ export async function decodeShare(hash) {
     const ref = header.ref ? restore(header.ref) : null;
     return { a, b, ref, options: header.options || {} };
   } catch {
-    throw new Error("This share link is damaged and cannot be read; it may have been cut off when it was copied.");
+    throw new Error(damaged);
   }
 }

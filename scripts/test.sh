@@ -7,11 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The browser tests run in both: Chromium through Playwright, Firefox ESR through
-# puppeteer-core over WebDriver BiDi (tests/firefox/run.mjs).
+# The browser tests run in three engines: Chromium through Playwright, Firefox ESR through
+# puppeteer-core over WebDriver BiDi (tests/firefox/run.mjs), and WebKitGTK's MiniBrowser
+# under Xvfb over W3C WebDriver (tests/browser/webkit.py).
 BROWSERS=""
 [ -x /usr/bin/chromium ] || BROWSERS="$BROWSERS chromium"
 [ -x /usr/bin/firefox-esr ] || BROWSERS="$BROWSERS firefox-esr"
+command -v WebKitWebDriver >/dev/null || BROWSERS="$BROWSERS webkit2gtk-driver"
+command -v Xvfb >/dev/null || BROWSERS="$BROWSERS xvfb"
 if [ -n "$BROWSERS" ]; then
   echo "== installing Debian's$BROWSERS"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -99,26 +99,36 @@ export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false
   const scale = scaleOf(slice, log);
   const pooled = slice.row_step > 1 || slice.col_step > 1;
   const chart = svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img", class: "heatmap",
-    "data-rows": slice.rows, "data-cols": slice.cols, tabindex: 0,
+    "data-rows": slice.rows, "data-cols": slice.cols, "data-size": size, tabindex: 0,
     "aria-label": `Heatmap of ${metric}, ${slice.rows} by ${slice.cols} cells, maximum in this slice ${full(slice.max)}; ` +
       "arrow keys select the element of the next cell" });
-  slice.values.forEach((value, i) => {
+  // One node per cell, and one listener for them all: with a title and a listener each, a
+  // 4,096-cell map was 8,231 nodes, and replacing it took over half a second of style work.
+  const cells = slice.values.map((value, i) => {
     const r = Math.floor(i / slice.cols);
     const c = i % slice.cols;
     const rect = svg("rect", { x: c * size, y: r * size, width: size, height: size, class: shade(value, scale),
-      "data-row": r, "data-col": c, "data-value": value, "data-flat": slice.flat[i] },
-    svg("title", {}, `${pooled ? `rows ${r * slice.row_step}…, cols ${c * slice.col_step}…` : `row ${r}, col ${c}`}: ` +
-      `${full(value)} — click to show ${pooled ? "its worst element" : "this element"}`));
-    rect.addEventListener("click", () => onSelect(slice.flat[i]));
+      "data-row": r, "data-col": c, "data-value": value, "data-flat": slice.flat[i], "data-i": i });
     if (typeof value === "number" && scale.top > 0 && value > 0) {
       rect.style.fillOpacity = String(LOWEST + (1 - LOWEST) * position(value, scale));
     }
-    chart.append(rect);
+    return rect;
   });
-  if (mark) {
-    chart.append(svg("rect", { x: mark[1] * size, y: mark[0] * size, width: size, height: size, class: "mark",
-      "data-testid": "heatmap-mark", "data-row": mark[0], "data-col": mark[1] }));
-  }
+  chart.append(...cells);
+  const hovered = el("span", { class: "hint", "data-testid": "heatmap-hover", "aria-hidden": "true" });
+  const cellAt = (event) => event.target.closest?.("rect.cell");
+  chart.addEventListener("click", (event) => {
+    const cell = cellAt(event);
+    if (cell) onSelect(slice.flat[Number(cell.dataset.i)]);
+  });
+  chart.addEventListener("pointerover", (event) => {
+    const cell = cellAt(event);
+    if (!cell) return;
+    const [r, c, value] = [Number(cell.dataset.row), Number(cell.dataset.col), slice.values[Number(cell.dataset.i)]];
+    hovered.textContent = ` — ${pooled ? `rows ${r * slice.row_step}…, cols ${c * slice.col_step}…` : `row ${r}, col ${c}`}: ` +
+      `${full(value)}`;
+  });
+  moveMark(chart, mark);
   const pooling = pooled
     ? `each cell is the maximum over ${slice.row_step} × ${slice.col_step} elements; `
     : "";
@@ -127,7 +137,8 @@ export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false
     const [dr, dc] = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[event.key] ?? [];
     if (dr === undefined) return;
     event.preventDefault();
-    const [r, c] = mark ? [mark[0] + dr, mark[1] + dc] : [0, 0];
+    const now = chart.querySelector(".mark");
+    const [r, c] = now ? [Number(now.dataset.row) + dr, Number(now.dataset.col) + dc] : [0, 0];
     if (r >= 0 && r < slice.rows && c >= 0 && c < slice.cols) onSelect(slice.flat[r * slice.cols + c]);
   });
   const hadFocus = node.contains(document.activeElement);
@@ -135,6 +146,18 @@ export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false
   fill(node, el("div", { class: "heatmap-wrap" }, chart), legend(scale, metric),
     el("p", { class: "caption", "data-testid": "heatmap-caption" },
       `${pooling}the largest in this slice is `, number(slice.max),
-      "; click a cell to show its element"));
+      "; click a cell to show its element", hovered));
   if (hadFocus) chart.focus(); // redrawn with the new mark: keep the keyboard where it was
+}
+
+/** Move the mark of the selected element to `mark` ([row, col] or null) on the map drawn in
+ * `node` (or the map itself): selecting another element of the same slice redraws nothing else. */
+export function moveMark(node, mark) {
+  const chart = node.tagName === "svg" ? node : node.querySelector("svg.heatmap");
+  if (!chart) return;
+  chart.querySelector(".mark")?.remove();
+  if (!mark) return;
+  const size = Number(chart.dataset.size);
+  chart.append(svg("rect", { x: mark[1] * size, y: mark[0] * size, width: size, height: size, class: "mark",
+    "data-testid": "heatmap-mark", "data-row": mark[0], "data-col": mark[1] }));
 }

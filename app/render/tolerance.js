@@ -10,8 +10,12 @@ export function renderTolerance(node, report, onPick) {
       "not judged: no values were compared"));
     return;
   }
-  const outcome = el("p", { class: `outcome ${t.passed ? "pass" : "fail"}`, "data-testid": "tolerance-result" },
-    t.passed ? "passes" : "fails",
+  // Shapes that differ are refused by assert_close at any tolerance: the values passing
+  // (as broadcast) must not read as a pass.
+  const passes = t.passed && report.shape_match;
+  const outcome = el("p", { class: `outcome ${passes ? "pass" : "fail"}`, "data-testid": "tolerance-result" },
+    report.shape_match ? (t.passed ? "passes" : "fails")
+      : `shapes differ, refused at any tolerance; the broadcast values ${t.passed ? "pass" : "fail"}`,
     " |A − B| ≤ atol + rtol·|B| with atol=", number(t.atol), ", rtol=", number(t.rtol),
     t.preset ? ` (preset ${t.preset})` : "");
   const rows = [

@@ -26,18 +26,44 @@ function layoutProblems(report) {
   return problems;
 }
 
+/** A count with its digits grouped: "536,870,912". */
+export function count(n) {
+  return typeof n === "number" && Number.isInteger(n) ? n.toLocaleString("en-US") : full(n);
+}
+
+/** Integers and booleans have no ULP, mantissa or rounding: they are told in their own words. */
+export function isExact(dtype) {
+  return /^(u?int\d*|bool)$/.test(String(dtype));
+}
+
+/** Printed text that did not pin every value's bits (a 4-decimal torch print): the digits
+ * can agree where the tensors do not. */
+function printedOnly(report) {
+  return !report.a.lossless || !report.b.lossless;
+}
+
+/** The line under the headline: how many elements differ, and by how much, in the dtype's terms. */
+function countLine(report) {
+  if (!report.n_elements) return "No element was compared.";
+  if (report.verdict === "identical") {
+    return printedOnly(report)
+      ? `All ${count(report.n_elements)} elements print the same; the text does not give their exact bits.`
+      : `All ${count(report.n_elements)} elements compared bit for bit.`;
+  }
+  const differ = `${count(report.n_bitwise_diff)} of ${count(report.n_elements)} elements differ`;
+  if (isExact(report.compared_as)) return `${differ}; largest |A − B| ${full(report.max_abs_diff)}.`;
+  return `${differ} in their bits; largest distance ${full(report.max_ulp)} ULP.`;
+}
+
 /** Fill the verdict box: the word, what it means, layout problems first, then the top finding. */
 export function renderVerdict(box, word, evidence, report) {
-  const [label, meaning] = WORDS[report.verdict];
+  const [label, meaning] = report.verdict === "identical" && printedOnly(report)
+    ? ["identical as printed", "every element prints the same digits; only those digits are known to agree."]
+    : WORDS[report.verdict];
   box.dataset.verdict = report.verdict;
   fill(word, el("strong", {}, label), ` — ${meaning}`);
   const lines = layoutProblems(report);
   lines.push(report.headline);
-  if (report.verdict !== "identical") {
-    lines.push(`${full(report.n_bitwise_diff)} of ${full(report.n_elements)} elements differ in their bits; `
-      + `largest distance ${full(report.max_ulp)} ULP.`);
-  } else {
-    lines.push(`All ${full(report.n_elements)} elements compared bit for bit.`);
-  }
+  lines.push(countLine(report));
   fill(evidence, lines.map((line) => el("span", { class: "line" }, line)));
 }

@@ -5,8 +5,11 @@ another: loading a real case into the boxes (a pair that rounds, a bugged 3-D pa
 that cannot be aligned, an input error, whole-model captures that bisect, a third run),
 Compare, preset and atol changes (valid and not), swap, clear, previous/next difference,
 the heat map's slice controls, share, opening a bisect row and Add run.  After each action
-the page is left to settle.  The test fails on any uncaught error or console error; the
-sequence that led to it is in the failure message, and the seed replays it.
+the page is left to settle.  The test fails on any uncaught error or console error, and on a
+report that claims to be current (not marked out of date) while the two boxes on screen hold
+other arrays than it describes: CPython's perpendis compares the text on screen, and its
+shapes and count of differing elements must be the report's. The sequence that led to a
+failure is in the failure message, and the seed replays it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from made import numpy_text
+from perpendis import api
 
 pytestmark = pytest.mark.browser
 
@@ -53,6 +57,41 @@ def settle(page) -> None:
     """Wait until no request to the core is outstanding and no debounce is pending."""
     page.wait_for_timeout(300)  # the atol/rtol fields wait 250 ms before judging again
     page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=SETTLE_MS)
+
+
+def shape_text(shape: list[int]) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(map(str, shape)) + ")"
+
+
+# What the page shows of a report that claims to be current (null when none does, or when it
+# judges files or layers, which the boxes do not hold): the boxes' text and the report's figures.
+SHOWN_JS = """() => {
+  const $ = (id) => document.getElementById(id);
+  const text = (id) => document.querySelector(`[data-testid="${id}"]`)?.getAttribute("data-full")
+    ?? document.querySelector(`[data-testid="${id}"]`)?.textContent;
+  if ($("report").hidden || $("report").dataset.stale === "true") return null;
+  if (!$("chip-a").hidden || !$("chip-b").hidden || !$("pair-title").hidden || !$("bisect").hidden) return null;
+  return {a: $("paste-a").value, b: $("paste-b").value, ref: $("paste-ref").value,
+          shape_a: text("shape-a"), shape_b: text("shape-b"),
+          n_diff: document.querySelector('[data-testid="n-diff"] .figure')?.dataset.full ?? text("n-diff")};
+}"""
+
+
+def off_screen(shown: dict | None) -> str | None:
+    """Why a report that claims to be current does not describe the text in the boxes; None
+    when it does, or when none claims to (``shown``: what SHOWN_JS read)."""
+    if shown is None:
+        return None
+    inputs = {side: {"text": shown[side]} for side in ("a", "b")}
+    if shown["ref"].strip():
+        inputs["ref"] = {"text": shown["ref"]}
+    answer = api.handle({"op": "compare", "inputs": inputs}, {})
+    if not answer["ok"]:
+        return f"a current-looking report for boxes CPython refuses: {answer['error']['message']}"
+    report = answer["report"]
+    want = (shape_text(report["a"]["shape"]), shape_text(report["b"]["shape"]), str(report["n_bitwise_diff"]))
+    got = (shown["shape_a"], shown["shape_b"], str(shown["n_diff"]).replace(",", ""))
+    return None if want == got else f"the report shows {got}, the boxes hold {want}"
 
 
 def visible(page, selector: str) -> bool:
@@ -176,8 +215,9 @@ def test_random_action_sequences_raise_nothing(ready_page, context, seed):
         action = rng.choice(offered)
         done.append(action(page, rng))
         settle(page)
-        if errors:
-            pytest.fail(f"seed {seed}, after {' → '.join(done)}: {errors}")
+        mismatch = off_screen(page.evaluate(SHOWN_JS))
+        if errors or mismatch:
+            pytest.fail(f"seed {seed}, after {' → '.join(done)}: {errors or mismatch}")
     # The page still answers: a fresh comparison of a real case gives a verdict.
     page.get_by_test_id("clear").click()
     page.get_by_test_id("paste-a").fill(CASES["bug"][0])

@@ -180,6 +180,29 @@ async function clickNth(page, selector, rng) {
   }, selector, rng.random());
 }
 
+/** Why a report that claims to be current (not marked stale) shows other figures than CPython
+ * gives for the text in the boxes (spec.screen, by test_firefox.screen_answers); null when it
+ * agrees, or when no report claims to be current for text alone. */
+async function offScreen(page) {
+  const shown = await page.evaluate(() => {
+    const $ = (id) => document.getElementById(id);
+    const text = (id) => document.querySelector(`[data-testid="${id}"]`)?.getAttribute("data-full")
+      ?? document.querySelector(`[data-testid="${id}"]`)?.textContent;
+    if ($("report").hidden || $("report").dataset.stale === "true") return null;
+    if (!$("chip-a").hidden || !$("chip-b").hidden || !$("pair-title").hidden || !$("bisect").hidden) return null;
+    if ($("paste-ref").value.trim()) return null;
+    return { key: `${$("paste-a").value}\0${$("paste-b").value}`,
+      got: [text("shape-a"), text("shape-b"),
+        String(document.querySelector('[data-testid="n-diff"] .figure')?.dataset.full ?? text("n-diff")).replaceAll(",", "")] };
+  });
+  if (!shown) return null;
+  if (!(shown.key in spec.screen)) return `the boxes hold text the test never put there: ${JSON.stringify(shown.key.slice(0, 80))}`;
+  const want = spec.screen[shown.key];
+  if (want === null) return "a current-looking report for boxes CPython refuses";
+  return JSON.stringify(want) === JSON.stringify(shown.got) ? null
+    : `the report shows ${JSON.stringify(shown.got)}, the boxes hold ${JSON.stringify(want)}`;
+}
+
 // The action fuzz of tests/browser/test_page_actions_fuzz.py, shorter: [name, needs, act].
 const ACTIONS = [
   ["load case", null, async (page, rng) => {
@@ -292,12 +315,21 @@ const TESTS = {
     await fill(page, "a", spec.a);
     await fill(page, "b", spec.b);
     expectOutcome(await compare(page), spec.expect, "before sharing");
+    // A is edited after Compare: the report is marked out of date, and the link still carries
+    // the report's own inputs, and says so.
+    await fill(page, "a", spec.b);
+    const stale = await page.evaluate(() => ({ flag: document.getElementById("report").dataset.stale,
+      note: document.getElementById("stale-note").hidden ? null : document.getElementById("stale-note").textContent }));
+    check(stale.flag === "true" && stale.note?.includes("the inputs changed"), `not marked stale: ${JSON.stringify(stale)}`);
     await press(page, "[data-testid=share]");
     const link = await until(page, () => {
       const field = document.getElementById("share-link");
       return field.hidden ? null : field.value;
     }, null, 30_000, "the share link");
     check(link.includes("#"), `share link ${link}`);
+    const said = await page.$eval("[data-testid=export-status]", (n) => n.textContent);
+    check(said.includes(`${link.length.toLocaleString("en-US")} characters`) && said.includes("not what was edited since"),
+      `the share status says ${said}`);
     // A fresh context (no storage shared) opens the link and shows the same result.
     const other = await browser.createBrowserContext();
     const fresh = await other.newPage();
@@ -350,6 +382,8 @@ const TESTS = {
         throw new Error(`seed ${spec.seed}, after ${done.join(" → ")}: ${error.message}`);
       });
       check(!problems.length, `seed ${spec.seed}, after ${done.join(" → ")}: ${problems.join("; ")}`);
+      const mismatch = await offScreen(page);
+      check(!mismatch, `seed ${spec.seed}, after ${done.join(" → ")}: ${mismatch}`);
     }
     // The page still answers: a fresh comparison of the bug gives its verdict.
     await press(page, "[data-testid=clear]");

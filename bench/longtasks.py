@@ -1,0 +1,189 @@
+"""The page's longest main-thread task on the paths that froze it (issue 36), in Chromium.
+
+Each path runs in the real built site through the page's own controls, and a
+``PerformanceObserver`` for long tasks (over 50 ms) charges what the main thread did to it:
+
+- ``heatmap x2``: two reports in a row, each with a full 4,096-cell heat map (a 512 x 512
+  float32 pair with a bug spread over it), the second replacing the first;
+- ``paste 10k`` and ``paste 1M``: that many float32 numbers as NumPy prints them, pasted
+  into A and B (a paste event carrying the text, as Ctrl+V gives it), then compared;
+- ``stream``: two ``.npy`` files of ``--stream-mb`` each (default 256 MB: a 2 GB pair does
+  not fit this machine's temporary disk beside the other sessions'), streamed and reported;
+- ``bisect 60``: two ``.npz`` captures of 60 layers each, compared layer by layer.
+
+The harness's own work (handing the page the text it pastes) is charged apart. Nothing
+asserts: the figures are printed, one line per path, for before/after comparisons
+(``--site`` benchmarks a site built elsewhere, e.g. from an older commit).
+
+Usage::
+
+    python bench/longtasks.py [--site DIR] [--stream-mb 256] [--only heatmap,paste10k,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "py", ROOT / "bench", ROOT / "tests" / "browser"):
+    sys.path.insert(0, str(path))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+from run import Tab  # noqa: E402
+from served import served  # noqa: E402
+
+ANSWER_MS = 600_000
+READY_MS = 180_000
+
+IDLE_JS = """() => !document.body.classList.contains('busy') &&
+  (!document.getElementById('report').hidden || !document.getElementById('bisect').hidden ||
+   !document.getElementById('error').hidden)"""
+
+PASTE_JS = """([side, key]) => {
+  const data = new DataTransfer();
+  data.setData("text/plain", window[key]);
+  const box = document.getElementById(`paste-${side}`);
+  const event = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+  box.dispatchEvent(event);
+  if (!event.defaultPrevented) {  // what the browser itself does with a paste the page lets through
+    box.value = window[key];
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  delete window[key];
+}"""
+
+
+def bug_pair(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A float32 pair whose B has a bug scattered over the whole of it."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = a.copy()
+    b[rng.random((n, n)) < 0.3] += np.float32(0.01)
+    return a, b
+
+
+def printed(array: np.ndarray) -> str:
+    """A 1-D float32 array as NumPy prints it, every value in its shortest round-trip form.
+    Made with ``astype(str)`` (C): ``repr`` of a million elements takes minutes here."""
+    return f"array([{', '.join(array.astype(str))}], dtype=float32)"
+
+
+def settle(tab: Tab) -> None:
+    tab.page.wait_for_timeout(300)
+    tab.page.wait_for_function(IDLE_JS, timeout=ANSWER_MS)
+    tab.page.wait_for_timeout(500)  # the scatter plot and the heat map arrive after the verdict
+
+
+def fresh(tab: Tab, url: str) -> None:
+    tab.goto(url)
+    tab.page.wait_for_function("() => document.getElementById('status').dataset.state === 'ready'", timeout=READY_MS)
+    tab.phase("harness")
+
+
+def compare(tab: Tab) -> None:
+    tab.page.get_by_test_id("compare").click()
+    settle(tab)
+
+
+def heatmaps(tab: Tab, url: str, tmp: Path) -> None:
+    fresh(tab, url)
+    for seed in (1, 2):
+        for side, array in zip("ab", bug_pair(512, seed), strict=True):
+            path = tmp / f"heat{seed}{side}.npy"
+            np.save(path, array)
+            tab.page.get_by_test_id(f"file-{side}").set_input_files(str(path))
+        tab.phase("harness")
+        compare(tab)
+    tab.phase("heatmap x2")
+
+
+def paste(tab: Tab, url: str, n: int, name: str) -> None:
+    fresh(tab, url)
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(n).astype(np.float32)
+    b = a.copy()
+    b[::7] = np.nextafter(b[::7], np.float32(np.inf))
+    for side, array in zip("ab", (a, b), strict=True):
+        tab.page.evaluate("([key, text]) => { window[key] = text; }", [f"__text_{side}", printed(array)])
+        tab.phase("harness")
+        tab.page.evaluate(PASTE_JS, [side, f"__text_{side}"])
+        tab.page.wait_for_timeout(300)
+    compare(tab)
+    tab.phase(name)
+
+
+def streamed(tab: Tab, url: str, tmp: Path, megabytes: int) -> None:
+    fresh(tab, url)
+    n = megabytes * 2**20 // 4
+    for side in "ab":
+        array = np.lib.format.open_memmap(tmp / f"big{side}.npy", mode="w+", dtype=np.float32, shape=(n,))
+        array[:] = np.float32(1.5) if side == "a" else np.float32(1.5000001)
+        array.flush()
+        del array
+        tab.page.get_by_test_id(f"file-{side}").set_input_files(str(tmp / f"big{side}.npy"))
+    tab.phase("harness")
+    compare(tab)
+    tab.phase("stream")
+    for side in "ab":
+        (tmp / f"big{side}.npy").unlink()
+
+
+def bisect60(tab: Tab, url: str, tmp: Path) -> None:
+    fresh(tab, url)
+    rng = np.random.default_rng(60)
+    layers = {f"layer{i:02d}.out": rng.standard_normal((8, 64)).astype(np.float32) for i in range(60)}
+    other = {name: (v + np.float32(1e-3) if i >= 40 else v) for i, (name, v) in enumerate(layers.items())}
+    for side, arrays in (("a", layers), ("b", other)):
+        np.savez(tmp / f"run{side}.npz", **arrays)
+        tab.page.get_by_test_id(f"file-{side}").set_input_files(str(tmp / f"run{side}.npz"))
+    tab.phase("harness")
+    compare(tab)
+    tab.page.locator("[data-testid=bisect-row]").first.wait_for(timeout=ANSWER_MS)
+    tab.phase("bisect 60")
+
+
+PATHS = ("heatmap", "paste10k", "paste1m", "stream", "bisect60")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--site", type=Path, help="a built site (default: build this checkout)")
+    parser.add_argument("--stream-mb", type=int, default=256)
+    parser.add_argument("--only", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
+    args = parser.parse_args()
+    only = args.only.split(",")
+    with tempfile.TemporaryDirectory() as tmp_name, sync_playwright() as pw:
+        tmp = Path(tmp_name)
+        with served(args.site, tmp) as url:
+            for name in only:
+                tab = Tab(pw, tmp / f"profile-{name}")
+                started = time.perf_counter()
+                try:
+                    if name == "heatmap":
+                        heatmaps(tab, url, tmp)
+                    elif name == "paste10k":
+                        paste(tab, url, 10_000, "paste 10k")
+                    elif name == "paste1m":
+                        paste(tab, url, 1_000_000, "paste 1M")
+                    elif name == "stream":
+                        streamed(tab, url, tmp, args.stream_mb)
+                    elif name == "bisect60":
+                        bisect60(tab, url, tmp)
+                    else:
+                        parser.error(f"no path {name!r}")
+                finally:
+                    tab.close()
+                for phase, ms in tab.longest.items():
+                    if phase != "harness":
+                        print(f"{phase:12s} longest main-thread task {ms:7.0f} ms "
+                              f"({time.perf_counter() - started:.0f} s in all)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
