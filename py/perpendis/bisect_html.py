@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .report_text import number_text
 
 if TYPE_CHECKING:
-    from .bisect import BisectReport, Pair
+    from .bisect_report import BisectReport, Pair
 
 ROOT_CLASS = "perpendis-bisect"
 _STYLE = f"""

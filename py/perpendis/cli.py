@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import routes, stream
 from .bisect import bisect, model_info, path_entries, path_info
-from .cli_options import add_task_options, add_tolerance_options, task_option
+from .cli_options import add_pair_options, add_tolerance_options, task_option
 from .compare import compare
 from .errors import InputError, blame
 from .load import load_path
@@ -76,12 +76,9 @@ def _parser() -> argparse.ArgumentParser:
         help="read two .npy files chunk by chunk through memory maps, never whole (automatic when "
         f"together they reach {stream.STREAM_MIN_BYTES // 2**20} MiB); needs equal shapes, no --ref",
     )
-    p.add_argument("--no-check-dtype", dest="check_dtype", action="store_false",
-                   help="judge two float dtypes as rounding in the narrower one, not as a mismatch (as torch's "
-                   "check_dtype=False)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
-    add_task_options(p)
+    add_pair_options(p)
     return p
 
 

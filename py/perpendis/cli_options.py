@@ -23,6 +23,15 @@ def add_tolerance_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=float, default=1.0, help="roughly how many roundings separate A and B (default 1)")
 
 
+def add_pair_options(p: argparse.ArgumentParser) -> None:
+    """The options of a comparison of one pair (the plain command and ``--open``): whether a
+    dtype mismatch is judged, and the task check."""
+    p.add_argument("--no-check-dtype", dest="check_dtype", action="store_false",
+                   help="judge two float dtypes as rounding in the narrower one, not as a mismatch (as torch's "
+                   "check_dtype=False)")
+    add_task_options(p)
+
+
 def add_task_options(p: argparse.ArgumentParser) -> None:
     """``--classes-axis`` and ``--top-k``: ask whether the difference changes the prediction."""
     p.add_argument(

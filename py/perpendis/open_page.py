@@ -152,7 +152,7 @@ def make_server(site: Path, inputs: dict[str, Path], options: dict[str, Any], po
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .cli_options import add_tolerance_options
+    from .cli_options import add_pair_options, add_tolerance_options
 
     p = argparse.ArgumentParser(
         prog="python -m perpendis A B --open",
@@ -164,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", type=Path, metavar="R", help="a higher-precision run to judge A and B against")
     p.add_argument("--open", action="store_true", required=True, help="open the page (this command)")
     add_tolerance_options(p)
+    add_pair_options(p)
     p.add_argument("--site", type=Path, help=f"the built site (default: ${SITE_ENV}, else the checkout's dist/; "
                    "with none, the report is opened as a self-contained page)")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
@@ -184,9 +185,12 @@ def _inputs(args: argparse.Namespace) -> dict[str, Path]:
 
 def page_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options the page compares with, as its core takes them: the preset, atol and rtol
-    (which override the preset's, as on the command line) and the depth, each when given."""
+    (which override the preset's, as on the command line), the depth and the task check,
+    each when given."""
+    from .cli_options import task_option
+
     given = (("preset", args.preset), ("atol", args.atol), ("rtol", args.rtol),
-             ("depth", None if args.depth == 1.0 else args.depth))
+             ("depth", None if args.depth == 1.0 else args.depth), ("task", task_option(args)))
     return {k: v for k, v in given if v is not None}
 
 
