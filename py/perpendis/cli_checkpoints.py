@@ -27,6 +27,7 @@ from .checkpoints.distributed import (
     dask_runner,
     reason_for_single,
 )
+from .checkpoints.rename import PRESETS, preset
 from .cli_options import add_tolerance_options
 from .errors import InputError
 
@@ -35,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m perpendis checkpoints",
         description="Compare two checkpoints tensor by tensor: folders of safetensors shards (with or without "
-        "model.safetensors.index.json), torch.save shards (pytorch_model.bin.index.json), or .npz/.npy files.",
+        "model.safetensors.index.json), torch.save shards (pytorch_model.bin.index.json), .npz/.npy files, "
+        "GGUF files (F32/F16/BF16, and Q8_0/Q4_0/Q4_1/Q5_0/Q5_1 judged against their block grids), or a "
+        "torch.distributed.checkpoint folder (.metadata and .distcp files).",
     )
     p.add_argument("a", metavar="A_DIR", help="the checkpoint under test: a folder, or a single file")
     p.add_argument("b", metavar="B_DIR", help="the reference checkpoint")
@@ -43,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
         "--rename", action="append", default=[], metavar="PAT=REPL",
         help=r"rename tensors of both sides by this regex substitution before pairing, e.g. "
         r"'^model\.layers\.(\d+)\.=layers.\1.' (repeatable, applied in order)",
+    )  # fmt: skip
+    p.add_argument(
+        "--rename-preset", choices=sorted(PRESETS), action="append", default=[],
+        help="a built-in list of rename rules, applied before --rename: gguf-llama brings llama.cpp's GGUF names "
+        "(blk.0.attn_q.weight) to Hugging Face's (model.layers.0.self_attn.q_proj.weight)",
     )  # fmt: skip
     add_tolerance_options(p)
     p.add_argument("--workers", type=int, help="Dask workers of the LocalCluster (default: one per core)")
@@ -138,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bar = _Bar(not args.no_progress)
     resume = None
     try:
-        rules = [parse_rule(r) for r in args.rename]
+        rules = [rule for name in args.rename_preset for rule in preset(name)] + [parse_rule(r) for r in args.rename]
         a, b = folder(args.a), folder(args.b)
         resume = Resume(args.resume) if args.resume else None
         sizes = checkpoint_bytes(path for c in (a, b) for path in (c.paths or {}).values())

@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
 
 from ..bits import format_of
 from ..errors import InputError
+from ..formats import gguf, safetensors
 from ..formats import read as read_any
-from ..formats import safetensors
 from ..formats.buffer import Reader, view_reader
 from ..formats.npy import MAGIC, NpyHeader
 from ..stream import Source, open_source
@@ -39,7 +39,7 @@ Opener = Callable[[str], tuple[Reader, int]]
 :class:`InputError` when the file cannot be read."""
 
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth")
+TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth", ".gguf")
 _SHARD_OF = re.compile(r"^(?P<stem>.*?)-(?P<i>\d+)-of-(?P<n>\d+)(?P<suffix>\.[A-Za-z0-9]+)$")
 
 
@@ -54,12 +54,13 @@ class Located:
 
     name: str
     file: str
-    kind: str  # "safetensors", "npy" or "archive" (.npz, torch.save: read whole, as a view where stored)
+    kind: str  # "safetensors", "npy", "gguf" or "archive" (.npz, torch.save: read whole, as a view where stored)
     size: int
-    dtype: str = ""
+    dtype: str = ""  # a Perpendis format, or a GGUF quantised type ("Q8_0")
     shape: tuple[int, ...] = ()
     begin: int = 0
     end: int = 0
+    heads: int = 0  # GGUF attn_q/attn_k rows stored permuted by llama.cpp for its rotary layout: their heads
 
 
 @dataclass
@@ -158,7 +159,21 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
             blocked[name] = message
         elif name not in blocked:
             tensors[name] = locs[0]
+    notes += _permuted_note(tensors.values())
     return Scan(tensors, problems, blocked, notes)
+
+
+def _permuted_note(located: Iterable[Located]) -> list[str]:
+    """Say plainly which tensors were read in another row order than they are stored in."""
+    permuted = sorted((loc.name, loc.heads) for loc in located if loc.heads)
+    if not permuted:
+        return []
+    heads = ", ".join(sorted({f"{h} heads" for _, h in permuted}))
+    return [
+        f"{len(permuted)} GGUF attn_q/attn_k weights ({_few([n for n, _ in permuted], 2)}) are stored with each "
+        f"head's rows permuted for llama.cpp's rotary layout (convert_hf_to_gguf.py's permute, {heads}): "
+        "they were put back in Hugging Face's order before pairing"
+    ]
 
 
 def _weight_map(index_name: str, open_file: Opener) -> dict[str, str] | Problem:
@@ -204,12 +219,16 @@ def locate(file: str, read: Reader, size: int) -> list[Located]:
         source = open_source(read, size, file)
         base = file.rsplit("/", 1)[-1].removesuffix(".npy")
         return [Located(base, file, "npy", size, source.header.format, tuple(source.shape))]
+    if head.startswith(gguf.MAGIC):
+        entries, meta = gguf.index(read, size)
+        return [
+            Located(e.name, file, "gguf", size, e.dtype, e.shape, e.begin, e.end, permuted_heads(e.name, meta))
+            for e in entries
+        ]
     if head[8:9] == b"{":
         entries, _ = safetensors.index(read, size)
         return [Located(e.name, file, "safetensors", size, e.dtype, e.shape, e.begin, e.end) for e in entries]
-    return [
-        Located(t.name or file, file, "archive", size, t.format, t.shape) for t in _archive(file, read, size)
-    ]
+    return [Located(t.name or file, file, "archive", size, t.format, t.shape) for t in _archive(file, read, size)]
 
 
 def _archive(file: str, read: Reader, size: int) -> list[Tensor]:
@@ -253,6 +272,8 @@ def open_tensor(loc: Located, read: Reader, size: int, side: str) -> Source:
         return open_source(read, size, loc.name, side)
     if loc.kind == "safetensors":
         return Source(_header(loc.dtype, loc.shape, loc.begin, safetensors.SOURCE), read, loc.name, side)
+    if loc.kind == "gguf":
+        return _gguf_source(loc, read, side)
     tensor = _archive_by_name((loc.file, size, id(read)), read, size).get(loc.name)
     if tensor is None:
         raise InputError(f"{loc.file} no longer holds the tensor {loc.name!r}", where=loc.file)
@@ -260,6 +281,68 @@ def open_tensor(loc: Located, read: Reader, size: int, side: str) -> Source:
         raise InputError(f"{loc.name!r} is complex, which checkpoints are not compared in", where=loc.file)
     raw = np.ascontiguousarray(tensor.array).reshape(-1).view(np.uint8)
     return Source(_header(tensor.format, tensor.shape, 0, tensor.source), view_reader(raw)[0], loc.name, side)
+
+
+LLAMA_ROTARY = re.compile(r"^blk\.\d+\.attn_(q|k)\.weight$")
+
+
+def permuted_heads(name: str, meta: dict[str, object]) -> int:
+    """The heads whose rows llama.cpp's converter permuted in the GGUF tensor ``name``, or 0.
+
+    ``convert_hf_to_gguf.py`` reorders each head's rows of a llama model's Q and K
+    weights from Hugging Face's rotary layout (first halves, then second halves) to
+    GGML's (pairs interleaved), using the file's head counts (the KV heads for K).
+    """
+    if meta.get("general.architecture") != "llama" or not (m := LLAMA_ROTARY.match(name)):
+        return 0
+    key = "llama.attention.head_count" + ("_kv" if m[1] == "k" else "")
+    heads = meta.get(key, meta.get("llama.attention.head_count"))
+    return heads if isinstance(heads, int) and heads > 0 else 0
+
+
+def _gguf_source(loc: Located, read: Reader, side: str) -> Source:
+    """A GGUF tensor: unquantised and in place, read chunk by chunk; else read whole, and
+    dequantised (its grid bounds kept in the header, :class:`GridHeader`) or its rows put
+    back in Hugging Face's rotary order."""
+    if loc.dtype not in gguf.BLOCK_BYTES and not loc.heads:
+        return Source(_header(loc.dtype, loc.shape, loc.begin, gguf.SOURCE), read, loc.name, side)
+    raw = np.frombuffer(bytes(read(loc.begin, loc.end - loc.begin)), dtype=np.uint8)
+    grid: tuple[np.ndarray, ...] = ()
+    if loc.dtype in gguf.BLOCK_BYTES:
+        grid = gguf.dequantise(raw, loc.dtype)
+        values, fmt = grid[0], "float32"
+    else:
+        fmt = loc.dtype
+        values = raw.view(_header(fmt, loc.shape, 0, "").dtype)
+    if loc.heads:
+        grid = tuple(unpermute(x.reshape(loc.shape), loc.heads).reshape(-1) for x in grid)
+        values = unpermute(values.reshape(loc.shape), loc.heads).reshape(-1)
+    raw = np.ascontiguousarray(values).view(np.uint8)
+    header = GridHeader(*astuple_header(_header(fmt, loc.shape, 0, f"{gguf.SOURCE} {loc.dtype}")), grid, loc.dtype)
+    return Source(header, view_reader(raw)[0], loc.name, side)
+
+
+def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
+    """The inverse of llama.cpp's ``permute(w, n_head)``: each head's rows from GGML's
+    interleaved rotary order back to Hugging Face's halves."""
+    rows = w.shape[0]
+    if rows % (2 * heads):
+        raise InputError(f"{rows} rows cannot be {heads} heads of rotary pairs")
+    return w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class GridHeader(TensorHeader):
+    """A dequantised tensor's header: besides its float32 values, each value's grid bound
+    and its block's range (:func:`perpendis.formats.gguf.dequantise`), and the type."""
+
+    grid: tuple[np.ndarray, ...] = ()
+    quant: str = ""
+
+
+def astuple_header(h: TensorHeader) -> tuple[object, ...]:
+    """A header's fields in order, to build a subclass's from it."""
+    return tuple(getattr(h, f.name) for f in fields(h))
 
 
 def _few(names: list[str], limit: int = 5) -> str:

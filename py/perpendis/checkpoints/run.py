@@ -120,7 +120,7 @@ def local_runner(job: Job) -> None:
 
 def task_bytes(task: Task) -> int:
     """Bytes a pair reads (both sides), as far as the scan knows them (for progress only)."""
-    return sum(loc.end - loc.begin if loc.kind == "safetensors" else loc.size for loc in (task.a, task.b))
+    return sum(loc.end - loc.begin if loc.kind in ("safetensors", "gguf") else loc.size for loc in (task.a, task.b))
 
 
 class Resume:
@@ -179,7 +179,7 @@ def begin_checkpoints(
     for side, checkpoint in (("A", a), ("B", b)):
         if not tensor_files(checkpoint.names):
             raise InputError(
-                f"{side} holds no tensor files (.safetensors, .bin/.pt/.pth, .npz, .npy or an index)", side=side
+                f"{side} holds no tensor files (.safetensors, .bin/.pt/.pth, .npz, .npy, .gguf or an index)", side=side
             )
     scan_a, scan_b = scan(a.names, a.open), scan(b.names, b.open)
     paired = plan(scan_a, scan_b, rules)
