@@ -55,7 +55,7 @@ UNIT_BYTES = 256 * 2**20
 scheduler's few milliseconds per task are lost in it, and a 2 GB pair of checkpoints
 still makes 16 tasks to balance over the workers."""
 
-ALL_KINDS = ("safetensors", "npy", "gguf", "archive")
+ALL_KINDS = ("safetensors", "npy", "gguf", "distcp", "archive")
 """Every kind of tensor is read by the workers: an archive (``.npz``, ``torch.save``) is
 read whole once per worker and kept (:func:`_mapped`, and the scan's archive cache)."""
 

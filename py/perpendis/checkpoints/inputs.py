@@ -27,7 +27,7 @@ import numpy as np
 
 from ..bits import format_of
 from ..errors import InputError
-from ..formats import gguf, safetensors
+from ..formats import distcp, gguf, safetensors
 from ..formats import read as read_any
 from ..formats.buffer import Reader, view_reader
 from ..formats.npy import MAGIC, NpyHeader
@@ -40,6 +40,8 @@ Opener = Callable[[str], tuple[Reader, int]]
 
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth", ".gguf")
+RANGED = ("safetensors", "gguf", "distcp")
+"""Kinds of :class:`Located` whose ``begin``/``end`` are the tensor's own bytes (else the whole file is read)."""
 _SHARD_OF = re.compile(r"^(?P<stem>.*?)-(?P<i>\d+)-of-(?P<n>\d+)(?P<suffix>\.[A-Za-z0-9]+)$")
 
 
@@ -91,6 +93,9 @@ def tensor_files(names: Iterable[str]) -> list[str]:
     keep = []
     for name in names:
         base = name.rsplit("/", 1)[-1]
+        if name == distcp.METADATA:  # a torch.distributed.checkpoint folder's index
+            keep.append(name)
+            continue
         if base.startswith("."):
             continue
         if base.endswith(TENSOR_SUFFIXES) or base in INDEX_FILES:
@@ -107,6 +112,8 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
     (``model-00002-of-00003.safetensors``) are checked to be all there.
     """
     present = tensor_files(names)
+    if distcp.METADATA in present:
+        return _scan_distcp(set(names), present, open_file)
     problems: list[Problem] = []
     blocked: dict[str, str] = {}
     notes: list[str] = []
@@ -174,6 +181,50 @@ def _permuted_note(located: Iterable[Located]) -> list[str]:
         f"head's rows permuted for llama.cpp's rotary layout (convert_hf_to_gguf.py's permute, {heads}): "
         "they were put back in Hugging Face's order before pairing"
     ]
+
+
+def _scan_distcp(names: set[str], present: list[str], open_file: Opener) -> Scan:
+    """A ``torch.distributed.checkpoint`` folder: its tensors located by ``.metadata``, each
+    checked to lie inside its ``.distcp`` file."""
+    meta = distcp.METADATA
+    try:
+        read, size = open_file(meta)
+        layout = distcp.read_metadata(bytes(read(0, size)))
+    except InputError as err:
+        problem = Problem(meta, err.message)
+        return Scan({}, [problem], {}, [])
+    problems = [Problem(meta, f"{name} cannot be read: {why}", [name]) for name, why in layout.unreadable.items()]
+    sizes: dict[str, int | str] = {}
+    for file in sorted({e.file for e in layout.entries}):
+        if file not in names:
+            sizes[file] = f"{meta} names {file}, which is not in the checkpoint"
+            continue
+        try:
+            sizes[file] = open_file(file)[1]
+        except InputError as err:
+            sizes[file] = err.message
+    tensors: dict[str, Located] = {}
+    lost: dict[str, list[str]] = {}
+    for e in layout.entries:
+        size = sizes[e.file]
+        if isinstance(size, str) or e.end > size:
+            lost.setdefault(e.file, []).append(e.name)
+        else:
+            tensors[e.name] = Located(e.name, e.file, "distcp", size, e.dtype, e.shape, e.begin, e.end)
+    for file, names_lost in lost.items():
+        size = sizes[file]
+        message = size if isinstance(size, str) else f"{file} is cut short: {meta} places tensors past its {size} bytes"
+        problems.append(Problem(file, message, sorted(names_lost)))
+    blocked = {t: f"{p.file}: {p.message}" for p in problems for t in p.tensors}
+    notes = []
+    if layout.not_tensors:
+        notes.append(
+            f"{len(layout.not_tensors)} entries that are not tensors were not compared: {_few(layout.not_tensors)}"
+        )
+    others = [n for n in present if n != meta]
+    if others:
+        notes.append(f"{len(others)} tensor file(s) beside the distributed checkpoint were not read: {_few(others)}")
+    return Scan(tensors, problems, blocked, notes)
 
 
 def _weight_map(index_name: str, open_file: Opener) -> dict[str, str] | Problem:
@@ -274,7 +325,24 @@ def open_tensor(loc: Located, read: Reader, size: int, side: str) -> Source:
         return Source(_header(loc.dtype, loc.shape, loc.begin, safetensors.SOURCE), read, loc.name, side)
     if loc.kind == "gguf":
         return _gguf_source(loc, read, side)
+    if loc.kind == "distcp":
+        return _whole(_chunk(loc, read), loc, side)
     tensor = _archive_by_name((loc.file, size, id(read)), read, size).get(loc.name)
+    return _whole(tensor, loc, side)
+
+
+def _chunk(loc: Located, read: Reader) -> Tensor:
+    """A distributed checkpoint's tensor: the ``torch.save`` of it at its place in the ``.distcp`` file."""
+    found = read_any(read(loc.begin, loc.end - loc.begin), loc.file)
+    if len(found) != 1 or found[0].shape != loc.shape or found[0].format != loc.dtype:
+        got = ", ".join(f"{t.format} {list(t.shape)}" for t in found) or "nothing"
+        message = f"{loc.file} holds {got} where .metadata places {loc.name!r} ({loc.dtype} {list(loc.shape)})"
+        raise InputError(message, where=loc.file)
+    return found[0]
+
+
+def _whole(tensor: Tensor | None, loc: Located, side: str) -> Source:
+    """A tensor read whole (from an archive, or a distributed checkpoint's chunk) as a source over its bytes."""
     if tensor is None:
         raise InputError(f"{loc.file} no longer holds the tensor {loc.name!r}", where=loc.file)
     if tensor.array.dtype.kind == "c":
