@@ -26,6 +26,7 @@ from .checkpoints.distributed import (
     checkpoint_bytes,
     dask_runner,
     reason_for_single,
+    warm,
 )
 from .checkpoints.rename import PRESETS, preset
 from .cli_options import add_tolerance_options
@@ -108,12 +109,14 @@ def _runner(args: argparse.Namespace, nbytes: int) -> Iterator[Any]:
                 _single(why)
                 yield local_runner
             else:
+                client.run(warm, wait=False)
                 yield dask_runner(client)
         return
     with (
         LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
+        client.run(warm, wait=False)
         yield dask_runner(client)
 
 

@@ -21,9 +21,11 @@ Why the cluster was slower than one process, and what this module does about it
   fresh and faulted in page by page, 4.6x the page faults and 3.4x the system time of
   the same fold in a plain process (1.9 -> 2.95 s of CPU).  :func:`_tune_malloc` sets
   the thresholds back in each worker, once.
-- one task per tensor (64 MB) paid the scheduler's round trip and the worker's first
-  imports per tensor and left one worker idle at the end; units of 256 MB batch small
-  tensors, and cut big ones by byte range.
+- one task per tensor (64 MB) paid the scheduler's round trip per tensor and left one
+  worker idle at the end; units of up to 256 MB batch small tensors, and cut big ones by
+  byte range, at least four per worker thread.
+- each worker imported the fold's modules in its first task; :func:`warm` does it as the
+  cluster starts, while the client scans.
 - a cluster costs its start (about 2.7 s for a 2-worker LocalCluster: imports, start,
   first task, close): :func:`reason_for_single` keeps work it cannot win back in one
   process, and says so.
@@ -47,13 +49,22 @@ import numpy as np
 from ..errors import InputError
 from ..formats.buffer import Reader
 from ..stream import map_reader
-from .run import Begun, Job
+from .run import Begun, Job, task_bytes
 from .shared import CheckpointFold, fold_unit_job
 
 UNIT_BYTES = 256 * 2**20
-"""Bytes of both sides read per task: about a quarter of a second of folding, so the
-scheduler's few milliseconds per task are lost in it, and a 2 GB pair of checkpoints
-still makes 16 tasks to balance over the workers."""
+"""Most bytes of both sides read per task: about a quarter of a second of folding, so the
+scheduler's few milliseconds per task are lost in it; a smaller checkpoint is cut into
+at least :data:`UNITS_PER_THREAD` units per worker thread (:func:`unit_size`), down to
+:data:`MIN_UNIT_BYTES`, so that no worker waits while another folds the last big unit."""
+
+MIN_UNIT_BYTES = 32 * 2**20
+UNITS_PER_THREAD = 4
+
+
+def unit_size(nbytes: int, threads: int) -> int:
+    """Bytes per unit for ``nbytes`` of work over ``threads`` worker threads."""
+    return max(MIN_UNIT_BYTES, min(UNIT_BYTES, nbytes // max(1, UNITS_PER_THREAD * threads)))
 
 ALL_KINDS = ("safetensors", "npy", "gguf", "distcp", "archive")
 """Every kind of tensor is read by the workers: an archive (``.npz``, ``torch.save``) is
@@ -181,9 +192,25 @@ def unreadable(paths: list[str]) -> list[tuple[str, str]]:
     return missing
 
 
+async def warm() -> None:
+    """Run on each worker as the cluster starts: the imports a fold needs, done while the
+    client scans the checkpoints rather than in the first task (a coroutine, so that
+    ``client.run(warm, wait=False)`` does not wait for it)."""
+    from . import pairs, shared  # noqa: F401
+
+
 def check_visible(client: Any, paths: list[str]) -> None:
-    """Refuse, naming the file and the worker, when some worker cannot open a checkpoint file."""
-    for worker, missing in sorted(client.run(unreadable, paths).items()):
+    """Refuse, naming the file and the worker, when some worker cannot open a checkpoint
+    file, or cannot import this package."""
+    try:
+        seen = client.run(unreadable, paths)
+    except Exception as err:  # the worker's own error, sent back: ModuleNotFoundError, say
+        if "perpendis" not in str(err):
+            raise
+        raise InputError(
+            f"the Dask workers cannot run perpendis ({err}): install it on every worker, as on this machine"
+        ) from None
+    for worker, missing in sorted(seen.items()):
         if missing:
             path, why = missing[0]
             more = f" (and {len(missing) - 1} more files)" if len(missing) > 1 else ""
@@ -194,8 +221,9 @@ def check_visible(client: Any, paths: list[str]) -> None:
             )
 
 
-def dask_runner(client: Any, unit_bytes: int = UNIT_BYTES) -> Callable[[Job], None]:
-    """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster."""
+def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], None]:
+    """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster, in units
+    of ``unit_bytes`` (by default :func:`unit_size` for the work and the cluster's threads)."""
 
     def run(job: Job) -> None:
         from distributed import as_completed
@@ -203,7 +231,11 @@ def dask_runner(client: Any, unit_bytes: int = UNIT_BYTES) -> Callable[[Job], No
         if job.a.paths is None or job.b.paths is None:
             raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
         keys = {"a": _absolute(job.a.paths), "b": _absolute(job.b.paths)}
-        fold = CheckpointFold.plan(Begun(job, _unused), keys, unit_bytes, kinds=ALL_KINDS)
+        size = unit_bytes
+        if size is None:
+            threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+            size = unit_size(sum(task_bytes(t) for t in job.tasks), threads)
+        fold = CheckpointFold.plan(Begun(job, _unused), keys, size, kinds=ALL_KINDS)
         jobs = [unit for unit in fold.unit_jobs() if unit is not None]  # every kind is sent out
         files = sorted({path for unit in jobs for path in unit["files"]})
         if files:
