@@ -310,9 +310,10 @@ def external_run(root: Path, a: Path, b: Path) -> tuple[dict, dict]:
 
     file = root / "scheduler.json"
     log = (root / "dask.log").open("w")
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent / "py")}  # as if installed
     scheduler = subprocess.Popen(
         ["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
-        stdout=log, stderr=log,
+        stdout=log, stderr=log, env=env,
     )  # fmt: skip
     workers = None
     try:
@@ -322,7 +323,7 @@ def external_run(root: Path, a: Path, b: Path) -> tuple[dict, dict]:
             time.sleep(0.1)
         workers = subprocess.Popen(
             ["dask", "worker", "--scheduler-file", str(file), "--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
-            stdout=log, stderr=log, env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent / "py")},
+            stdout=log, stderr=log, env=env,
         )  # fmt: skip
         with Client(scheduler_file=str(file)) as client:
             client.wait_for_workers(2, timeout=120)

@@ -205,11 +205,7 @@ def check_visible(client: Any, paths: list[str]) -> None:
     try:
         seen = client.run(unreadable, paths)
     except Exception as err:  # the worker's own error, sent back: ModuleNotFoundError, say
-        if "perpendis" not in str(err):
-            raise
-        raise InputError(
-            f"the Dask workers cannot run perpendis ({err}): install it on every worker, as on this machine"
-        ) from None
+        raise _not_installed(err) from None
     for worker, missing in sorted(seen.items()):
         if missing:
             path, why = missing[0]
@@ -256,9 +252,21 @@ def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], N
             except InputError as err:
                 fold.fail_unit(index, err)
                 continue
+            except Exception as err:  # the scheduler could not unpickle the task, say
+                raise _not_installed(err) from None
             fold.take_unit(index, data)
 
     return run
+
+
+def _not_installed(err: Exception) -> Exception:
+    """A one-line refusal when the cluster lacks this package; any other error as it is."""
+    if "perpendis" not in str(err) and "deserializ" not in str(err):
+        return err
+    return InputError(
+        f"the Dask cluster cannot run perpendis ({' '.join(str(err).split())[:200]}): install it on the "
+        "scheduler and every worker, as on this machine"
+    )
 
 
 def _absolute(paths: Mapping[str, str]) -> dict[str, str]:
