@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.checkpoints import Checkpoint, compare_checkpoints, folder, parse_rule
-from perpendis.checkpoints.distributed import dask_runner, fold_unit_at, reason_for_single
+from perpendis.checkpoints.distributed import dask_runner, fold_unit_at, reason_for_single, unit_size
+from perpendis.checkpoints.rename import preset
 from perpendis.checkpoints.run import begin_checkpoints
 from perpendis.checkpoints.shared import CheckpointFold
 from perpendis.cli import main
@@ -121,6 +122,19 @@ def test_the_cluster_is_left_out_when_it_cannot_win():
     assert "less than" in reason_for_single(2**20, 4, 2**30)
     assert reason_for_single(2 * 2**30, 2, 2**30) is None
     assert reason_for_single(2 * 2**30, None, 2**30) is None
+    assert unit_size(2 * 2**30, 2) == 256 * 2**20  # capped: a task stays a fraction of a second
+    assert unit_size(512 * 2**20, 2) == 64 * 2**20  # four units per worker thread
+    assert unit_size(2**20, 4) == 32 * 2**20  # floored: tiny work is one unit
+
+
+def test_gguf_on_the_cluster_is_the_single_process_report(client):
+    """GGUF tensors in place are folded by the workers, quantised ones judged on the client."""
+    pair = Path(__file__).parent / "fixtures" / "checkpoints" / "gguf_llama"
+    rules = preset("gguf-llama")
+    alone = compare_checkpoints(folder(pair / "gguf"), folder(pair / "hf"), rules=rules)
+    spread = compare_checkpoints(folder(pair / "gguf"), folder(pair / "hf"), rules=rules, runner=dask_runner(client))
+    assert spread.to_json() == alone.to_json()
+    assert {r.verdict for r in spread.tensors} == {"converted", "identical"}
 
 
 def test_cli_dask_and_single_process_print_the_same_json(pair, capsys):
