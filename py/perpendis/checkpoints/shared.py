@@ -193,6 +193,29 @@ class CheckpointFold:
                 self._take(pair, piece, partial_from_bytes(part))
         self.by_helpers += 1
 
+    def whole_pairs(self, index: int) -> list[Task] | None:
+        """The pairs of unit ``index`` when each is whole in it (not cut across units), so
+        that whoever folds the unit can make their rows itself; else None."""
+        unit = self.units[index]
+        if any(len(self.pairs[piece.pair].shares) != 1 for piece in unit):
+            return None
+        return [self.pairs[piece.pair].task for piece in unit]
+
+    def take_rows(self, index: int, rows: Sequence[TensorRow]) -> None:
+        """Take in the rows a worker made for unit ``index`` of whole pairs (:meth:`whole_pairs`)."""
+        unit = self.units[index]
+        if len(rows) != len(unit):
+            raise ValueError(f"unit {index} has {len(unit)} pairs, a worker sent {len(rows)} rows")
+        job = self.begun.job
+        for piece, row in zip(unit, rows, strict=True):
+            pair = self.pairs[piece.pair]
+            if not pair.left:
+                continue
+            pair.left, pair.parts = 0, []
+            if job.done is not None:
+                job.done(piece.nbytes)
+            job.row(pair.task, row)
+
     def fail_unit(self, index: int, err: InputError) -> None:
         """Unit ``index`` could not be folded (a file its worker cannot read): each of its
         pairs is an error row."""
