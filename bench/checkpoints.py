@@ -162,25 +162,30 @@ def cached_fraction(*folders: Path) -> float | None:
 
 
 class Received:
-    """Counts the units whose partials the client takes in from Dask workers, and their bytes."""
+    """Counts the units the client takes in from Dask workers (as partials, with their bytes, or as rows)."""
 
     def __init__(self) -> None:
-        self.tasks = self.bytes = 0
-        self._take = CheckpointFold.take_unit
+        self.tasks = self.rows = self.bytes = 0
+        self._take, self._rows = CheckpointFold.take_unit, CheckpointFold.take_rows
 
     def __enter__(self) -> Received:
-        take = self._take
+        take, rows = self._take, self._rows
 
         def counted(fold, index, data):
             self.tasks += 1
             self.bytes += len(data)
             return take(fold, index, data)
 
-        CheckpointFold.take_unit = counted
+        def counted_rows(fold, index, made):
+            self.tasks += 1
+            self.rows += 1
+            return rows(fold, index, made)
+
+        CheckpointFold.take_unit, CheckpointFold.take_rows = counted, counted_rows
         return self
 
     def __exit__(self, *exc: object) -> None:
-        CheckpointFold.take_unit = self._take
+        CheckpointFold.take_unit, CheckpointFold.take_rows = self._take, self._rows
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -284,6 +289,7 @@ def run(a: Path, b: Path, runner=None, pids: list[int] | None = None) -> dict:
         "cached_before": None if cached is None else round(cached, 3),
         "disk_read_GB": round((disk_read_bytes() - disk) / 1e9, 2),
         "tasks": received.tasks,
+        "row_tasks": received.rows,
         "partials_MB": round(received.bytes / 1e6, 1),
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "json": report.to_json(),
@@ -353,7 +359,7 @@ def show(mode: str, r: dict, reference: str | None, single: dict | None = None, 
     print(f"  {mode:<44} {r['wall_s']:>7} s {r['MB_per_s']:>8} MB/s {r['cpu_s']:>7} cpu s{ratio}{per}{same}")
     extra = r.get("allclose") or (
         f"peak RssAnon MB {r['peak_rss_anon_MB']}, disk read {r['disk_read_GB']} GB, "
-        f"{r['tasks']} tasks, {r['partials_MB']} MB of partials"
+        f"{r['tasks']} tasks ({r['row_tasks']} came back as rows), {r['partials_MB']} MB of partials"
     )
     print(f"  {'':<44} cached before {r['cached_before']}, load {r['load']}; {extra}", flush=True)
 
