@@ -143,9 +143,15 @@ def _tune_malloc() -> bool:
     return bool(mapped) and bool(mallopt(M_TRIM_THRESHOLD, 2 * WORKER_MMAP_THRESHOLD))
 
 
-@lru_cache(maxsize=64)
 def _mapped(path: str) -> tuple[Reader, int, mmap.mmap | None]:
-    """A worker's memory map of a shard (and the map, to advise), kept for its next task on the same shard."""
+    """A worker's memory map of a shard (and the map, to advise), for one task only.
+
+    Not kept for the next task: the pages of a map count in the worker's RSS as long as
+    it is mapped, and dask's memory manager reads RSS, so a worker that kept every shard
+    it had read mapped would look to it as if it held that much data (half of an 8 GB
+    pair per worker of two is past the 60 % target of an 11.7 GB limit, where it spills
+    and collects garbage at every check).  Mapping a shard again costs microseconds; its
+    pages stay in the page cache."""
     read, size = map_reader(path)
     view = read(0, 0)
     held = view.obj if isinstance(view, memoryview) else None
