@@ -27,6 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "checkpoints"
 sys.path.insert(0, str(FIXTURES))
 import make_distcp  # noqa: E402  (after the skips: it imports torch and transformers)
 
+pytestmark = pytest.mark.slow  # a transformers model saved twice: about 20 s
 RULE = parse_rule(make_distcp.RENAME)
 PY = Path(__file__).resolve().parent.parent / "py"
 

@@ -51,6 +51,7 @@ def test_every_tensor_of_the_real_conversion_is_an_exact_conversion():
     assert any("permuted for llama.cpp's rotary layout" in n and "4 heads" in n for n in report.notes)
 
 
+@pytest.mark.slow  # builds the transformers model
 def test_q_and_k_left_unpermuted_are_caught(tmp_path):
     """The classic broken converter: Q and K copied in Hugging Face's row order."""
     hf, gg = make_gguf.make(tmp_path, permute_qk=False)
