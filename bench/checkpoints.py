@@ -351,10 +351,12 @@ def external_run(root: Path, a: Path, b: Path) -> tuple[dict, dict]:
         log.close()
 
 
-def show(mode: str, r: dict, reference: str | None, single: dict | None = None, workers: int = 0) -> None:
-    """One mode's row, printed as soon as it is measured."""
+def show(
+    mode: str, r: dict, reference: str | None, single: dict | None = None, workers: int = 0, versus: str = "single"
+) -> None:
+    """One mode's row, printed as soon as it is measured (its throughput over ``single``'s, called ``versus``)."""
     same = "" if reference is None else f"  same report: {r['json'] == reference}"
-    ratio = "" if single is None else f"  {r['MB_per_s'] / single['MB_per_s']:.2f}x single"
+    ratio = "" if single is None else f"  {r['MB_per_s'] / single['MB_per_s']:.2f}x {versus}"
     per = "" if not workers or single is None else f", {r['MB_per_s'] / single['MB_per_s'] / workers:.2f} per worker"
     print(f"  {mode:<44} {r['wall_s']:>7} s {r['MB_per_s']:>8} MB/s {r['cpu_s']:>7} cpu s{ratio}{per}{same}")
     extra = r.get("allclose") or (
@@ -370,8 +372,7 @@ def bench_pair(root: Path, a: Path, b: Path, quick: bool) -> None:
     show("NumPy loop (memmap + np.allclose)", loop, None)
     single = run(a, b)
     reference = single["json"]
-    show("--single (one process)", single, reference, loop)
-    print(f"  {'':<44} --single / NumPy loop: {single['MB_per_s'] / loop['MB_per_s']:.2f}")
+    show("--single (one process)", single, reference, loop, versus="the NumPy loop")
     dask2 = cluster_run(a, b, 2)
     show("LocalCluster, 2 workers x 1 thread", dask2, reference, single, 2)
     if quick:
