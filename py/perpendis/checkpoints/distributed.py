@@ -31,6 +31,9 @@ Why the cluster was slower than one process, and what this module does about it
   of differing elements is 48 MB (404 MB for the 2 GB pair), and the client took
   percentiles of each alone: 2.8 s of the client's CPU against 1.5 s of each worker's.
   Whole pairs now come back as rows, their percentiles taken on the workers.
+- each worker kept every shard it had read mapped for its next task; the pages counted in
+  its RSS, and dask's memory manager paused it (the 8 GB pair with 4 workers: 3.4-4.7 GB
+  of RssFile per worker against a 5.8 GB limit).  A shard is now mapped for one task.
 - a cluster costs its start (about 2.7 s for a 2-worker LocalCluster: imports, start,
   first task, close): :func:`reason_for_single` keeps work it cannot win back in one
   process, and says so.
@@ -77,15 +80,18 @@ ALL_KINDS = ("safetensors", "npy", "gguf", "distcp", "archive")
 """Every kind of tensor is read by the workers: an archive (``.npz``, ``torch.save``) is
 read whole once per worker and kept (:func:`_mapped`, and the scan's archive cache)."""
 
-MIN_LOCAL_BYTES = 4 * 2**30
+MIN_LOCAL_BYTES = 8 * 2**30
 """Bytes of both checkpoints below which a LocalCluster is not started: it costs about
 2.7 s (imports 1.0, start 0.9, first task 0.3, close 0.5, measured at load 5 on 2
-cores), and two workers at best halve a fold that runs at about 1 GB/s in one process,
-so below some 5 GB the start is not won back."""
+cores), won back at ``2.7 s / (1 / single - 1 / cluster)``: 5.6 GB with the 2-worker
+cluster 2.2x one process (1134 against 2514 MB/s, 2 GB pair, load 3), 11.7 GB at 1.3x
+(987 against 1278 MB/s, 8 GB pair, load 7)."""
 
-MIN_SCHEDULER_BYTES = 2**30
-"""The same for an existing scheduler: no start, but the client's import and connection
-and the workers' first task cost about a second."""
+MIN_SCHEDULER_BYTES = 4 * 2**30
+"""The same for an existing scheduler: no start, but the client's import and connection,
+the check that every worker sees every file and the first tasks cost about a second; an
+external 2-worker cluster folded a 1.5 GB pair at 0.65x one process, 2 GB at 0.73-1.0x,
+8 GB at 1.37-1.76x."""
 
 
 def available() -> bool:
