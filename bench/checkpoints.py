@@ -1,32 +1,33 @@
-"""Throughput of ``perpendis checkpoints`` on two generated checkpoints: one process against Dask.
+"""Throughput of ``perpendis checkpoints``: a plain NumPy loop, one process, and Dask clusters, on the same files.
 
-    python bench/checkpoints.py                # two 8 GB checkpoints (16 GB of disk in --dir)
-    python bench/checkpoints.py --size 256M    # a quick run
+    python bench/checkpoints.py                      # 2 GB and 8 GB pairs, and fp32 vs bf16 (1.5 GB)
+    python bench/checkpoints.py --sizes 256M --quick # a quick run: no 4-worker or external-scheduler rows
 
-Writes checkpoint A (float32 safetensors shards of 1 GB, with an index) and B (the same
-tensors re-sharded in 1.5 GB shards, a quarter of them moved by one ulp in an eighth of
-their elements, one corrupted), both from a seeded normal generator, so neither is
-sparse nor compresses.  Then compares them:
+For each size, writes checkpoint A (float32 safetensors shards of 1 GB, with a
+``model.safetensors.index.json`` as Hugging Face writes) and B (the same tensors
+re-sharded in 1.5 GB shards, a quarter of them moved by one ulp in an eighth of their
+elements, one corrupted), from a seeded normal generator, so neither is sparse nor
+compresses; and a float32 / bfloat16 pair (B the same tensors rounded to bfloat16).
+Then compares each pair, every mode on the same files:
 
-- in one process (``local_runner``);
-- on a LocalCluster of 2 worker processes with one thread each (one per core);
-- on a LocalCluster of 4 worker processes with one thread each, standing in for several
-  hosts: the scheduler's cost per tensor is measured on 2000 tiny tensor pairs, compared
-  in one process and on that cluster;
+- a plain NumPy loop: both sides' tensors memory-mapped (``np.memmap`` at the offsets
+  of the safetensors header), ``np.allclose`` per tensor; the floor a tool must reach;
+- ``--single``: :func:`local_runner` in this process;
+- a LocalCluster of 2 worker processes with one thread each (one per core);
+- a LocalCluster of 4 worker processes with one thread each, standing in for a
+  4-host cluster on one machine; its scaling per worker is its throughput over 4 times
+  ``--single``'s;
+- an external scheduler: ``dask scheduler`` and ``dask worker`` (2 processes, one
+  thread each) started as separate processes on loopback, given absolute paths, then
+  relative ones from the checkpoints' parent folder (the runner makes them absolute).
 
-and prints wall time, throughput (bytes of both checkpoints read per second), the peak
-anonymous memory (RssAnon, sampled every 20 ms; the mapped shards' page cache is not
-counted) of this process and of each worker, and whether every mode's report is the
-single-process one, figure for figure.  The files are deleted afterwards unless
-``--keep``; with ``--dir`` holding checkpoints already (``big/``, ``tiny/``), they are reused.
-The machine's page cache holds what fits of the files just written, as it would on a
-machine that has just written or read them.
-
-To tell where a slower mode loses its time, each row also says how much of both
-checkpoints was in the page cache when it started (``fincore``), how many bytes the
-disk read meanwhile (``/proc/diskstats``, the whole machine's), how many tasks the
-cluster ran and how many bytes of partials came back to the client; the load average
-is printed beside it.
+Each row prints wall time, throughput (bytes of both checkpoints read per second), the
+CPU seconds of this process and the workers (``/proc/<pid>/stat``: a fairer figure than
+wall time on a shared machine), the peak anonymous memory (RssAnon, the mapped shards'
+page cache not counted), how much of the files was in the page cache at the start
+(``fincore``), the bytes the disk read meanwhile, the Dask tasks and bytes of partials
+that came back, the load average, and whether its report is ``--single``'s, figure for
+figure.  The files are deleted afterwards unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -42,13 +43,15 @@ import threading
 import time
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
-from perpendis.checkpoints import compare_checkpoints, distributed, folder
-from perpendis.checkpoints.distributed import dask_runner
+from perpendis.checkpoints import compare_checkpoints, folder
+from perpendis.checkpoints.distributed import dask_runner, warm
+from perpendis.checkpoints.shared import CheckpointFold
 
 TENSOR_ELEMENTS = 16 * 2**20  # 64 MB float32 tensors
 
@@ -62,8 +65,8 @@ def tensor(i: int, n: int) -> np.ndarray:
     return np.random.default_rng(i).standard_normal(n, dtype=np.float32)
 
 
-def write(root: Path, size: int) -> tuple[Path, Path]:
-    """Checkpoints A and B of ``size`` bytes each under ``root``."""
+def write(root: Path, size: int, bf16: bool = False) -> tuple[Path, Path]:
+    """Checkpoints A and B of ``size`` bytes each under ``root`` (B in bfloat16 with ``bf16``)."""
     count = max(1, size // (TENSOR_ELEMENTS * 4))
     n = min(TENSOR_ELEMENTS, size // 4)
     names = [f"model.layers.{i // 4}.w{i % 4}" for i in range(count)]
@@ -79,6 +82,13 @@ def write(root: Path, size: int) -> tuple[Path, Path]:
 
         for i, name in enumerate(names):
             x = tensor(i, n)
+            if side == "b" and bf16:
+                shard[name] = x.astype(ml_dtypes.bfloat16)
+                filled += x.nbytes // 2
+                if filled >= per_shard:
+                    flush(shard, k)
+                    shard, filled, k = {}, 0, k + 1
+                continue
             if side == "b" and i % 4 == 1:
                 moved = np.random.default_rng(10_000 + i).random(n) < 0.125
                 x[moved] = np.nextafter(x[moved], np.float32(np.inf))
@@ -152,23 +162,92 @@ def cached_fraction(*folders: Path) -> float | None:
 
 
 class Received:
-    """Counts the tasks whose partials the client reads, and their bytes."""
+    """Counts the units the client takes in from Dask workers (as partials, with their bytes, or as rows)."""
 
     def __init__(self) -> None:
-        self.tasks = self.bytes = 0
-        self._read = distributed.partial_from_bytes
+        self.tasks = self.rows = self.bytes = 0
+        self._take, self._rows = CheckpointFold.take_unit, CheckpointFold.take_rows
 
     def __enter__(self) -> Received:
-        def counted(data):
+        take, rows = self._take, self._rows
+
+        def counted(fold, index, data):
             self.tasks += 1
             self.bytes += len(data)
-            return self._read(data)
+            return take(fold, index, data)
 
-        distributed.partial_from_bytes = counted
+        def counted_rows(fold, index, made):
+            self.tasks += 1
+            self.rows += 1
+            return rows(fold, index, made)
+
+        CheckpointFold.take_unit, CheckpointFold.take_rows = counted, counted_rows
         return self
 
     def __exit__(self, *exc: object) -> None:
-        distributed.partial_from_bytes = self._read
+        CheckpointFold.take_unit, CheckpointFold.take_rows = self._take, self._rows
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds of the processes ``pids`` so far (``/proc/<pid>/stat``)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def safetensors_entries(path: Path) -> list[tuple[str, str, tuple[int, ...], int]]:
+    """(name, dtype, shape, data offset) of each tensor of a safetensors file, from its header."""
+    with path.open("rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(length))
+    return [
+        (k, v["dtype"], tuple(v["shape"]), 8 + length + v["data_offsets"][0])
+        for k, v in header.items()
+        if k != "__metadata__"
+    ]
+
+
+def numpy_loop(a: Path, b: Path) -> dict:
+    """The floor: every tensor of both sides memory-mapped and compared with np.allclose."""
+    dtypes = {"F32": np.float32, "BF16": np.uint16}
+
+    def tensors(folder_: Path) -> dict[str, tuple[Path, str, tuple[int, ...], int]]:
+        out = {}
+        for f in sorted(folder_.glob("*.safetensors")):
+            for name, dtype, shape, offset in safetensors_entries(f):
+                out[name] = (f, dtype, shape, offset)
+        return out
+
+    def array(where: tuple[Path, str, tuple[int, ...], int]) -> np.ndarray:
+        f, dtype, shape, offset = where
+        x = np.memmap(f, dtype=dtypes[dtype], mode="r", offset=offset, shape=shape)
+        return (x.astype(np.uint32) << 16).view(np.float32) if dtype == "BF16" else x
+
+    if COLD:
+        evict(a, b)
+    cached = cached_fraction(a, b)
+    cpu = cpu_seconds([os.getpid()])
+    t = time.perf_counter()
+    ta, tb = tensors(a), tensors(b)
+    nbytes, close = 0, 0
+    for name in sorted(ta.keys() & tb.keys()):
+        x, y = array(ta[name]), array(tb[name])
+        close += bool(np.allclose(x, y))
+        nbytes += x.nbytes + (y.nbytes // 2 if tb[name][1] == "BF16" else y.nbytes)
+    wall = time.perf_counter() - t
+    return {
+        "wall_s": round(wall, 2),
+        "MB_per_s": round(nbytes / wall / 1e6, 1),
+        "cpu_s": round(cpu_seconds([os.getpid()]) - cpu, 2),
+        "cached_before": None if cached is None else round(cached, 3),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "allclose": f"{close} of {len(ta.keys() & tb.keys())} tensors allclose",
+    }
 
 
 COLD = False
@@ -191,90 +270,155 @@ def run(a: Path, b: Path, runner=None, pids: list[int] | None = None) -> dict:
         evict(a, b)
     cached = cached_fraction(a, b)
     disk = disk_read_bytes()
+    cpu = cpu_seconds([os.getpid(), *pids])
     with Peak([os.getpid(), *pids]) as peak, Received() as received:
         t = time.perf_counter()
         report = compare_checkpoints(folder(a), folder(b), **({"runner": runner} if runner else {}))
         wall = time.perf_counter() - t
+    cpu = cpu_seconds([os.getpid(), *pids]) - cpu
     s = report.summary
     return {
         "wall_s": round(wall, 2),
         "tensors": s["tensors"],
         "bytes": s["bytes_compared"],
         "MB_per_s": round(s["bytes_compared"] / wall / 1e6, 1),
+        "cpu_s": round(cpu, 2),
         "peak_rss_anon_MB": {
             ("client" if p == os.getpid() else f"worker {p}"): round(v / 1e6) for p, v in peak.peak.items()
         },
         "cached_before": None if cached is None else round(cached, 3),
         "disk_read_GB": round((disk_read_bytes() - disk) / 1e9, 2),
         "tasks": received.tasks,
+        "row_tasks": received.rows,
         "partials_MB": round(received.bytes / 1e6, 1),
         "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "json": report.to_json(),
     }
 
 
-def cluster_run(a: Path, b: Path, workers: int, tiny: tuple[Path, Path] | None = None) -> tuple[dict, dict | None]:
+def cluster_run(a: Path, b: Path, workers: int) -> dict:
+    """One comparison on a fresh LocalCluster of ``workers`` processes of one thread (its start not timed)."""
     from distributed import Client, LocalCluster
 
     with (
-        LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None, silence_logs=50) as cluster,
+        LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0", silence_logs=50) as cluster,
         Client(cluster) as client,
     ):
         pids = list(client.run(os.getpid).values())
-        big = run(a, b, dask_runner(client), pids)
-        small = run(*tiny, dask_runner(client), pids) if tiny else None
-    return big, small
+        client.run(warm)  # as the CLI does while it scans
+        return run(a, b, dask_runner(client), pids)
 
 
-def show(mode: str, r: dict, reference: str) -> None:
-    """One mode's row, printed as soon as it is measured."""
-    print(f"{mode:<50} {r['wall_s']:>8} {r['MB_per_s']:>8}  {r['peak_rss_anon_MB']}  {r['json'] == reference}")
-    print(
-        f"{'':<50} cached before {r['cached_before']}, disk read {r['disk_read_GB']} GB, "
-        f"{r['tasks']} tasks, {r['partials_MB']} MB of partials, load {r['load']}",
-        flush=True,
+def external_run(root: Path, a: Path, b: Path) -> tuple[dict, dict]:
+    """``dask scheduler`` and 2 ``dask worker`` processes started apart on loopback: one run
+    given absolute paths, one given paths relative to ``root`` (this process's folder then)."""
+    from distributed import Client
+
+    file = root / "scheduler.json"
+    log = (root / "dask.log").open("w")
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent / "py")}  # as if installed
+    scheduler = subprocess.Popen(
+        ["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
+        stdout=log, stderr=log, env=env,
+    )  # fmt: skip
+    workers = None
+    try:
+        for _ in range(300):
+            if file.exists() and file.stat().st_size:
+                break
+            time.sleep(0.1)
+        workers = subprocess.Popen(
+            ["dask", "worker", "--scheduler-file", str(file), "--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
+            stdout=log, stderr=log, env=env,
+        )  # fmt: skip
+        with Client(scheduler_file=str(file)) as client:
+            client.wait_for_workers(2, timeout=120)
+            pids = list(client.run(os.getpid).values())
+            client.run(warm)
+            absolute = run(a.resolve(), b.resolve(), dask_runner(client), pids)
+            here = os.getcwd()
+            os.chdir(root)
+            try:
+                relative = run(a.resolve().relative_to(root), b.resolve().relative_to(root), dask_runner(client), pids)
+            finally:
+                os.chdir(here)
+        return absolute, relative
+    finally:
+        for process in (workers, scheduler):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=60)
+        log.close()
+
+
+def show(
+    mode: str, r: dict, reference: str | None, single: dict | None = None, workers: int = 0, versus: str = "single"
+) -> None:
+    """One mode's row, printed as soon as it is measured (its throughput over ``single``'s, called ``versus``)."""
+    same = "" if reference is None else f"  same report: {r['json'] == reference}"
+    ratio = "" if single is None else f"  {r['MB_per_s'] / single['MB_per_s']:.2f}x {versus}"
+    per = "" if not workers or single is None else f", {r['MB_per_s'] / single['MB_per_s'] / workers:.2f} per worker"
+    print(f"  {mode:<44} {r['wall_s']:>7} s {r['MB_per_s']:>8} MB/s {r['cpu_s']:>7} cpu s{ratio}{per}{same}")
+    extra = r.get("allclose") or (
+        f"peak RssAnon MB {r['peak_rss_anon_MB']}, disk read {r['disk_read_GB']} GB, "
+        f"{r['tasks']} tasks ({r['row_tasks']} came back as rows), {r['partials_MB']} MB of partials"
     )
+    print(f"  {'':<44} cached before {r['cached_before']}, load {r['load']}; {extra}", flush=True)
+
+
+def bench_pair(root: Path, a: Path, b: Path, quick: bool) -> None:
+    """Every mode on one pair of checkpoints."""
+    loop = numpy_loop(a, b)
+    show("NumPy loop (memmap + np.allclose)", loop, None)
+    single = run(a, b)
+    reference = single["json"]
+    show("--single (one process)", single, reference, loop, versus="the NumPy loop")
+    dask2 = cluster_run(a, b, 2)
+    show("LocalCluster, 2 workers x 1 thread", dask2, reference, single, 2)
+    if quick:
+        return
+    dask4 = cluster_run(a, b, 4)
+    show("LocalCluster, 4 workers x 1 thread (4 hosts)", dask4, reference, single, 4)
+    absolute, relative = external_run(root, a, b)
+    show("external scheduler, 2 workers, absolute paths", absolute, reference, single, 2)
+    show("external scheduler, 2 workers, relative paths", relative, reference, single, 2)
+    print(f"  report summary: {json.loads(reference)['summary']}", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--size", default="8G", help="bytes of each checkpoint (8G, 256M, ...)")
+    p.add_argument("--sizes", default="2G,8G", help="bytes of each float32 checkpoint, comma-separated (2G, 256M, ...)")
+    p.add_argument("--bf16", default="1G", help="bytes of the float32 side of the fp32/bf16 pair (0: none)")
     p.add_argument("--dir", default=None, help="where to write them (default: a temporary folder in /tmp)")
     p.add_argument("--keep", action="store_true", help="keep the files")
     p.add_argument("--cold", action="store_true", help="start each mode with the checkpoints out of the page cache")
-    p.add_argument("--two-only", action="store_true", help="one process and 2 workers only (no multi-host run)")
+    p.add_argument("--quick", action="store_true", help="NumPy loop, --single and 2 workers only")
     args = p.parse_args()
     global COLD
     COLD = args.cold
     root = Path(args.dir or tempfile.mkdtemp(prefix="perpendis-ckpt-", dir="/tmp"))
+    print(f"{os.cpu_count()} cores; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    pairs = [(f"float32 vs float32, {text} each", text, False) for text in args.sizes.split(",") if text]
+    if parse_size(args.bf16):
+        pairs.append((f"float32 ({args.bf16}) vs bfloat16", args.bf16, True))
     try:
-        t = time.perf_counter()
-        big, small = root / "big", root / "tiny"
-        a, b = (big / "a", big / "b") if (big / "b").is_dir() else write(big, parse_size(args.size))
-        tiny = (small / "a", small / "b") if (small / "b").is_dir() else write_tiny(small)
-        print(f"checkpoints ready in {time.perf_counter() - t:.1f} s under {root}", flush=True)
-        print(f"\n{'mode':<50} {'wall s':>8} {'MB/s':>8}  peak RssAnon MB  same report", flush=True)
-        results = {"single process": run(a, b)}
-        reference = results["single process"]["json"]
-        show("single process", results["single process"], reference)
-        results["Dask, 2 workers x 1 thread"], _ = cluster_run(a, b, 2)
-        show("Dask, 2 workers x 1 thread", results["Dask, 2 workers x 1 thread"], reference)
-        single, dask2 = results["single process"], results["Dask, 2 workers x 1 thread"]
-        print(f"Dask 2 workers / single process throughput: {dask2['MB_per_s'] / single['MB_per_s']:.2f}", flush=True)
-        if args.two_only:
-            return
-        multi = "Dask, 4 workers x 1 thread (multi-host stand-in)"
-        results[multi], tiny_dask = cluster_run(a, b, 4, tiny)
-        show(multi, results[multi], reference)
-        tiny_single = run(*tiny)
-        per = (tiny_dask["wall_s"] - tiny_single["wall_s"]) / tiny_single["tensors"]
-        print(
-            f"{tiny_single['tensors']} tiny tensors: {tiny_single['wall_s']} s in one process, {tiny_dask['wall_s']} s "
-            f"on 4 workers: scheduler overhead {per * 1e3:.2f} ms per tensor; same report: "
-            f"{tiny_single['json'] == tiny_dask['json']}"
-        )
-        summary = json.loads(reference)["summary"]
-        print(f"report summary: {summary}")
+        for title, text, bf16 in pairs:
+            where = root / f"{text}{'-bf16' if bf16 else ''}"
+            t = time.perf_counter()
+            a, b = (where / "a", where / "b") if (where / "b").is_dir() else write(where, parse_size(text), bf16)
+            print(f"\n{title}: written in {time.perf_counter() - t:.1f} s", flush=True)
+            bench_pair(where, a, b, args.quick)
+            if not args.keep:
+                shutil.rmtree(where, ignore_errors=True)
+        if not args.quick:
+            tiny = write_tiny(root / "tiny")
+            alone, spread = run(*tiny), cluster_run(*tiny, 2)
+            per = (spread["wall_s"] - alone["wall_s"]) / alone["tensors"]
+            print(
+                f"\n{alone['tensors']} tiny tensors: {alone['wall_s']} s in one process, {spread['wall_s']} s on "
+                f"2 workers ({spread['tasks']} tasks): {per * 1e3:.2f} ms more per tensor; same report: "
+                f"{alone['json'] == spread['json']}"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -57,7 +57,7 @@ def test_one_process_when_dask_is_missing(conversion, capsys, monkeypatch):
     monkeypatch.setattr(cli_checkpoints, "available", lambda: False)
     fp32, bf16 = conversion
     assert main(["checkpoints", str(fp32), str(bf16), "--rename", RENAME, "--no-progress"]) == 1
-    assert "Dask is not installed, so one process does the work" in capsys.readouterr().err
+    assert "one process does the work: Dask is not installed" in capsys.readouterr().err
     assert main(["checkpoints", str(fp32), str(bf16), "--workers", "2"]) == 2
     assert "need Dask" in capsys.readouterr().err
 

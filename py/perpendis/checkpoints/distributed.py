@@ -1,13 +1,42 @@
-"""The same folds on a dask.distributed cluster: each task folds a share of one tensor pair.
+"""The same folds on a dask.distributed cluster: each task folds a unit of byte ranges of tensor pairs.
 
-The client scans both checkpoints and prepares each pair (headers only), then cuts each
-pair into shares of whole chunks (:meth:`~perpendis.compare.Prepared.shares`).  A task
-is a share and where the two tensors lie: the worker memory-maps the shards itself
-(they must be on a file system it sees under the same paths), folds its chunks and
-returns the partial as bytes (:func:`~perpendis.compare.partial_to_bytes`).  The client
-merges a pair's partials in element order, as the page's split fold does, and finishes
-the row there: partials merge exactly, so each row, and the report, is the one a single
-process makes.
+The client scans both checkpoints and prepares each pair (headers only), then cuts the
+work into *units* of about :data:`UNIT_BYTES` read, as the page does
+(:class:`~perpendis.checkpoints.shared.CheckpointFold`): a big pair's byte ranges of
+whole chunks, or several small pairs batched into one unit, so a checkpoint of
+thousands of small tensors costs a few hundred tasks, not one per tensor.  A task is a
+unit's pieces (where each tensor lies, which elements) and the absolute paths of the
+files they are in: the worker memory-maps the files itself (they must be on a file
+system it sees under the same paths, which is checked on every worker before any task
+is sent).  A unit of pairs that are whole in it (most pairs: every one smaller than a
+unit) comes back as those pairs' rows (:func:`rows_at`), made as one process makes them;
+a unit holding byte ranges of a pair cut across units comes back as partials
+(:func:`fold_unit_at`), which the client merges in element order and finishes there:
+partials merge exactly, so each row, and the report, is the one a single process makes.
+
+Why the cluster was slower than one process, and what this module does about it
+(measured on two 2 GB float32 checkpoints, 2 cores):
+
+- dask's nanny starts each worker with ``MALLOC_TRIM_THRESHOLD_=65536``, which turns off
+  glibc's sliding mmap threshold: every chunk's temporary arrays (4-8 MB) were mapped
+  fresh and faulted in page by page, 4.6x the page faults and 3.4x the system time of
+  the same fold in a plain process (1.9 -> 2.95 s of CPU).  :func:`_tune_malloc` sets
+  the thresholds back in each worker, once.
+- one task per tensor (64 MB) paid the scheduler's round trip per tensor and left one
+  worker idle at the end; units of up to 256 MB batch small tensors, and cut big ones by
+  byte range, at least four per worker thread.
+- each worker imported the fold's modules in its first task; :func:`warm` does it as the
+  cluster starts, while the client scans.
+- every partial came back to the client, whose error sample for a tensor with millions
+  of differing elements is 48 MB (404 MB for the 2 GB pair), and the client took
+  percentiles of each alone: 2.8 s of the client's CPU against 1.5 s of each worker's.
+  Whole pairs now come back as rows, their percentiles taken on the workers.
+- each worker kept every shard it had read mapped for its next task; the pages counted in
+  its RSS, and dask's memory manager paused it (the 8 GB pair with 4 workers: 3.4-4.7 GB
+  of RssFile per worker against a 5.8 GB limit).  A shard is now mapped for one task.
+- a cluster costs its start (about 2.7 s for a 2-worker LocalCluster: imports, start,
+  first task, close): :func:`reason_for_single` keeps work it cannot win back in one
+  process, and says so.
 
 Dask is an optional extra (``pip install ./py[dask]``); nothing here is imported by the
 core or the page.
@@ -15,26 +44,54 @@ core or the page.
 
 from __future__ import annotations
 
-import math
+import ctypes
+import ctypes.util
 import mmap
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..compare import CHUNK, Share, partial_from_bytes, partial_to_bytes
 from ..errors import InputError
 from ..formats.buffer import Reader
 from ..stream import map_reader
-from .inputs import Located
-from .pairs import Task, error_row, fold_located, merged_row, prepare_pair, sources
+from .pairs import Task, compare_pair
 from .report import TensorRow
-from .run import Job, task_bytes
+from .run import Begun, Job, task_bytes
+from .shared import CheckpointFold, fold_unit_job
 
-SHARE_ELEMENTS = 32 * CHUNK
-"""Most elements in one task: a 4 GB tensor is folded by many workers, and a lost worker
-costs little to redo; small tensors are one task each."""
+UNIT_BYTES = 256 * 2**20
+"""Most bytes of both sides read per task: about a quarter of a second of folding, so the
+scheduler's few milliseconds per task are lost in it; a smaller checkpoint is cut into
+at least :data:`UNITS_PER_THREAD` units per worker thread (:func:`unit_size`), down to
+:data:`MIN_UNIT_BYTES`, so that no worker waits while another folds the last big unit."""
+
+MIN_UNIT_BYTES = 32 * 2**20
+UNITS_PER_THREAD = 4
+
+
+def unit_size(nbytes: int, threads: int) -> int:
+    """Bytes per unit for ``nbytes`` of work over ``threads`` worker threads."""
+    return max(MIN_UNIT_BYTES, min(UNIT_BYTES, nbytes // max(1, UNITS_PER_THREAD * threads)))
+
+ALL_KINDS = ("safetensors", "npy", "gguf", "distcp", "archive")
+"""Every kind of tensor is read by the workers: an archive (``.npz``, ``torch.save``) is
+read whole once per worker and kept (:func:`_mapped`, and the scan's archive cache)."""
+
+MIN_LOCAL_BYTES = 8 * 2**30
+"""Bytes of both checkpoints below which a LocalCluster is not started: it costs about
+2.7 s (imports 1.0, start 0.9, first task 0.3, close 0.5, measured at load 5 on 2
+cores), won back at ``2.7 s / (1 / single - 1 / cluster)``: 5.6 GB with the 2-worker
+cluster 2.2x one process (1134 against 2514 MB/s, 2 GB pair, load 3), 11.7 GB at 1.3x
+(987 against 1278 MB/s, 8 GB pair, load 7)."""
+
+MIN_SCHEDULER_BYTES = 4 * 2**30
+"""The same for an existing scheduler: no start, but the client's import and connection,
+the check that every worker sees every file and the first tasks cost about a second; an
+external 2-worker cluster folded a 1.5 GB pair at 0.65x one process, 2 GB at 0.73-1.0x,
+8 GB at 1.37-1.76x."""
 
 
 def available() -> bool:
@@ -46,107 +103,230 @@ def available() -> bool:
     return True
 
 
-@lru_cache(maxsize=64)
+def reason_for_single(nbytes: int, threads: int | None, min_bytes: int) -> str | None:
+    """Why the work is better folded in this process than on a cluster of ``threads``
+    worker threads in all (None: not known yet), or None when the cluster may win."""
+    if threads is not None and threads <= 1:
+        return "a cluster of one worker thread cannot fold faster than this process"
+    if nbytes < min_bytes:
+        return (
+            f"{nbytes / 1e9:.2f} GB is less than the {min_bytes / 1e9:.2f} GB a cluster needs "
+            "to win back its start and its first tasks"
+        )
+    return None
+
+
+def checkpoint_bytes(paths: Iterable[str]) -> int:
+    """Bytes of the files at ``paths`` (those that exist): what a comparison reads at most."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue
+    return total
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+WORKER_MMAP_THRESHOLD = 64 * 2**20
+
+
+@lru_cache(maxsize=1)
+def _tune_malloc() -> bool:
+    """Let glibc keep a worker's freed chunk buffers for the next chunk, as it does in a
+    plain process: arrays under 64 MB come from the heap rather than fresh page-faulted
+    maps, and 128 MB of free heap is kept rather than trimmed at every free.  Only glibc
+    has ``mallopt``; elsewhere nothing changes."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        mallopt = getattr(libc, "mallopt", None)
+    except OSError:
+        return False
+    if mallopt is None:
+        return False
+    mapped = mallopt(M_MMAP_THRESHOLD, WORKER_MMAP_THRESHOLD)
+    return bool(mapped) and bool(mallopt(M_TRIM_THRESHOLD, 2 * WORKER_MMAP_THRESHOLD))
+
+
 def _mapped(path: str) -> tuple[Reader, int, mmap.mmap | None]:
-    """A worker's memory map of a shard (and the map, to advise), kept for its next task on the same shard."""
+    """A worker's memory map of a shard (and the map, to advise), for one task only.
+
+    Not kept for the next task: the pages of a map count in the worker's RSS as long as
+    it is mapped, and dask's memory manager reads RSS, so a worker that kept every shard
+    it had read mapped would look to it as if it held that much data (half of an 8 GB
+    pair per worker of two is past the 60 % target of an 11.7 GB limit, where it spills
+    and collects garbage at every check).  Mapping a shard again costs microseconds; its
+    pages stay in the page cache."""
     read, size = map_reader(path)
     view = read(0, 0)
     held = view.obj if isinstance(view, memoryview) else None
     return read, size, held if isinstance(held, mmap.mmap) else None
 
 
-def _will_need(file: tuple[Reader, int, mmap.mmap | None], loc: Located, share: Share) -> None:
-    """Ask the kernel to read a share's bytes of one tensor ahead, while the fold starts on
-    the first chunks: a worker whose shard is not in the page cache then waits for the disk
-    once per share rather than at every page fault."""
-    held = file[2]
-    if held is None or not hasattr(mmap, "MADV_WILLNEED") or loc.kind not in ("safetensors", "npy"):
+def _will_need(held: mmap.mmap | None, offset: int, length: int) -> None:
+    """Ask the kernel to read a piece's bytes ahead while the fold starts on its first
+    chunks: a worker whose shard is not in the page cache then waits for the disk once
+    per piece rather than at every page fault."""
+    if held is None or not hasattr(mmap, "MADV_WILLNEED") or length <= 0:
         return
-    itemsize = (loc.end - loc.begin) // max(1, math.prod(loc.shape)) if loc.kind == "safetensors" else 0
-    if not itemsize:
-        return
-    start = loc.begin + share.start * itemsize
-    page = start - start % mmap.PAGESIZE
-    held.madvise(mmap.MADV_WILLNEED, page, start - page + (share.stop - share.start) * itemsize)
+    page = offset - offset % mmap.PAGESIZE
+    held.madvise(mmap.MADV_WILLNEED, page, min(offset - page + length, len(held) - page))
 
 
-def fold_share(share_json: str, a: Located, path_a: str, b: Located, path_b: str) -> np.ndarray:
-    """A worker's task: fold one share of a pair, reading both tensors through memory maps."""
-    import json
+def fold_unit_at(job_json: str, paths: list[str], reads: list[list[int]]) -> np.ndarray:
+    """A worker's task: fold one unit, opening its files by path (``reads``: each piece's
+    byte range of A then B, to read ahead); the partials packed as bytes."""
+    _tune_malloc()
+    files = []
+    for path in paths:
+        try:
+            files.append(_mapped(path))
+        except InputError as err:
+            raise InputError(f"the worker {_worker_name()} {err.message}", where=path) from None
+    for place, offset, length in reads:
+        _will_need(files[place][2], offset, length)
+    return fold_unit_job(job_json, [f[:2] for f in files])
 
-    share = Share(**json.loads(share_json))
-    file_a, file_b = _mapped(path_a), _mapped(path_b)
-    for file, loc in ((file_a, a), (file_b, b)):
-        _will_need(file, loc, share)
-    return partial_to_bytes(fold_located(share, a, file_a[:2], b, file_b[:2]))
+
+def rows_at(tasks: list[Task], paths: dict[str, dict[str, str]], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """A worker's task of whole pairs: each pair's row made here, as :func:`local_runner`
+    makes it (:func:`compare_pair`), its files opened by path; only the rows travel back,
+    not the partials (a pair with millions of differing elements has a 48 MB error
+    sample, which the row's percentiles are taken from here)."""
+    _tune_malloc()
+
+    def opener(side: str) -> Callable[[str], tuple[Reader, int]]:
+        def open_file(file: str) -> tuple[Reader, int]:
+            try:
+                return _mapped(paths[side][file])[:2]
+            except InputError as err:
+                raise InputError(f"the worker {_worker_name()} {err.message}", where=paths[side][file]) from None
+
+        return open_file
+
+    open_a, open_b = opener("a"), opener("b")
+    return [compare_pair(task, open_a, open_b, options).to_dict() for task in tasks]
 
 
-def dask_runner(client: Any, share_elements: int = SHARE_ELEMENTS) -> Callable[[Job], None]:
-    """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster."""
+def _worker_name() -> str:
+    """This worker's address, to name it in a message; the host name outside a worker."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return os.uname().nodename
+
+
+def unreadable(paths: list[str]) -> list[tuple[str, str]]:
+    """Run on each worker: the paths it cannot open for reading, with why."""
+    missing = []
+    for path in paths:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as err:
+            missing.append((path, err.strerror or str(err)))
+    return missing
+
+
+async def warm() -> None:
+    """Run on each worker as the cluster starts: the imports a fold needs, done while the
+    client scans the checkpoints rather than in the first task (a coroutine, so that
+    ``client.run(warm, wait=False)`` does not wait for it)."""
+    from . import pairs, shared  # noqa: F401
+
+
+def check_visible(client: Any, paths: list[str]) -> None:
+    """Refuse, naming the file and the worker, when some worker cannot open a checkpoint
+    file, or cannot import this package."""
+    try:
+        seen = client.run(unreadable, paths)
+    except Exception as err:  # the worker's own error, sent back: ModuleNotFoundError, say
+        raise _not_installed(err) from None
+    for worker, missing in sorted(seen.items()):
+        if missing:
+            path, why = missing[0]
+            more = f" (and {len(missing) - 1} more files)" if len(missing) > 1 else ""
+            raise InputError(
+                f"the Dask worker {worker} cannot read {path}: {why}{more}. Workers open the checkpoint files "
+                "themselves, so every worker must see them under the same path (a shared file system)",
+                where=path,
+            )
+
+
+def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], None]:
+    """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster, in units
+    of ``unit_bytes`` (by default :func:`unit_size` for the work and the cluster's threads)."""
 
     def run(job: Job) -> None:
         from distributed import as_completed
 
-        a, b, row, done, cancelled = job.a, job.b, job.row, job.done, job.cancelled
-        if a.paths is None or b.paths is None:
+        if job.a.paths is None or job.b.paths is None:
             raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
-        pending: dict[int, dict[str, Any]] = {}
-        # Futures are held by the as_completed iterator alone, so each partial is released on
-        # its worker once read here, rather than all of them held until the last one.
-        running = as_completed()
-        where: dict[str, tuple[int, int, float]] = {}  # future key → pair, share, bytes
-        for i, task in enumerate(job.tasks):
-            try:
-                sa, sb = sources(task, a.open, b.open)
-                prepared = prepare_pair(task, sa, sb, job.options)
-            except InputError as err:
-                row(task, error_row(task, err))
-                continue
-            if isinstance(prepared, TensorRow):
-                row(task, prepared)
-                continue
-            count = max(1, math.ceil(prepared.size / share_elements))
-            shares = prepared.shares(count) if prepared.size else []
-            state = {"task": task, "sources": (sa, sb), "prepared": prepared, "parts": [None] * len(shares)}
-            pending[i] = state
-            if not shares:  # an empty tensor: its fold is the empty partial
-                state["parts"] = [prepared.fold()]
-                _finish(state, row)
-                del pending[i]
-                continue
-            per_share = task_bytes(task) / len(shares)
-            for k, share in enumerate(shares):
-                future = client.submit(
-                    fold_share, share.to_json(), task.a, a.paths[task.a.file], task.b, b.paths[task.b.file], pure=False
-                )
-                where[future.key] = (i, k, per_share)
-                running.add(future)
+        keys = {"a": _absolute(job.a.paths), "b": _absolute(job.b.paths)}
+        size = unit_bytes
+        if size is None:
+            threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+            size = unit_size(sum(task_bytes(t) for t in job.tasks), threads)
+        fold = CheckpointFold.plan(Begun(job, _unused), keys, size, kinds=ALL_KINDS)
+        jobs = [unit for unit in fold.unit_jobs() if unit is not None]  # every kind is sent out
+        files = sorted({path for unit in jobs for path in unit["files"]})
+        if files:
+            check_visible(client, files)
+        running = as_completed()  # holds the futures alone: each partial is let go once taken in
+        which: dict[str, tuple[int, bool]] = {}  # future key → unit, whether it makes rows
+        for index, unit in enumerate(jobs):
+            whole = fold.whole_pairs(index)
+            if whole is not None:
+                future = client.submit(rows_at, whole, _paths_of(whole, keys), dict(job.options), pure=False)
+            else:
+                future = client.submit(fold_unit_at, unit["job"], unit["files"], unit["reads"], pure=False)
+            which[future.key] = (index, whole is not None)
+            running.add(future)
         for future in running:
-            if cancelled is not None and cancelled():
+            if job.cancelled is not None and job.cancelled():
                 client.cancel([future, *running.futures])
                 return
-            i, k, per_share = where[future.key]
-            state = pending.get(i)
+            index, rows = which[future.key]
             try:
                 data = future.result()
             except InputError as err:
-                if state is not None:
-                    row(state["task"], error_row(state["task"], err))
-                    del pending[i]
+                fold.fail_unit(index, err)
                 continue
-            if done is not None:
-                done(int(per_share))
-            if state is None:
-                continue
-            state["parts"][k] = partial_from_bytes(data)
-            if all(p is not None for p in state["parts"]):
-                _finish(state, row)
-                del pending[i]
+            except Exception as err:  # the scheduler could not unpickle the task, say
+                raise _not_installed(err) from None
+            if rows:
+                fold.take_rows(index, [TensorRow.from_dict(r) for r in data])
+            else:
+                fold.take_unit(index, data)
 
     return run
 
 
-def _finish(state: dict[str, Any], row: Callable[[Task, TensorRow], object]) -> None:
-    """Merge a pair's partials in element order and make its row."""
-    sa, sb = state["sources"]
-    row(state["task"], merged_row(state["task"], sa, sb, state["prepared"], state["parts"]))
+def _paths_of(tasks: list[Task], keys: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The absolute paths of the files ``tasks`` read, by side and file name."""
+    return {
+        "a": {t.a.file: keys["a"][t.a.file] for t in tasks},
+        "b": {t.b.file: keys["b"][t.b.file] for t in tasks},
+    }
+
+
+def _not_installed(err: Exception) -> Exception:
+    """A one-line refusal when the cluster lacks this package; any other error as it is."""
+    if "perpendis" not in str(err) and "deserializ" not in str(err):
+        return err
+    return InputError(
+        f"the Dask cluster cannot run perpendis ({' '.join(str(err).split())[:200]}): install it on the "
+        "scheduler and every worker, as on this machine"
+    )
+
+
+def _absolute(paths: Mapping[str, str]) -> dict[str, str]:
+    """Each file's path made absolute here, before it is sent to workers that run elsewhere."""
+    return {name: os.path.abspath(path) for name, path in paths.items()}
+
+
+def _unused() -> Any:
+    raise RuntimeError("the Dask runner's fold gives rows, not the report")

@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
 
 from ..bits import format_of
 from ..errors import InputError
+from ..formats import distcp, gguf, safetensors
 from ..formats import read as read_any
-from ..formats import safetensors
 from ..formats.buffer import Reader, view_reader
 from ..formats.npy import MAGIC, NpyHeader
 from ..stream import Source, open_source
@@ -39,7 +39,9 @@ Opener = Callable[[str], tuple[Reader, int]]
 :class:`InputError` when the file cannot be read."""
 
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth")
+TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth", ".gguf")
+RANGED = ("safetensors", "gguf", "distcp")
+"""Kinds of :class:`Located` whose ``begin``/``end`` are the tensor's own bytes (else the whole file is read)."""
 _SHARD_OF = re.compile(r"^(?P<stem>.*?)-(?P<i>\d+)-of-(?P<n>\d+)(?P<suffix>\.[A-Za-z0-9]+)$")
 
 
@@ -54,12 +56,13 @@ class Located:
 
     name: str
     file: str
-    kind: str  # "safetensors", "npy" or "archive" (.npz, torch.save: read whole, as a view where stored)
+    kind: str  # "safetensors", "npy", "gguf" or "archive" (.npz, torch.save: read whole, as a view where stored)
     size: int
-    dtype: str = ""
+    dtype: str = ""  # a Perpendis format, or a GGUF quantised type ("Q8_0")
     shape: tuple[int, ...] = ()
     begin: int = 0
     end: int = 0
+    heads: int = 0  # GGUF attn_q/attn_k rows stored permuted by llama.cpp for its rotary layout: their heads
 
 
 @dataclass
@@ -90,6 +93,9 @@ def tensor_files(names: Iterable[str]) -> list[str]:
     keep = []
     for name in names:
         base = name.rsplit("/", 1)[-1]
+        if name == distcp.METADATA:  # a torch.distributed.checkpoint folder's index
+            keep.append(name)
+            continue
         if base.startswith("."):
             continue
         if base.endswith(TENSOR_SUFFIXES) or base in INDEX_FILES:
@@ -106,6 +112,8 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
     (``model-00002-of-00003.safetensors``) are checked to be all there.
     """
     present = tensor_files(names)
+    if distcp.METADATA in present:
+        return _scan_distcp(set(names), present, open_file)
     problems: list[Problem] = []
     blocked: dict[str, str] = {}
     notes: list[str] = []
@@ -158,6 +166,64 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
             blocked[name] = message
         elif name not in blocked:
             tensors[name] = locs[0]
+    notes += _permuted_note(tensors.values())
+    return Scan(tensors, problems, blocked, notes)
+
+
+def _permuted_note(located: Iterable[Located]) -> list[str]:
+    """Say plainly which tensors were read in another row order than they are stored in."""
+    permuted = sorted((loc.name, loc.heads) for loc in located if loc.heads)
+    if not permuted:
+        return []
+    heads = ", ".join(sorted({f"{h} heads" for _, h in permuted}))
+    return [
+        f"{len(permuted)} GGUF attn_q/attn_k weights ({_few([n for n, _ in permuted], 2)}) are stored with each "
+        f"head's rows permuted for llama.cpp's rotary layout (convert_hf_to_gguf.py's permute, {heads}): "
+        "they were put back in Hugging Face's order before pairing"
+    ]
+
+
+def _scan_distcp(names: set[str], present: list[str], open_file: Opener) -> Scan:
+    """A ``torch.distributed.checkpoint`` folder: its tensors located by ``.metadata``, each
+    checked to lie inside its ``.distcp`` file."""
+    meta = distcp.METADATA
+    try:
+        read, size = open_file(meta)
+        layout = distcp.read_metadata(bytes(read(0, size)))
+    except InputError as err:
+        problem = Problem(meta, err.message)
+        return Scan({}, [problem], {}, [])
+    problems = [Problem(meta, f"{name} cannot be read: {why}", [name]) for name, why in layout.unreadable.items()]
+    sizes: dict[str, int | str] = {}
+    for file in sorted({e.file for e in layout.entries}):
+        if file not in names:
+            sizes[file] = f"{meta} names {file}, which is not in the checkpoint"
+            continue
+        try:
+            sizes[file] = open_file(file)[1]
+        except InputError as err:
+            sizes[file] = err.message
+    tensors: dict[str, Located] = {}
+    lost: dict[str, list[str]] = {}
+    for e in layout.entries:
+        size = sizes[e.file]
+        if isinstance(size, str) or e.end > size:
+            lost.setdefault(e.file, []).append(e.name)
+        else:
+            tensors[e.name] = Located(e.name, e.file, "distcp", size, e.dtype, e.shape, e.begin, e.end)
+    for file, names_lost in lost.items():
+        size = sizes[file]
+        message = size if isinstance(size, str) else f"{file} is cut short: {meta} places tensors past its {size} bytes"
+        problems.append(Problem(file, message, sorted(names_lost)))
+    blocked = {t: f"{p.file}: {p.message}" for p in problems for t in p.tensors}
+    notes = []
+    if layout.not_tensors:
+        notes.append(
+            f"{len(layout.not_tensors)} entries that are not tensors were not compared: {_few(layout.not_tensors)}"
+        )
+    others = [n for n in present if n != meta]
+    if others:
+        notes.append(f"{len(others)} tensor file(s) beside the distributed checkpoint were not read: {_few(others)}")
     return Scan(tensors, problems, blocked, notes)
 
 
@@ -204,12 +270,16 @@ def locate(file: str, read: Reader, size: int) -> list[Located]:
         source = open_source(read, size, file)
         base = file.rsplit("/", 1)[-1].removesuffix(".npy")
         return [Located(base, file, "npy", size, source.header.format, tuple(source.shape))]
+    if head.startswith(gguf.MAGIC):
+        entries, meta = gguf.index(read, size)
+        return [
+            Located(e.name, file, "gguf", size, e.dtype, e.shape, e.begin, e.end, permuted_heads(e.name, meta))
+            for e in entries
+        ]
     if head[8:9] == b"{":
         entries, _ = safetensors.index(read, size)
         return [Located(e.name, file, "safetensors", size, e.dtype, e.shape, e.begin, e.end) for e in entries]
-    return [
-        Located(t.name or file, file, "archive", size, t.format, t.shape) for t in _archive(file, read, size)
-    ]
+    return [Located(t.name or file, file, "archive", size, t.format, t.shape) for t in _archive(file, read, size)]
 
 
 def _archive(file: str, read: Reader, size: int) -> list[Tensor]:
@@ -253,13 +323,94 @@ def open_tensor(loc: Located, read: Reader, size: int, side: str) -> Source:
         return open_source(read, size, loc.name, side)
     if loc.kind == "safetensors":
         return Source(_header(loc.dtype, loc.shape, loc.begin, safetensors.SOURCE), read, loc.name, side)
+    if loc.kind == "gguf":
+        return _gguf_source(loc, read, side)
+    if loc.kind == "distcp":
+        return _whole(_chunk(loc, read), loc, side)
     tensor = _archive_by_name((loc.file, size, id(read)), read, size).get(loc.name)
+    return _whole(tensor, loc, side)
+
+
+def _chunk(loc: Located, read: Reader) -> Tensor:
+    """A distributed checkpoint's tensor: the ``torch.save`` of it at its place in the ``.distcp`` file."""
+    found = read_any(read(loc.begin, loc.end - loc.begin), loc.file)
+    if len(found) != 1 or found[0].shape != loc.shape or found[0].format != loc.dtype:
+        got = ", ".join(f"{t.format} {list(t.shape)}" for t in found) or "nothing"
+        message = f"{loc.file} holds {got} where .metadata places {loc.name!r} ({loc.dtype} {list(loc.shape)})"
+        raise InputError(message, where=loc.file)
+    return found[0]
+
+
+def _whole(tensor: Tensor | None, loc: Located, side: str) -> Source:
+    """A tensor read whole (from an archive, or a distributed checkpoint's chunk) as a source over its bytes."""
     if tensor is None:
         raise InputError(f"{loc.file} no longer holds the tensor {loc.name!r}", where=loc.file)
     if tensor.array.dtype.kind == "c":
         raise InputError(f"{loc.name!r} is complex, which checkpoints are not compared in", where=loc.file)
     raw = np.ascontiguousarray(tensor.array).reshape(-1).view(np.uint8)
     return Source(_header(tensor.format, tensor.shape, 0, tensor.source), view_reader(raw)[0], loc.name, side)
+
+
+LLAMA_ROTARY = re.compile(r"^blk\.\d+\.attn_(q|k)\.weight$")
+
+
+def permuted_heads(name: str, meta: dict[str, object]) -> int:
+    """The heads whose rows llama.cpp's converter permuted in the GGUF tensor ``name``, or 0.
+
+    ``convert_hf_to_gguf.py`` reorders each head's rows of a llama model's Q and K
+    weights from Hugging Face's rotary layout (first halves, then second halves) to
+    GGML's (pairs interleaved), using the file's head counts (the KV heads for K).
+    """
+    if meta.get("general.architecture") != "llama" or not (m := LLAMA_ROTARY.match(name)):
+        return 0
+    key = "llama.attention.head_count" + ("_kv" if m[1] == "k" else "")
+    heads = meta.get(key, meta.get("llama.attention.head_count"))
+    return heads if isinstance(heads, int) and heads > 0 else 0
+
+
+def _gguf_source(loc: Located, read: Reader, side: str) -> Source:
+    """A GGUF tensor: unquantised and in place, read chunk by chunk; else read whole, and
+    dequantised (its grid bounds kept in the header, :class:`GridHeader`) or its rows put
+    back in Hugging Face's rotary order."""
+    if loc.dtype not in gguf.BLOCK_BYTES and not loc.heads:
+        return Source(_header(loc.dtype, loc.shape, loc.begin, gguf.SOURCE), read, loc.name, side)
+    raw = np.frombuffer(bytes(read(loc.begin, loc.end - loc.begin)), dtype=np.uint8)
+    grid: tuple[np.ndarray, ...] = ()
+    if loc.dtype in gguf.BLOCK_BYTES:
+        grid = gguf.dequantise(raw, loc.dtype)
+        values, fmt = grid[0], "float32"
+    else:
+        fmt = loc.dtype
+        values = raw.view(_header(fmt, loc.shape, 0, "").dtype)
+    if loc.heads:
+        grid = tuple(unpermute(x.reshape(loc.shape), loc.heads).reshape(-1) for x in grid)
+        values = unpermute(values.reshape(loc.shape), loc.heads).reshape(-1)
+    raw = np.ascontiguousarray(values).view(np.uint8)
+    header = GridHeader(*astuple_header(_header(fmt, loc.shape, 0, f"{gguf.SOURCE} {loc.dtype}")), grid, loc.dtype)
+    return Source(header, view_reader(raw)[0], loc.name, side)
+
+
+def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
+    """The inverse of llama.cpp's ``permute(w, n_head)``: each head's rows from GGML's
+    interleaved rotary order back to Hugging Face's halves."""
+    rows = w.shape[0]
+    if rows % (2 * heads):
+        raise InputError(f"{rows} rows cannot be {heads} heads of rotary pairs")
+    return w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+@dataclass(frozen=True, eq=False)
+class GridHeader(TensorHeader):
+    """A dequantised tensor's header: besides its float32 values, each value's grid bound
+    and its block's range (:func:`perpendis.formats.gguf.dequantise`), and the type."""
+
+    grid: tuple[np.ndarray, ...] = ()
+    quant: str = ""
+
+
+def astuple_header(h: TensorHeader) -> tuple[object, ...]:
+    """A header's fields in order, to build a subclass's from it."""
+    return tuple(getattr(h, f.name) for f in fields(h))
 
 
 def _few(names: list[str], limit: int = 5) -> str:

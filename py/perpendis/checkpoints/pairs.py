@@ -22,6 +22,7 @@ from ..formats.buffer import Reader
 from ..report import Report, main_finding, plain
 from ..stream import Source, Stop, _chunks, prepare_sources
 from .inputs import Located, Scan, open_tensor
+from .quantised import grid_row, quantised_side
 from .rename import Rule, keyed
 from .report import TensorRow
 
@@ -93,6 +94,8 @@ def prepare_pair(task: Task, sa: Source, sb: Source, options: Mapping[str, Any],
         same = "the same number of elements, " if sa.size == sb.size else ""
         message = f"A has shape {list(sa.shape)} and B {list(sb.shape)} ({same}not one tensor)"
         return _row(task, sa, sb, "investigate", message)
+    if quantised_side(sa, sb) is not None:  # judged against its grid, here: no fold
+        return grid_row(task, sa, sb, _row(task, sa, sb, "converted", ""))
     return prepare_sources(sa, sb, cancelled=cancelled, **options)
 
 

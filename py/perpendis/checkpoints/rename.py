@@ -5,6 +5,10 @@ A conversion renames (``model.layers.0.self_attn.q_proj.weight`` in Hugging Face
 same ordered list of regular-expression substitutions (``re.sub``, so ``\\1`` refers
 to a group), and names that come out equal are paired.  A rule that leaves a name
 unchanged costs nothing, so one list serves both sides.
+
+Some namings are common enough to come built in (:data:`PRESETS`): ``gguf-llama`` brings
+llama.cpp's GGUF names (``blk.0.attn_q.weight``) to Hugging Face's llama names
+(``model.layers.0.self_attn.q_proj.weight``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,35 @@ def checked(rule: Rule) -> Rule:
         message = f"the rename rule {rule.pattern!r} → {rule.replacement!r} is not valid: {err}"
         raise InputError(message, where="rename") from None
     return rule
+
+
+_LLAMA_LAYER = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+}
+PRESETS: dict[str, tuple[str, ...]] = {
+    "gguf-llama": (
+        r"^token_embd\.=model.embed_tokens.",
+        r"^output_norm\.=model.norm.",
+        r"^output\.=lm_head.",
+        *(rf"^blk\.(\d+)\.{gguf}\.=model.layers.\1.{hf}." for gguf, hf in _LLAMA_LAYER.items()),
+    ),
+}
+"""Built-in rule lists by name, as ``PATTERN=REPLACEMENT`` texts (``--rename-preset``)."""
+
+
+def preset(name: str) -> list[Rule]:
+    """The rules of the built-in naming ``name``."""
+    if name not in PRESETS:
+        raise InputError(f"no rename preset is called {name!r}; there are {', '.join(PRESETS)}", where="rename")
+    return [parse_rule(text) for text in PRESETS[name]]
 
 
 def rename(name: str, rules: Sequence[Rule]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import InputError
 from ..formats.buffer import Reader
 from ..stream import Stop, map_reader
-from .inputs import Opener, scan, tensor_files
+from .inputs import RANGED, Opener, scan, tensor_files
 from .pairs import Task, compare_pair, plan
 from .rename import Rule
 from .report import CheckpointReport, TensorRow
@@ -120,7 +120,7 @@ def local_runner(job: Job) -> None:
 
 def task_bytes(task: Task) -> int:
     """Bytes a pair reads (both sides), as far as the scan knows them (for progress only)."""
-    return sum(loc.end - loc.begin if loc.kind == "safetensors" else loc.size for loc in (task.a, task.b))
+    return sum(loc.end - loc.begin if loc.kind in RANGED else loc.size for loc in (task.a, task.b))
 
 
 class Resume:
@@ -178,9 +178,8 @@ def begin_checkpoints(
     """
     for side, checkpoint in (("A", a), ("B", b)):
         if not tensor_files(checkpoint.names):
-            raise InputError(
-                f"{side} holds no tensor files (.safetensors, .bin/.pt/.pth, .npz, .npy or an index)", side=side
-            )
+            kinds = ".safetensors, .bin/.pt/.pth, .npz, .npy, .gguf, an index or a distributed checkpoint's .metadata"
+            raise InputError(f"{side} holds no tensor files ({kinds})", side=side)
     scan_a, scan_b = scan(a.names, a.open), scan(b.names, b.open)
     paired = plan(scan_a, scan_b, rules)
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}

@@ -81,9 +81,17 @@ class CheckpointFold:
     by_helpers: int = 0  # units whose partials a helper folded
 
     @classmethod
-    def plan(cls, begun: Begun, keys: dict[str, dict[str, str]], unit_bytes: int | None = None) -> CheckpointFold:
+    def plan(
+        cls,
+        begun: Begun,
+        keys: dict[str, dict[str, str]],
+        unit_bytes: int | None = None,
+        kinds: tuple[str, ...] = STREAMED,
+    ) -> CheckpointFold:
         """Prepare every pair (headers only) and cut the pairs into units; the rows of pairs
-        with nothing to fold (shapes that differ, unreadable, empty) are made here."""
+        with nothing to fold (shapes that differ, unreadable, empty) are made here.  Units
+        whose tensors are all of ``kinds`` are sent out (:meth:`unit_jobs`); a Dask worker,
+        which keeps an archive it has read, takes every kind."""
         unit_bytes = UNIT_BYTES if unit_bytes is None else unit_bytes
         fold = cls(begun, keys)
         job, batch, batch_bytes = begun.job, [], 0
@@ -105,7 +113,7 @@ class CheckpointFold:
             shares = prepared.shares(max(1, math.ceil(nbytes / unit_bytes)))
             index = len(fold.pairs)
             fold.pairs.append(_Pair(task, (sa, sb), prepared, shares, [None] * len(shares), len(shares)))
-            helpable = task.a.kind in STREAMED and task.b.kind in STREAMED
+            helpable = task.a.kind in kinds and task.b.kind in kinds
             for k, share in enumerate(shares):
                 piece = _Piece(index, k, nbytes * (share.stop - share.start) // prepared.size)
                 if batch and (batch_bytes + piece.nbytes > unit_bytes or kind != helpable):
@@ -184,6 +192,37 @@ class CheckpointFold:
             if pair.left:
                 self._take(pair, piece, partial_from_bytes(part))
         self.by_helpers += 1
+
+    def whole_pairs(self, index: int) -> list[Task] | None:
+        """The pairs of unit ``index`` when each is whole in it (not cut across units), so
+        that whoever folds the unit can make their rows itself; else None."""
+        unit = self.units[index]
+        if any(len(self.pairs[piece.pair].shares) != 1 for piece in unit):
+            return None
+        return [self.pairs[piece.pair].task for piece in unit]
+
+    def take_rows(self, index: int, rows: Sequence[TensorRow]) -> None:
+        """Take in the rows a worker made for unit ``index`` of whole pairs (:meth:`whole_pairs`)."""
+        unit = self.units[index]
+        if len(rows) != len(unit):
+            raise ValueError(f"unit {index} has {len(unit)} pairs, a worker sent {len(rows)} rows")
+        job = self.begun.job
+        for piece, row in zip(unit, rows, strict=True):
+            pair = self.pairs[piece.pair]
+            if not pair.left:
+                continue
+            pair.left, pair.parts = 0, []
+            if job.done is not None:
+                job.done(piece.nbytes)
+            job.row(pair.task, row)
+
+    def fail_unit(self, index: int, err: InputError) -> None:
+        """Unit ``index`` could not be folded (a file its worker cannot read): each of its
+        pairs is an error row."""
+        for piece in self.units[index]:
+            pair = self.pairs[piece.pair]
+            if pair.left:
+                self._failed(pair, err)
 
     def _take(self, pair: _Pair, piece: _Piece, partial: Partial) -> None:
         job = self.begun.job
