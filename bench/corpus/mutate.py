@@ -614,6 +614,23 @@ OPERATORS: dict[str, Operator] = {
 }
 
 
+def log_nan(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
+    """The node (a unary op) made a Log: NaN where its finite input is negative, -inf at zero;
+    the op a bisect's first-NaN check must name."""
+    out = _copy(model)
+    node = node_by_name(out, target)
+    del node.attribute[:]
+    node.op_type, node.domain = "Log", ""
+    return out
+
+
+# Bugs that make the run's first NaN, apart from OPERATORS (the diagnosis corpus does not
+# hold non-finite cases); ``targets`` and ``label`` take them as any node operator.
+NAN_OPERATORS: dict[str, Operator] = {
+    "log_nan": Operator("log_nan", log_nan, "node", "nonfinite", ("Relu", "Gelu", "Tanh", "Erf", "Neg")),
+}
+
+
 def targets(model: onnx.ModelProto, operator: Operator) -> list[str]:
     """Every target of ``operator`` in the graph, in graph order: node names of its op
     types, float initializer names, or the single name "input"/"output" of an io op."""
