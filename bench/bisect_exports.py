@@ -48,6 +48,7 @@ from perpendis.bisect import bisect, path_entries  # noqa: E402
 from perpendis.capture.check import bisect_runs_of  # noqa: E402
 from perpendis.capture.onnx import capture_onnx  # noqa: E402
 from perpendis.capture.torch import capture  # noqa: E402
+from perpendis.errors import InputError  # noqa: E402
 
 from bench.corpus import cases, models  # noqa: E402
 from bench.corpus.mutate import NAN_OPERATORS, OPERATORS, NotApplicable, node_by_name, readers, targets  # noqa: E402
@@ -184,7 +185,10 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
             row["false alarm"] += int(result.first_failing is not None)
         else:
             row["no order alarm"] = int(result.first_failing is not None)
-    row.update({"bugs": 0, "no effect": 0, "first right": 0, "first sure right": 0, "culprit right": 0, "misses": []})
+    row.update({
+        "bugs": 0, "no effect": 0, "first right": 0, "first sure right": 0, "culprit right": 0, "npz first right": 0,
+        "st no order first right": 0, "misses": [],
+    })
     graph = onnx.load(onnx_path)
     order = list(ort.names)
     out_name = graph.graph.output[0].name
@@ -216,6 +220,14 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
         sure = result.first_sure_failing
         row["first sure right"] += sure is not None and sure.b_name == want
         row["culprit right"] += culprit is not None and culprit.b_name == want
+        # The plain captures, bisected without the model: first failing layer by values, order and shape only.
+        bugged.save(folder / f"{name}.bug.npz")
+        for key, file in (("npz", f"{name}.plain.npz"), ("st no order", f"{name}.plain_no_order.safetensors")):
+            try:
+                plain = bisect(path_entries(folder / file), path_entries(folder / f"{name}.bug.npz")).first_failing
+            except InputError:  # no value agrees with any module's (a bug in the first layers): nothing paired
+                plain = None
+            row[f"{key} first right"] += plain is not None and plain.b_name == want
         if first is None or first.b_name != want or culprit is None or culprit.b_name != want:
             row["misses"].append(
                 f"{operator} {target}: want {want}, first {first and first.b_name}, "
@@ -223,13 +235,15 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
             )
     row["nan"], row["nan origin right"] = 0, 0
     op = NAN_OPERATORS["log_nan"]
-    for target in _spread(targets(graph, op), 3):
+    for target in _spread(targets(graph, op), 8):
+        if row["nan"] >= 3:
+            break
         value = node_by_name(graph, target).output[0]
         bug_path = folder / f"{name}.nan.onnx"
         onnx.save(op.fn(graph, target), bug_path)
         result = bisect_runs_of(torch_run, bug_path, feeds)
         if result.first_nonfinite is None:
-            continue  # the op's input held no negative value: no NaN made
+            continue  # no paired layer turned non-finite (no negative input, or a later Where masked it)
         row["nan"] += 1
         origin = result.nan_origin or {}
         row["nan origin right"] += origin.get("value") == value
@@ -246,11 +260,12 @@ def main() -> None:
     logging.disable(logging.WARNING)
     columns = ["arch", "pairs", "npz pairs right", "npz wrong", "st pairs right", "st wrong", "false alarm",
                "st no order pairs right", "st no order wrong", "no order alarm", "bugs", "no effect",
-               "first right", "first sure right", "culprit right", "nan", "nan origin right"]
+               "first right", "first sure right", "culprit right", "npz first right", "st no order first right", "nan",
+               "nan origin right"]
     print(" | ".join(columns))
     totals = {
         "no order alarm": 0, "bugs": 0, "first right": 0, "first sure right": 0, "culprit right": 0,
-        "false alarm": 0, "nan": 0, "nan origin right": 0,
+        "false alarm": 0, "nan": 0, "nan origin right": 0, "npz first right": 0, "st no order first right": 0,
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name in options.arch:
@@ -268,7 +283,9 @@ def main() -> None:
         f"{totals['first right']}/{totals['bugs']} ({totals['first right'] / bugs:.0%}), the first surely paired "
         f"one {totals['first sure right']}/{totals['bugs']}; culprit right "
         f"{totals['culprit right']}/{totals['bugs']} ({totals['culprit right'] / bugs:.0%}); first NaN traced to "
-        f"the op that made it {totals['nan origin right']}/{totals['nan']}"
+        f"the op that made it {totals['nan origin right']}/{totals['nan']}; plain hooks without the model: first "
+        f"failing right {totals['npz first right']}/{totals['bugs']} (.npz), {totals['st no order first right']}/"
+        f"{totals['bugs']} (.safetensors without order metadata)"
     )
 
 

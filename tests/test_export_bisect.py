@@ -236,18 +236,21 @@ def test_a_clean_export_with_eval_dropout_has_no_failing_layer(name):
 
 
 @pytest.mark.slow
-def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys):
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys, suffix):
     import onnx
 
     path, model, args = _stock("transformer_encoder")
-    from bisect_exports import plain_hooks  # what a user writes: a hook on every module, np.savez in call order
+    # What a user writes: a hook on every module, saved in call order by np.savez, or by safetensors'
+    # save_file with the call order under metadata "order".
+    from bisect_exports import plain_hooks
     from perpendis.capture.onnx import capture_onnx
 
     shutil.copy(path, tmp_path / "m.onnx")
-    plain_hooks(model, args, tmp_path / "torch.npz")
+    plain_hooks(model, args, tmp_path / f"torch{suffix}")
     capture_onnx(tmp_path / "m.onnx", [args[0].numpy()]).save(tmp_path / "ort.npz")
     code, out, _ = _run(
-        capsys, "bisect", tmp_path / "torch.npz", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
+        capsys, "bisect", tmp_path / f"torch{suffix}", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
     )
     result = json.loads(out)
     assert code == 0 and result["first_failing"] is None
@@ -267,7 +270,7 @@ def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys
     bias.CopyFrom(onnx.numpy_helper.from_array(values, bias.name))
     onnx.save(broken, tmp_path / "bug.onnx")
     capture_onnx(tmp_path / "bug.onnx", [args[0].numpy()]).save(tmp_path / "bug.safetensors")
-    code, out, _ = _run(capsys, "bisect", tmp_path / "torch.npz", tmp_path / "bug.safetensors", "--json")
+    code, out, _ = _run(capsys, "bisect", tmp_path / f"torch{suffix}", tmp_path / "bug.safetensors", "--json")
     first = json.loads(out)["first_failing"]
     assert code == 1 and first["a_name"] == "encoder.layers.0.linear2"  # the first layer's own bias
 

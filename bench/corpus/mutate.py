@@ -259,6 +259,7 @@ def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
     """The node's output is its (first) input: a layer left out."""
     out, node = _on_data(model, target)
     ident = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
+    ident.metadata_props.extend(node.metadata_props)  # the exporter's scope stays: the bug is in that module
     at = list(out.graph.node).index(node)
     out.graph.node.remove(node)
     out.graph.node.insert(at, ident)
@@ -627,7 +628,7 @@ def log_nan(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
 # Bugs that make the run's first NaN, apart from OPERATORS (the diagnosis corpus does not
 # hold non-finite cases); ``targets`` and ``label`` take them as any node operator.
 NAN_OPERATORS: dict[str, Operator] = {
-    "log_nan": Operator("log_nan", log_nan, "node", "nonfinite", ("Relu", "Gelu", "Tanh", "Erf", "Neg")),
+    "log_nan": Operator("log_nan", log_nan, "node", "nonfinite", ("Relu", "Gelu", "Tanh", "Erf", "Sigmoid", "Neg")),
 }
 
 
