@@ -159,7 +159,8 @@ def _pairs_right(truth: dict[str, str], result) -> tuple[int, int]:
     return sum(truth[a] == b for a, b in common.items()), sum(truth[a] != b for a, b in common.items())
 
 
-def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KINDS)) -> dict:
+def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KINDS), nans: int = 3) -> dict:
+    """One architecture's row: ``limit`` bugs of ``kinds`` that change the output, ``nans`` NaN-making ones."""
     onnx_path, model, inputs = models.clean(name)
     args = tuple(torch.from_numpy(x) for x in inputs)
     feeds = list(inputs)
@@ -236,7 +237,7 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
     row["nan"], row["nan origin right"] = 0, 0
     op = NAN_OPERATORS["log_nan"]
     for target in _spread(targets(graph, op), 8):
-        if row["nan"] >= 3:
+        if row["nan"] >= nans:
             break
         value = node_by_name(graph, target).output[0]
         bug_path = folder / f"{name}.nan.onnx"

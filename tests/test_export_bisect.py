@@ -326,11 +326,12 @@ def _architectures() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _architectures())
 def test_every_benchmarked_architecture_on_a_pinned_pair_of_bugs(tmp_path, name):
-    """bench/bisect_exports.py's run on two of its bugs (a bypassed node, a perturbed weight): no false alarm,
-    the first failing layer and the culprit are the mutated node's."""
+    """bench/bisect_exports.py's run on two of its bugs (a bypassed node, a perturbed weight) and one NaN-making
+    one: no false alarm, the first failing layer and the culprit are the mutated node's, the NaN's origin found."""
     _corpus()
     from bisect_exports import run
 
-    row = run(name, 2, tmp_path, kinds=("bypass", "perturb"))
+    row = run(name, 2, tmp_path, kinds=("bypass", "perturb"), nans=1)
     assert row["false alarm"] == 0, row
     assert row["bugs"] >= 1 and row["first right"] == row["bugs"] and row["culprit right"] == row["bugs"], row
+    assert row["nan origin right"] == row["nan"], row
