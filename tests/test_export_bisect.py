@@ -197,29 +197,38 @@ def test_a_capture_with_duplicate_names_is_a_clear_error(capsys, tmp_path):
 
 # ------------------------------------------------------------- stock architectures, exported here
 
-BENCH = Path(__file__).parent.parent / "bench"
+ROOT = Path(__file__).parent.parent
 
 
-def _stock(name: str):
+def _corpus():
+    """bench/corpus's models (and bench/bisect_exports.py) importable: the architectures the corpus exports."""
     import sys
 
     pytest.importorskip("onnxscript")
     pytest.importorskip("transformers")
-    sys.path.insert(0, str(BENCH))
-    from export_archs import build
+    for folder in (ROOT, ROOT / "bench"):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    from bench.corpus import models
 
-    return build(name)
+    return models
+
+
+def _stock(name: str):
+    """``(onnx path, model, torch inputs)`` of a corpus architecture, exported (cached) by the corpus."""
+    import torch
+
+    path, model, inputs = _corpus().clean(name)
+    return path, model, tuple(torch.from_numpy(x) for x in inputs)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2", "transformer_encoder"])
-def test_a_clean_export_with_eval_dropout_has_no_failing_layer(tmp_path, name):
-    model, args = _stock(name)
-    from export_archs import export
+def test_a_clean_export_with_eval_dropout_has_no_failing_layer(name):
+    path, model, args = _stock(name)
     from perpendis import check_export
 
-    export(model, args, tmp_path / "m.onnx")
-    report = check_export(model, args, tmp_path / "m.onnx", export=False)
+    report = check_export(model, args, path, export=False)
     assert report.first_failing is None and report.culprit is None, report.to_text()
     dropouts = [n for n in report.repeats if "dropout" in n]
     assert dropouts and not [p.a_name for p in report.pairs if p.a_name in dropouts]
@@ -227,19 +236,21 @@ def test_a_clean_export_with_eval_dropout_has_no_failing_layer(tmp_path, name):
 
 
 @pytest.mark.slow
-def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys):
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys, suffix):
     import onnx
 
-    model, args = _stock("transformer_encoder")
-    from bisect_exports import plain_hooks  # what a user writes: a hook on every module, np.savez in call order
-    from export_archs import export
+    path, model, args = _stock("transformer_encoder")
+    # What a user writes: a hook on every module, saved in call order by np.savez, or by safetensors'
+    # save_file with the call order under metadata "order".
+    from bisect_exports import plain_hooks
     from perpendis.capture.onnx import capture_onnx
 
-    export(model, args, tmp_path / "m.onnx")
-    plain_hooks(model, args, tmp_path / "torch.npz")
+    shutil.copy(path, tmp_path / "m.onnx")
+    plain_hooks(model, args, tmp_path / f"torch{suffix}")
     capture_onnx(tmp_path / "m.onnx", [args[0].numpy()]).save(tmp_path / "ort.npz")
     code, out, _ = _run(
-        capsys, "bisect", tmp_path / "torch.npz", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
+        capsys, "bisect", tmp_path / f"torch{suffix}", tmp_path / "ort.npz", "--model", tmp_path / "m.onnx", "--json"
     )
     result = json.loads(out)
     assert code == 0 and result["first_failing"] is None
@@ -259,17 +270,19 @@ def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys
     bias.CopyFrom(onnx.numpy_helper.from_array(values, bias.name))
     onnx.save(broken, tmp_path / "bug.onnx")
     capture_onnx(tmp_path / "bug.onnx", [args[0].numpy()]).save(tmp_path / "bug.safetensors")
-    code, out, _ = _run(capsys, "bisect", tmp_path / "torch.npz", tmp_path / "bug.safetensors", "--json")
+    code, out, _ = _run(capsys, "bisect", tmp_path / f"torch{suffix}", tmp_path / "bug.safetensors", "--json")
     first = json.loads(out)["first_failing"]
-    assert code == 1 and first["a_name"] == "encoder.layers.0.linear2"  # the bias is shared by both layers' copies
+    assert code == 1 and first["a_name"] == "encoder.layers.0.linear2"  # the first layer's own bias
 
 
 @pytest.mark.slow
 def test_an_export_torch_cannot_make_is_a_clear_error_without_terminal_colours(tmp_path):
+    import torch
     from perpendis import check_export
     from perpendis.errors import InputError
 
-    model, args = _stock("t5")
+    model, inputs = _corpus().build("t5")
+    args = tuple(torch.from_numpy(x) for x in inputs)
     with pytest.raises(InputError) as caught:
         check_export(model, args, tmp_path / "m.onnx")
     message = caught.value.message
@@ -303,22 +316,22 @@ def test_the_first_nan_is_traced_to_the_op_that_made_it_from_finite_inputs(tmp_p
 def _architectures() -> list[str]:
     import sys
 
-    sys.path.insert(0, str(BENCH))
-    try:
-        from export_archs import ARCHITECTURES
-    except ImportError:  # torch missing: the tests below skip
-        return []
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench.corpus.models import ARCHITECTURES  # imports nothing heavy
+
     return list(ARCHITECTURES)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _architectures())
 def test_every_benchmarked_architecture_on_a_pinned_pair_of_bugs(tmp_path, name):
-    """bench/bisect_exports.py's run on two of its bugs (a bypassed node, a perturbed weight): no false alarm,
-    the first failing layer and the culprit are the mutated node's."""
-    _stock(name)
+    """bench/bisect_exports.py's run on two of its bugs (a bypassed node, a perturbed weight) and one NaN-making
+    one: no false alarm, the first failing layer and the culprit are the mutated node's, the NaN's origin found."""
+    _corpus()
     from bisect_exports import run
 
-    row = run(name, 2, tmp_path, kinds=("bypass", "perturb"))
+    row = run(name, 2, tmp_path, kinds=("bypass", "perturb"), nans=1)
     assert row["false alarm"] == 0, row
     assert row["bugs"] >= 1 and row["first right"] == row["bugs"] and row["culprit right"] == row["bugs"], row
+    assert row["nan origin right"] == row["nan"], row

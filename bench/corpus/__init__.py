@@ -11,5 +11,7 @@ A bisect harness needs, per architecture: ``models.clean(arch)`` -> (ONNX path, 
 module, inputs) and ``cases.mutant(arch, operator, target=None)`` -> (mutated ONNX path,
 torch module, inputs, label with node, op type and module scope); after a run of
 ``generate.py``, ``cases.single_node_mutations(arch)`` lists the labels of the mutants
-that change one node or initializer and had an effect.  Importing runs nothing.
+that change one node or initializer and had an effect.  ``bench/bisect_exports.py`` needs
+no manifest: it takes the targets of the single-node operators from ``mutate.targets``
+and writes each mutant with ``cases.mutant``.  Importing runs nothing.
 """

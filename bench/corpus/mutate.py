@@ -259,6 +259,7 @@ def bypass(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
     """The node's output is its (first) input: a layer left out."""
     out, node = _on_data(model, target)
     ident = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
+    ident.metadata_props.extend(node.metadata_props)  # the exporter's scope stays: the bug is in that module
     at = list(out.graph.node).index(node)
     out.graph.node.remove(node)
     out.graph.node.insert(at, ident)
@@ -611,6 +612,23 @@ OPERATORS: dict[str, Operator] = {
         Operator("post_region", post_region, "io", "region"),
         Operator("head_unit", head_unit, "head", "slice"),
     ]
+}
+
+
+def log_nan(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
+    """The node (a unary op) made a Log: NaN where its finite input is negative, -inf at zero;
+    the op a bisect's first-NaN check must name."""
+    out = _copy(model)
+    node = node_by_name(out, target)
+    del node.attribute[:]
+    node.op_type, node.domain = "Log", ""
+    return out
+
+
+# Bugs that make the run's first NaN, apart from OPERATORS (the diagnosis corpus does not
+# hold non-finite cases); ``targets`` and ``label`` take them as any node operator.
+NAN_OPERATORS: dict[str, Operator] = {
+    "log_nan": Operator("log_nan", log_nan, "node", "nonfinite", ("Relu", "Gelu", "Tanh", "Erf", "Sigmoid", "Neg")),
 }
 
 
