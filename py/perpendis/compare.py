@@ -159,7 +159,7 @@ class Sample:
         kept in :attr:`found`: taken from there when already known."""
         known = self.found.get(k, {})
         if not all(r in known for r in ranks):
-            known = self.found[k] = known | select(self.column(k), ranks)
+            known = self.found[k] = known | select(self.column(k), ranks, scratch=True)  # a fresh copy
         return {r: known[r] for r in ranks}
 
     def _keyed(self) -> list[np.ndarray]:
@@ -897,8 +897,9 @@ class Ranks:
         return out
 
 
-def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
-    """The ``r``-th smallest of ``values`` for each ``r`` in ``ranks`` (sorted).
+def select(values: np.ndarray, ranks: list[int], *, scratch: bool = False) -> dict[int, float]:
+    """The ``r``-th smallest of ``values`` for each ``r`` in ``ranks`` (sorted); with
+    ``scratch``, ``values`` is the caller's to lose and is reordered rather than copied.
 
     Only the ranks wanted are put in place: a full sort of a few million errors cost a
     third of a whole comparison in the browser.  One partition at the lowest rank puts
@@ -911,15 +912,16 @@ def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
     if not ranks:
         return {}
     low = ranks[0]
-    placed = np.partition(values, low)
+    placed = values if scratch else np.array(values)
+    placed.partition(low)
     out = {low: float(placed[low])}
     if len(ranks) == 1:
         return out
-    tail = placed[low + 1 :]
+    tail = placed[low + 1 :]  # a view: put in place where it lies, no further copy
     if len(tail) <= max(1 << 16, len(values) // 4):
-        tail = np.sort(tail)
+        tail.sort()
     else:
-        tail = np.partition(tail, [r - low - 1 for r in ranks[1:]])
+        tail.partition([r - low - 1 for r in ranks[1:]])
     return out | {r: float(tail[r - low - 1]) for r in ranks[1:]}
 
 
