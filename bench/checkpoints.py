@@ -2,6 +2,7 @@
 
     python bench/checkpoints.py                      # 2 GB and 8 GB pairs, and fp32 vs bf16 (1.5 GB)
     python bench/checkpoints.py --sizes 256M --quick # a quick run: no 4-worker or external-scheduler rows
+    python bench/checkpoints.py --sizes 2G --bf16 0 --single-only  # the NumPy loop and --single only
 
 For each size, writes checkpoint A (float32 safetensors shards of 1 GB, with a
 ``model.safetensors.index.json`` as Hugging Face writes) and B (the same tensors
@@ -366,13 +367,15 @@ def show(
     print(f"  {'':<44} cached before {r['cached_before']}, load {r['load']}; {extra}", flush=True)
 
 
-def bench_pair(root: Path, a: Path, b: Path, quick: bool) -> None:
-    """Every mode on one pair of checkpoints."""
+def bench_pair(root: Path, a: Path, b: Path, quick: bool, single_only: bool = False) -> None:
+    """Every mode on one pair of checkpoints (the NumPy loop and ``--single`` only with ``single_only``)."""
     loop = numpy_loop(a, b)
     show("NumPy loop (memmap + np.allclose)", loop, None)
     single = run(a, b)
     reference = single["json"]
     show("--single (one process)", single, reference, loop, versus="the NumPy loop")
+    if single_only:
+        return
     dask2 = cluster_run(a, b, 2)
     show("LocalCluster, 2 workers x 1 thread", dask2, reference, single, 2)
     if quick:
@@ -393,6 +396,7 @@ def main() -> None:
     p.add_argument("--keep", action="store_true", help="keep the files")
     p.add_argument("--cold", action="store_true", help="start each mode with the checkpoints out of the page cache")
     p.add_argument("--quick", action="store_true", help="NumPy loop, --single and 2 workers only")
+    p.add_argument("--single-only", action="store_true", help="NumPy loop and --single only, no cluster nor tiny pair")
     args = p.parse_args()
     global COLD
     COLD = args.cold
@@ -407,10 +411,10 @@ def main() -> None:
             t = time.perf_counter()
             a, b = (where / "a", where / "b") if (where / "b").is_dir() else write(where, parse_size(text), bf16)
             print(f"\n{title}: written in {time.perf_counter() - t:.1f} s", flush=True)
-            bench_pair(where, a, b, args.quick)
+            bench_pair(where, a, b, args.quick, args.single_only)
             if not args.keep:
                 shutil.rmtree(where, ignore_errors=True)
-        if not args.quick:
+        if not (args.quick or args.single_only):
             tiny = write_tiny(root / "tiny")
             alone, spread = run(*tiny), cluster_run(*tiny, 2)
             per = (spread["wall_s"] - alone["wall_s"]) / alone["tensors"]

@@ -159,7 +159,7 @@ class Sample:
         kept in :attr:`found`: taken from there when already known."""
         known = self.found.get(k, {})
         if not all(r in known for r in ranks):
-            known = self.found[k] = known | select(self.column(k), ranks)
+            known = self.found[k] = known | select(self.column(k), ranks, scratch=True)  # a fresh copy
         return {r: known[r] for r in ranks}
 
     def _keyed(self) -> list[np.ndarray]:
@@ -200,12 +200,18 @@ class Sample:
         if sum(len(at) for at in near) < self.cap:  # never in practice; still exact
             near = [np.arange(len(key)) for key in keys]
         priority = np.concatenate([key[at] for key, at in zip(keys, near, strict=True)])
-        chosen = np.sort(np.argpartition(priority, self.cap - 1)[: self.cap])
-        # Positions among the candidates, back to (group, row): candidates are in group order.
+        # The chosen candidates as a mask in candidate order (group order, then row order):
+        # cheaper than sorting their positions, and most candidates are usually kept.
+        order = np.argpartition(priority, self.cap - 1)
+        if self.cap >= len(priority) // 2:
+            chosen = np.ones(len(priority), dtype=bool)
+            chosen[order[self.cap :]] = False
+        else:
+            chosen = np.zeros(len(priority), dtype=bool)
+            chosen[order[: self.cap]] = True
         starts = np.cumsum([0] + [len(at) for at in near])
-        cuts = np.searchsorted(chosen, starts)
-        picked = [at[chosen[cuts[g] : cuts[g + 1]] - starts[g]] for g, at in enumerate(near)]
-        rows = np.concatenate([group[i] for group, i in zip(self.groups, picked, strict=True)])
+        picked = [at[chosen[starts[g] : starts[g + 1]]] for g, at in enumerate(near)]
+        rows = np.concatenate([np.take(group, i, axis=0) for group, i in zip(self.groups, picked, strict=True)])
         kept_keys = priority[chosen]
         return Sample(self.count, [rows], self.cap, int(kept_keys.max()), [kept_keys])
 
@@ -891,31 +897,32 @@ class Ranks:
         return out
 
 
-def select(values: np.ndarray, ranks: list[int]) -> dict[int, float]:
-    """The ``r``-th smallest of ``values`` for each ``r`` in ``ranks`` (sorted).
+def select(values: np.ndarray, ranks: list[int], *, scratch: bool = False) -> dict[int, float]:
+    """The ``r``-th smallest of ``values`` for each ``r`` in ``ranks`` (sorted); with
+    ``scratch``, ``values`` is the caller's to lose and is reordered rather than copied.
 
-    Only the ranks wanted are put in place (``np.partition``): a full sort of a few
-    million errors cost a third of a whole comparison in the browser.
-
-    Errors are mostly zero, so the wanted ranks of the non-zero ones often all lie in
-    their upper part.  A small strided subsample then gives a value below the lowest
-    wanted rank; only the values at or above it are partitioned, and their count checks
-    the guess (else all are).  Exact either way, and a partition of a tenth of the values
-    where most of a comparison's tail is.
+    Only the ranks wanted are put in place: a full sort of a few million errors cost a
+    third of a whole comparison in the browser.  One partition at the lowest rank puts
+    every value at or above it after it, unordered; the wanted ranks are then read from
+    that tail, sorted when it is short (a partition at several ranks at once costs about
+    as many partitions, and the fancy selection of a tail by a mask cost more than both),
+    else partitioned at the other ranks.  Exact either way: a rank's value is the same
+    whichever way it is put in place.
     """
-    n = len(values)
     if not ranks:
         return {}
-    if n > 1 << 16 and ranks[0] > n // 2:
-        sub = np.sort(values[:: n // 4096])
-        k = max(0, ranks[0] * len(sub) // n - 4 * math.isqrt(len(sub)) - 8)
-        top = values[values >= sub[k]]
-        below = n - len(top)
-        if below <= ranks[0]:
-            placed = np.partition(top, [r - below for r in ranks])
-            return {r: float(placed[r - below]) for r in ranks}
-    placed = np.partition(values, ranks)
-    return {r: float(placed[r]) for r in ranks}
+    low = ranks[0]
+    placed = values if scratch else np.array(values)
+    placed.partition(low)
+    out = {low: float(placed[low])}
+    if len(ranks) == 1:
+        return out
+    tail = placed[low + 1 :]  # a view: put in place where it lies, no further copy
+    if len(tail) <= max(1 << 16, len(values) // 4):
+        tail.sort()
+    else:
+        tail.partition([r - low - 1 for r in ranks[1:]])
+    return out | {r: float(tail[r - low - 1]) for r in ranks[1:]}
 
 
 def _snr_db(signal: float, noise: float) -> float | None:
