@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from made import npy_bytes, numpy_text
+from playwright.sync_api import expect
 from test_page_actions_fuzz import settle
 
 pytestmark = pytest.mark.browser
@@ -130,8 +131,9 @@ def test_share_link_of_a_stale_report_carries_the_reports_inputs_and_says_so(rea
     compare(page)
     page.get_by_test_id("paste-a").fill(numpy_text(a[:2]))
     page.get_by_test_id("share").click()
+    # the link is compressed before the status is written: wait for it
+    expect(page.get_by_test_id("export-status")).to_contain_text("not what was edited since", timeout=30_000)
     status = page.get_by_test_id("export-status").text_content()
-    assert "not what was edited since" in status
     link = page.get_by_test_id("share-link").input_value()
     assert f"{len(link):,} characters" in status
 
