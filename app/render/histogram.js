@@ -1,7 +1,7 @@
 // ULP histogram as an SVG bar chart. Bar heights are on a log scale, because the
 // zero-ULP bin usually dwarfs the rest and a single 1000-ULP element must stay visible.
 import { el, fill, svg } from "./dom.js";
-import { full } from "./numbers.js";
+import { count as grouped } from "./numbers.js";
 
 const W = 520;
 const H = 200;
@@ -48,7 +48,7 @@ export function renderHistogram(node, histogram) {
     chart.append(bar);
     const half = (String(count).length * DIGIT_WIDTH) / 2;
     if (count && x + slot / 2 - half > countsEnd + 2) {
-      chart.append(svg("text", { x: x + slot / 2, y: H - PAD.bottom - h - 3, class: "count" }, full(count)));
+      chart.append(svg("text", { x: x + slot / 2, y: H - PAD.bottom - h - 3, class: "count" }, grouped(count)));
       countsEnd = x + slot / 2 + half;
     }
     const last = i === counts.length - 1;

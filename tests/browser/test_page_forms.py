@@ -107,7 +107,8 @@ def shown_element(report: dict) -> tuple[str, str]:
     first = (report["tolerance"] or {}).get("first_fail") or report["first_diff"]
     if first is None:
         first = api.handle({"op": "element", "flat": 0}, {})["element"]
-    return index_text(first["index"]), js_number(first["ulp"])
+    ulp = first["ulp"]
+    return index_text(first["index"]), f"{ulp:,}" if isinstance(ulp, int) else js_number(ulp)
 
 
 # ---------------------------------------------------------------- driving the page
@@ -431,9 +432,9 @@ def test_tensorflow_repr_and_print_pasted(ready_page):
     # The last pair, checked against the values TensorFlow held.
     a, b = np.load(folder / "tf_a.npy"), np.load(folder / "tf_b.npy")
     differ = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
-    assert text(page, "n-diff") == str(differ.size)
+    assert text(page, "n-diff") == f"{differ.size:,}"
     assert text(page, "first-diff-index") == index_text(list(np.unravel_index(differ[0], a.shape)))
-    assert text(page, "max-ulp") == str(int(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)).max()))
+    assert text(page, "max-ulp") == f"{int(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)).max()):,}"
 
 
 @pytest.mark.parametrize(
