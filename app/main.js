@@ -18,7 +18,7 @@ import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
 import { renderTask } from "./render/task.js";
 import { renderTolerance } from "./render/tolerance.js";
-import { renderVerdict } from "./render/verdict.js";
+import { isExact, renderVerdict } from "./render/verdict.js";
 import { renderWorst } from "./render/worst.js";
 import { BUNDLE_EXTENSION, decodeBundle, decodeShare, encodeShare } from "./share.js";
 
@@ -462,7 +462,9 @@ function showReport(result, { fresh }) {
   renderTolerance($("tolerance"), report, selectElement);
   renderWorst($("worst"), report, selectElement);
   renderStats($("stats"), report);
-  renderHistogram($("histogram"), report.ulp_histogram);
+  const exact = isExact(report.compared_as);
+  renderHistogram($("histogram"), report.ulp_histogram, exact);
+  $("h-hist").textContent = exact ? "Distances |A − B|" : "ULP distances";
   renderPasteBack($("paste-back-card"), $("paste-back"), report, (code) => copyText(code, "Lines copied."));
   syncToleranceFields(report.tolerance);
   const shape = comparedShape(report);
@@ -539,7 +541,7 @@ function showElement(element, detail) {
   state.selected = element.flat;
   state.selectedIndex = element.index;
   $("element-index").textContent = formatIndex(element.index);
-  renderElement($("element"), element, detail);
+  renderElement($("element"), element, detail, isExact(state.result?.report.compared_as));
 }
 
 /** Show element `flat` in the inspector; with `follow`, the heat map moves to its slice. */
@@ -558,7 +560,8 @@ async function selectElement(flat, { follow = true } = {}) {
       && result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
     if (outside) {
       state.view = { ...state.view, index: [...result.element.index] };
-      renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView);
+      renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView,
+        isExact(state.result.report.compared_as));
       loadSlice();
     } else {
       markSlice();
@@ -596,7 +599,8 @@ function changeView(view) {
   state.view = view;
   if (redraw) {
     // Only the log toggle changed: the cells are the same, drawn on the other scale.
-    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView,
+      isExact(state.result.report.compared_as));
     markSlice();
   } else {
     loadSlice();
@@ -607,7 +611,8 @@ let lastSlice = null; // the slice drawn, with the view it was asked for
 
 async function loadSlice() {
   const view = state.view;
-  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView,
+    isExact(state.result.report.compared_as));
   const result = await ask("slice", { axes: view.axes, index: view.index, metric: view.metric, max_cells: SLICE_CELLS });
   if (!result || !result.ok || view !== state.view) return;
   lastSlice = { ...result.slice, view };

@@ -11,8 +11,9 @@ const MAX_W = 640;
 const MAX_H = 360;
 const METRICS = [["abs", "|A − B|"], ["ulp", "ULP"], ["rel", "relative"], ["fail", "fails tolerance"]];
 
-/** Controls for the slice: row axis, column axis, metric, and an index for each other axis. */
-export function renderSliceControls(node, shape, view, onChange) {
+/** Controls for the slice: row axis, column axis, metric, and an index for each other axis.
+ * `exact` (integers, booleans): no ULP metric, their distance is |A − B| itself. */
+export function renderSliceControls(node, shape, view, onChange, exact = false) {
   const axisSelect = (key, label) => {
     const select = el("select", { "data-testid": `slice-${key}`, "aria-label": label },
       shape.map((size, axis) => el("option", { value: axis, selected: view.axes[key === "rows" ? 0 : 1] === axis },
@@ -26,7 +27,7 @@ export function renderSliceControls(node, shape, view, onChange) {
     return el("label", {}, `${label} `, select);
   };
   const metric = el("select", { "data-testid": "slice-metric", "aria-label": "Colour by" },
-    METRICS.map(([value, label]) => el("option", { value, selected: view.metric === value }, label)));
+    METRICS.filter(([value]) => !(exact && value === "ulp")).map(([value, label]) => el("option", { value, selected: view.metric === value }, label)));
   metric.addEventListener("change", () => onChange({ ...view, metric: metric.value }));
   const log = el("input", { type: "checkbox", "data-testid": "heatmap-log", checked: Boolean(view.log) });
   log.addEventListener("change", () => onChange({ ...view, log: log.checked }));
