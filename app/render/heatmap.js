@@ -144,7 +144,7 @@ export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false
   });
   const hadFocus = node.contains(document.activeElement);
   // The caption names no colour: the strongest colour is dark on a light page and bright on a dark one.
-  fill(node, el("div", { class: "heatmap-wrap" }, chart), legend(scale, metric),
+  fill(node, el("div", { class: "heatmap-wrap", tabindex: 0, role: "region", "aria-label": "Heat map" }, chart), legend(scale, metric),
     el("p", { class: "caption", "data-testid": "heatmap-caption" },
       `${pooling}the largest in this slice is `, number(slice.max),
       "; click a cell to show its element", hovered));
