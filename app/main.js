@@ -478,11 +478,13 @@ function showReport(result, { fresh }) {
   $("share-link").hidden = true;
   $("download-bundle").hidden = true;
   revealVerdict();
-  // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
-  const start = report.tolerance?.first_fail ?? report.first_diff;
+  // The inspector opens at the top finding's place when it has one, else at the first element
+  // that fails the tolerance (the first difference is a click away).
+  const start = findingElement(report, shape) ?? report.tolerance?.first_fail ?? report.first_diff;
   $("first-diff").hidden = !report.first_diff;
   if (result.streamed) {
-    showStreamed(report, start);
+    // Not kept by the core: only the report's own elements can be shown.
+    showStreamed(report, start?.a_bits !== undefined ? start : report.tolerance?.first_fail ?? report.first_diff);
     return;
   }
   state.view = shape && shape.length >= 2 && report.n_bitwise_diff > 0
@@ -492,7 +494,7 @@ function showReport(result, { fresh }) {
   lastSlice = null; // the last report's slice: never redrawn for this one
   if (state.view) loadSlice();
   if (start) {
-    showElement(start, null);
+    if (start.a_bits !== undefined) showElement(start, null);
     selectElement(start.flat, { follow: false }); // the heat map stays on the finding's slice
   } else if (report.n_elements > 0 && report.shape_match) {
     selectElement(0);
@@ -503,6 +505,34 @@ function showReport(result, { fresh }) {
     $("element-index").textContent = "";
   }
   loadScatter(report);
+}
+
+/** Row-major flat position of `index` in `shape`. */
+function flatOf(index, shape) {
+  return index.reduce((flat, i, axis) => flat * shape[axis] + i, 0);
+}
+
+/**
+ * The element the top finding points at: its element, or for a finding about some indices of
+ * an axis the first of the report's elements (first failure, worst ones, first difference)
+ * that lies there. An element of the report, or {flat, index} for the core to fill in; null
+ * when the finding has no place.
+ */
+function findingElement(report, shape) {
+  const where = report.findings[0]?.where;
+  if (!where || !shape) return null;
+  if (where.element?.length === shape.length) {
+    const flat = flatOf(where.element, shape);
+    const known = [report.tolerance?.first_fail, report.first_diff, ...Object.values(report.worst ?? {})]
+      .find((e) => e && e.flat === flat);
+    return known ?? { flat, index: [...where.element] };
+  }
+  if (Number.isInteger(where.axis) && where.indices?.length) {
+    const on = new Set(where.indices);
+    return [report.tolerance?.first_fail, report.worst?.abs, report.worst?.rel, report.worst?.ulp, report.first_diff]
+      .find((e) => e && e.index.length === shape.length && on.has(e.index[where.axis])) ?? null;
+  }
+  return null;
 }
 
 /**

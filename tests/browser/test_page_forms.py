@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -102,9 +103,14 @@ def native_texts(a: str, b: str) -> dict:
 
 
 def shown_element(report: dict) -> tuple[str, str]:
-    """The element the inspector opens on (the first failing one, else the first difference, else
-    element 0) and its ULP."""
+    """The element the inspector opens on (the top finding's element, else the first failing one,
+    else the first difference, else element 0) and its ULP."""
+    where = (report["findings"] or [{}])[0].get("where") or {}
+    shape = report["compared_shape"]
     first = (report["tolerance"] or {}).get("first_fail") or report["first_diff"]
+    if where.get("element") is not None and shape is not None and len(where["element"]) == len(shape):
+        flat = int(np.ravel_multi_index(tuple(where["element"]), tuple(shape)))
+        first = api.handle({"op": "element", "flat": flat}, {})["element"]
     if first is None:
         first = api.handle({"op": "element", "flat": 0}, {})["element"]
     ulp = first["ulp"]
@@ -170,16 +176,22 @@ def check_report(page, want: dict, *, case: str) -> None:
         "shape-b": text(page, "shape-b"),
         "verdict": text(page, "verdict").split(" — ")[0],
         "first-diff-index": text(page, "first-diff-index"),
-        "ulp": text(page, "ulp"),
     }
+    # Integers and booleans have no ULP: the element view shows |A − B| alone.
+    exact = re.fullmatch(r"u?int\d*|bool", str(report["compared_as"])) is not None
+    if not exact:
+        got["ulp"] = text(page, "ulp")
     expected = {
         "shape-a": index_text(report["a"]["shape"]),
         "dtype-a": report["a"]["dtype"],
         "shape-b": index_text(report["b"]["shape"]),
         "verdict": report["verdict"],
         "first-diff-index": index_text(first["index"]) if first else "none",
-        "ulp": ulp,
     }
+    if not exact:
+        expected["ulp"] = ulp
+    else:
+        assert page.get_by_test_id("ulp").count() == 0, case
     assert got == expected, case
 
 
