@@ -18,7 +18,7 @@ import { renderScatter } from "./render/scatter.js";
 import { renderStats, renderSummary } from "./render/summary.js";
 import { renderTask } from "./render/task.js";
 import { renderTolerance } from "./render/tolerance.js";
-import { renderVerdict } from "./render/verdict.js";
+import { isExact, renderVerdict } from "./render/verdict.js";
 import { renderWorst } from "./render/worst.js";
 import { BUNDLE_EXTENSION, decodeBundle, decodeShare, encodeShare } from "./share.js";
 
@@ -462,7 +462,9 @@ function showReport(result, { fresh }) {
   renderTolerance($("tolerance"), report, selectElement);
   renderWorst($("worst"), report, selectElement);
   renderStats($("stats"), report);
-  renderHistogram($("histogram"), report.ulp_histogram);
+  const exact = isExact(report.compared_as);
+  renderHistogram($("histogram"), report.ulp_histogram, exact);
+  $("h-hist").textContent = exact ? "Distances |A − B|" : "ULP distances";
   renderPasteBack($("paste-back-card"), $("paste-back"), report, (code) => copyText(code, "Lines copied."));
   syncToleranceFields(report.tolerance);
   const shape = comparedShape(report);
@@ -476,11 +478,13 @@ function showReport(result, { fresh }) {
   $("share-link").hidden = true;
   $("download-bundle").hidden = true;
   revealVerdict();
-  // The inspector opens at the first element that fails the tolerance (the first difference is a click away).
-  const start = report.tolerance?.first_fail ?? report.first_diff;
+  // The inspector opens at the top finding's place when it has one, else at the first element
+  // that fails the tolerance (the first difference is a click away).
+  const start = findingElement(report, shape) ?? report.tolerance?.first_fail ?? report.first_diff;
   $("first-diff").hidden = !report.first_diff;
   if (result.streamed) {
-    showStreamed(report, start);
+    // Not kept by the core: only the report's own elements can be shown.
+    showStreamed(report, start?.a_bits !== undefined ? start : report.tolerance?.first_fail ?? report.first_diff);
     return;
   }
   state.view = shape && shape.length >= 2 && report.n_bitwise_diff > 0
@@ -490,7 +494,7 @@ function showReport(result, { fresh }) {
   lastSlice = null; // the last report's slice: never redrawn for this one
   if (state.view) loadSlice();
   if (start) {
-    showElement(start, null);
+    if (start.a_bits !== undefined) showElement(start, null);
     selectElement(start.flat, { follow: false }); // the heat map stays on the finding's slice
   } else if (report.n_elements > 0 && report.shape_match) {
     selectElement(0);
@@ -501,6 +505,34 @@ function showReport(result, { fresh }) {
     $("element-index").textContent = "";
   }
   loadScatter(report);
+}
+
+/** Row-major flat position of `index` in `shape`. */
+function flatOf(index, shape) {
+  return index.reduce((flat, i, axis) => flat * shape[axis] + i, 0);
+}
+
+/**
+ * The element the top finding points at: its element, or for a finding about some indices of
+ * an axis the first of the report's elements (first failure, worst ones, first difference)
+ * that lies there. An element of the report, or {flat, index} for the core to fill in; null
+ * when the finding has no place.
+ */
+function findingElement(report, shape) {
+  const where = report.findings[0]?.where;
+  if (!where || !shape) return null;
+  if (where.element?.length === shape.length) {
+    const flat = flatOf(where.element, shape);
+    const known = [report.tolerance?.first_fail, report.first_diff, ...Object.values(report.worst ?? {})]
+      .find((e) => e && e.flat === flat);
+    return known ?? { flat, index: [...where.element] };
+  }
+  if (Number.isInteger(where.axis) && where.indices?.length) {
+    const on = new Set(where.indices);
+    return [report.tolerance?.first_fail, report.worst?.abs, report.worst?.rel, report.worst?.ulp, report.first_diff]
+      .find((e) => e && e.index.length === shape.length && on.has(e.index[where.axis])) ?? null;
+  }
+  return null;
 }
 
 /**
@@ -539,7 +571,7 @@ function showElement(element, detail) {
   state.selected = element.flat;
   state.selectedIndex = element.index;
   $("element-index").textContent = formatIndex(element.index);
-  renderElement($("element"), element, detail);
+  renderElement($("element"), element, detail, isExact(state.result?.report.compared_as));
 }
 
 /** Show element `flat` in the inspector; with `follow`, the heat map moves to its slice. */
@@ -558,7 +590,8 @@ async function selectElement(flat, { follow = true } = {}) {
       && result.element.index.some((i, axis) => !state.view.axes.includes(axis) && state.view.index[axis] !== i);
     if (outside) {
       state.view = { ...state.view, index: [...result.element.index] };
-      renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView);
+      renderSliceControls($("slice-controls"), comparedShape(state.result.report), state.view, changeView,
+        isExact(state.result.report.compared_as));
       loadSlice();
     } else {
       markSlice();
@@ -596,7 +629,8 @@ function changeView(view) {
   state.view = view;
   if (redraw) {
     // Only the log toggle changed: the cells are the same, drawn on the other scale.
-    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+    renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView,
+      isExact(state.result.report.compared_as));
     markSlice();
   } else {
     loadSlice();
@@ -607,7 +641,8 @@ let lastSlice = null; // the slice drawn, with the view it was asked for
 
 async function loadSlice() {
   const view = state.view;
-  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView);
+  renderSliceControls($("slice-controls"), comparedShape(state.result.report), view, changeView,
+    isExact(state.result.report.compared_as));
   const result = await ask("slice", { axes: view.axes, index: view.index, metric: view.metric, max_cells: SLICE_CELLS });
   if (!result || !result.ok || view !== state.view) return;
   lastSlice = { ...result.slice, view };

@@ -1,7 +1,7 @@
 // Per-axis localisation: how the failing elements spread along each axis. A bug that
 // hits one channel or one row shows as a single tall bar; rounding spreads evenly.
 import { el, fill, svg } from "./dom.js";
-import { pct } from "./numbers.js";
+import { count as grouped, pct } from "./numbers.js";
 
 const W = 300;
 const H = 60;
@@ -18,7 +18,7 @@ function bars(counts) {
 
 export function renderAxes(node, axes) {
   fill(node, axes.map((a) => el("div", { class: "axis-row", "data-axis": a.axis },
-    el("div", { class: "axis-name" }, `axis ${a.axis} (size ${a.size})`),
+    el("div", { class: "axis-name" }, `axis ${a.axis} (size ${grouped(a.size)})`),
     bars(a.fail_counts),
     el("div", { class: "axis-top" }, a.top.length
       ? `most failures at ${a.top.map(([i, share]) => `${i} (${pct(share)})`).join(", ")}`

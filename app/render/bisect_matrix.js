@@ -41,7 +41,7 @@ export function renderRunsMatrix(node, runs, { names, open = null, onOpen }) {
       departs
         ? `Run ${departs}${names[departs] ? ` (${names[departs]})` : ""} departs first, at ${runs.first_failing[departs]}.`
         : `Every run agrees with the reference ${runs.reference} up to rounding, layer by layer.`),
-    el("div", { class: "table-wrap" },
+    el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Runs by layer table" },
       el("table", { class: "runs-matrix" }, el("thead", {}, header), el("tbody", {}, body))),
     el("p", { class: "caption" }, "Each cell: verdict and max ULP of that layer against the reference. " +
       "Pick a run to see its layers in the table below."));

@@ -191,7 +191,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     nonfinite ? el("p", { class: "bisect-summary fail", "data-testid": "bisect-nonfinite" }, nonfinite) : null,
     chip,
     el("p", { class: "hint" }, "Drag a row by ⠿, or use ▲ ▼ (Alt+ArrowUp/Down), to put the layers in execution order."),
-    el("div", { class: "table-wrap" }, el("table", { class: "bisect-table" }, head, el("tbody", {}, rows))));
+    // A region that may scroll (on a phone): focusable and named, so a keyboard can scroll it.
+    el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Paired tensors table" },
+      el("table", { class: "bisect-table" }, head, el("tbody", {}, rows))));
   if (focus && rows[focus.index]) {
     const control = rows[focus.index].querySelector(`[data-move=${focus.control}]`);
     (control && !control.disabled ? control : rows[focus.index].querySelector("button.link")).focus();
@@ -229,9 +231,9 @@ export function renderUnpaired(node, bisect, onPair) {
   fill(node,
     el("div", { class: "unpaired" },
       el("section", {}, el("h3", {}, `Only in A (${onlyA.length})`),
-        onlyA.length ? el("ul", { "data-testid": "only-a" }, onlyA.map(itemA)) : el("p", { class: "empty" }, "none")),
+        onlyA.length ? el("ul", { "data-testid": "only-a", tabindex: 0, "aria-label": "Tensors only in A" }, onlyA.map(itemA)) : el("p", { class: "empty" }, "none")),
       el("section", {}, el("h3", {}, `Only in B (${onlyB.length})`),
         onlyB.length
-          ? el("ul", { "data-testid": "only-b" }, onlyB.map((b) => el("li", { class: "mono", "data-testid": "only-b-item" }, b)))
+          ? el("ul", { "data-testid": "only-b", tabindex: 0, "aria-label": "Tensors only in B" }, onlyB.map((b) => el("li", { class: "mono", "data-testid": "only-b-item" }, b)))
           : el("p", { class: "empty" }, "none"))));
 }

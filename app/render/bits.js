@@ -11,14 +11,14 @@ const FIELD_NAMES = ["sign", "exponent", "mantissa"];
  * The groups are separated by single text spaces so the element's text reads exactly
  * like the report's bit string.
  */
-function bitCells(bits, other, side) {
+function bitCells(bits, other, side, exact) {
   const groups = bits.split(" ");
   const flatOther = other.replaceAll(" ", "");
   let pos = 0;
   const out = el("span", { class: "bits", "data-testid": `bits-${side}` });
   groups.forEach((group, g) => {
     if (g > 0) out.append(" ");
-    const kind = groups.length === 3 ? FIELD_NAMES[g] : "integer";
+    const kind = groups.length === 3 && !exact ? FIELD_NAMES[g] : "integer";
     const span = el("span", { class: `field ${kind}`, title: kind });
     for (const bit of group) {
       const differs = flatOther.length === bits.length - groups.length + 1 && flatOther[pos] !== bit;
@@ -38,13 +38,13 @@ function exponentText(f) {
   return `${kind}2^${f.exponent} (stored ${f.exponent_bits})`;
 }
 
-function sideRow(label, side, element, detail) {
+function sideRow(label, side, element, detail, exact = false) {
   const fields = detail ? detail[`${side}_fields`] : null;
   const prev = detail ? detail[`${side}_prev`] : undefined;
   const next = detail ? detail[`${side}_next`] : undefined;
   return el("div", { class: `element-side side-${side}` },
     el("div", { class: "side-label" }, label),
-    bitCells(element[`${side}_bits`], element[side === "a" ? "b_bits" : "a_bits"], side),
+    bitCells(element[`${side}_bits`], element[side === "a" ? "b_bits" : "a_bits"], side, exact),
     facts([
       ["value", element[side], `value-${side}`, "mono"],
       ["hex", element[`${side}_hex`], `hex-${side}`, "mono"],
@@ -60,8 +60,23 @@ function acrossZero(element) {
   return typeof a === "string" && typeof b === "string" && a[0] !== b[0] && typeof element.ulp === "number" && element.ulp > 0;
 }
 
-/** Render an Element (from the report) or an `element` op result (with fields and neighbours). */
-export function renderElement(node, element, detail) {
+/**
+ * Render an Element (from the report) or an `element` op result (with fields and neighbours).
+ * `exact`: the values are integers or booleans, whose bits have no sign, exponent or mantissa
+ * fields and whose distance is |A − B| itself, so no ULP is told.
+ */
+export function renderElement(node, element, detail, exact = false) {
+  if (exact) {
+    fill(node,
+      sideRow("A", "a", element, null, true),
+      sideRow("B", "b", element, null, true),
+      facts([
+        ["|A − B|", number(element.abs_diff), "abs-diff"],
+        ["relative", relativeNumber(element.rel_diff), "rel-diff"],
+      ]),
+      el("p", { class: "legend" }, el("span", { class: "bit diff" }, "differing bit")));
+    return;
+  }
   fill(node,
     sideRow("A", "a", element, detail),
     sideRow("B", "b", element, detail),

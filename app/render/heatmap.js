@@ -11,8 +11,9 @@ const MAX_W = 640;
 const MAX_H = 360;
 const METRICS = [["abs", "|A − B|"], ["ulp", "ULP"], ["rel", "relative"], ["fail", "fails tolerance"]];
 
-/** Controls for the slice: row axis, column axis, metric, and an index for each other axis. */
-export function renderSliceControls(node, shape, view, onChange) {
+/** Controls for the slice: row axis, column axis, metric, and an index for each other axis.
+ * `exact` (integers, booleans): no ULP metric, their distance is |A − B| itself. */
+export function renderSliceControls(node, shape, view, onChange, exact = false) {
   const axisSelect = (key, label) => {
     const select = el("select", { "data-testid": `slice-${key}`, "aria-label": label },
       shape.map((size, axis) => el("option", { value: axis, selected: view.axes[key === "rows" ? 0 : 1] === axis },
@@ -26,7 +27,7 @@ export function renderSliceControls(node, shape, view, onChange) {
     return el("label", {}, `${label} `, select);
   };
   const metric = el("select", { "data-testid": "slice-metric", "aria-label": "Colour by" },
-    METRICS.map(([value, label]) => el("option", { value, selected: view.metric === value }, label)));
+    METRICS.filter(([value]) => !(exact && value === "ulp")).map(([value, label]) => el("option", { value, selected: view.metric === value }, label)));
   metric.addEventListener("change", () => onChange({ ...view, metric: metric.value }));
   const log = el("input", { type: "checkbox", "data-testid": "heatmap-log", checked: Boolean(view.log) });
   log.addEventListener("change", () => onChange({ ...view, log: log.checked }));
@@ -143,7 +144,7 @@ export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false
   });
   const hadFocus = node.contains(document.activeElement);
   // The caption names no colour: the strongest colour is dark on a light page and bright on a dark one.
-  fill(node, el("div", { class: "heatmap-wrap" }, chart), legend(scale, metric),
+  fill(node, el("div", { class: "heatmap-wrap", tabindex: 0, role: "region", "aria-label": "Heat map" }, chart), legend(scale, metric),
     el("p", { class: "caption", "data-testid": "heatmap-caption" },
       `${pooling}the largest in this slice is `, number(slice.max),
       "; click a cell to show its element", hovered));

@@ -1,7 +1,7 @@
 // ULP histogram as an SVG bar chart. Bar heights are on a log scale, because the
 // zero-ULP bin usually dwarfs the rest and a single 1000-ULP element must stay visible.
 import { el, fill, svg } from "./dom.js";
-import { full } from "./numbers.js";
+import { count as grouped } from "./numbers.js";
 
 const W = 520;
 const H = 200;
@@ -22,7 +22,11 @@ export function shortEdge(label) {
   return `≤2${[...String(Math.round(Math.log2(top)))].map((d) => SUPERSCRIPT[Number(d)]).join("")}`;
 }
 
-export function renderHistogram(node, histogram) {
+/**
+ * `exact`: integer or boolean values, whose distance is |A − B| itself: the chart, its title
+ * and its axis speak of |A − B|, not of ULP.
+ */
+export function renderHistogram(node, histogram, exact = false) {
   const labels = [...histogram.edges];
   const counts = [...histogram.counts];
   if (histogram.nonfinite) {
@@ -37,18 +41,18 @@ export function renderHistogram(node, histogram) {
   let previous = null;
   let countsEnd = -Infinity; // right edge of the last count drawn: one that would touch it is left to the bar's title
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "histogram",
-    "aria-label": `ULP histogram: ${labels.map((l, i) => `${l}: ${counts[i]}`).join(", ")}` });
+    "aria-label": `${exact ? "|A − B|" : "ULP"} histogram: ${labels.map((l, i) => `${l}: ${counts[i]}`).join(", ")}` });
   chart.append(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: H - PAD.bottom, y2: H - PAD.bottom, class: "axis" }));
   counts.forEach((count, i) => {
     const h = (Math.log10(1 + count) / top) * plotH;
     const x = PAD.left + i * slot;
     const bar = svg("rect", { x: x + slot * 0.1, y: H - PAD.bottom - h, width: slot * 0.8, height: h,
       class: labels[i] === "NaN/inf" ? "bar nonfinite" : "bar", "data-edge": labels[i], "data-count": count },
-    svg("title", {}, `${labels[i]} ULP: ${count} elements`));
+    svg("title", {}, exact ? `|A − B| ${labels[i]}: ${count} elements` : `${labels[i]} ULP: ${count} elements`));
     chart.append(bar);
     const half = (String(count).length * DIGIT_WIDTH) / 2;
     if (count && x + slot / 2 - half > countsEnd + 2) {
-      chart.append(svg("text", { x: x + slot / 2, y: H - PAD.bottom - h - 3, class: "count" }, full(count)));
+      chart.append(svg("text", { x: x + slot / 2, y: H - PAD.bottom - h - 3, class: "count" }, grouped(count)));
       countsEnd = x + slot / 2 + half;
     }
     const last = i === counts.length - 1;
@@ -62,7 +66,7 @@ export function renderHistogram(node, histogram) {
       previous = { index: i, node: tick };
     }
   });
-  chart.append(svg("text", { x: W / 2, y: H - 4, class: "label" }, "ULP distance (bar height: log count)"));
+  chart.append(svg("text", { x: W / 2, y: H - 4, class: "label" }, `${exact ? "|A − B|" : "ULP distance"} (bar height: log count)`));
   fill(node, chart);
 }
 

@@ -1,7 +1,7 @@
 // Every number the cards show goes through here, so the page reads one way everywhere:
 // non-integer values with 4 significant digits, the full value (as the report has it) on
 // hover and in the clipboard, shares as percentages, an infinite relative difference in words.
-// Counts and ULP distances are integers and are shown whole. Text made by Python (the
+// Counts and ULP distances are integers and are shown whole, with their digits grouped. Text made by Python (the
 // headline, findings, preset labels) is shown as Python wrote it.
 import { el } from "./dom.js";
 
@@ -16,14 +16,19 @@ function trim(fixed) {
   return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
 }
 
+/** A count with its digits grouped: "536,870,912". */
+export function count(n) {
+  return typeof n === "number" && Number.isInteger(n) ? n.toLocaleString("en-US") : full(n);
+}
+
 /**
  * A report float as a person reads it: `digits` significant digits, in exponent form when
  * tiny or huge (the rule of printf's %g, so 1.5e-7 and 98.23), "inf"/"nan" strings and
- * null kept as the report has them. Integers are shown whole: they are exact and short.
+ * null kept as the report has them. Integers are shown whole, digits grouped: they are exact.
  */
 export function sig(value, digits = 4) {
   if (typeof value !== "number" || !Number.isFinite(value)) return full(value);
-  if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
+  if (Number.isInteger(value) && Math.abs(value) < 1e15) return count(value);
   const [mantissa, exponent] = value.toExponential(digits - 1).split("e");
   const exp = Number(exponent);
   if (exp < -4 || exp >= digits) return `${trim(mantissa)}e${exp}`;

@@ -2,6 +2,7 @@
 // headline counts, then the distribution statistics.
 import { el, facts, fill, formatIndex } from "./dom.js";
 import { number, relativeNumber } from "./numbers.js";
+import { isExact } from "./verdict.js";
 
 function sideLabel(info) {
   const bits = [info.source];
@@ -34,13 +35,13 @@ export function renderSummary(node, report) {
       ["elements", number(report.n_elements), "n-elements"],
       ["differing bits", number(report.n_bitwise_diff), "n-diff"],
       ["first difference", report.first_diff ? formatIndex(report.first_diff.index) : "none", "first-diff-index"],
-      ["max ULP", number(report.max_ulp), "max-ulp"],
+      isExact(report.compared_as) ? null : ["max ULP", number(report.max_ulp), "max-ulp"],
       ["max |A − B|", number(report.max_abs_diff), "max-abs"],
       ["max relative", relativeNumber(report.max_rel_diff), "max-rel"],
       ["NaN on one side", number(report.n_nan_mismatch), "n-nan", report.n_nan_mismatch ? "bad" : null],
       ["inf mismatches", number(report.n_inf_mismatch), "n-inf", report.n_inf_mismatch ? "bad" : null],
       ["+0 vs −0", number(report.n_signed_zero_diff), "n-signed-zero"],
-    ]),
+    ].filter(Boolean)),
     notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", {}, n))) : null);
 }
 

@@ -1,6 +1,6 @@
 // The verdict in plain words, with the strongest evidence for it right below.
 import { el, fill, formatIndex } from "./dom.js";
-import { full } from "./numbers.js";
+import { count, full } from "./numbers.js";
 
 const WORDS = {
   identical: ["identical", "every element has exactly the same bits."],
@@ -24,11 +24,6 @@ function layoutProblems(report) {
     problems.push(`Dtypes differ: A is ${report.a.dtype}, B is ${report.b.dtype}; compared as ${report.compared_as}.`);
   }
   return problems;
-}
-
-/** A count with its digits grouped: "536,870,912". */
-export function count(n) {
-  return typeof n === "number" && Number.isInteger(n) ? n.toLocaleString("en-US") : full(n);
 }
 
 /** Integers and booleans have no ULP, mantissa or rounding: they are told in their own words. */

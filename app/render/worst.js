@@ -1,21 +1,25 @@
 // The worst elements by ULP, absolute and relative difference; each one opens its bits.
 import { el, fill, formatIndex, scrollable } from "./dom.js";
 import { number, relativeNumber } from "./numbers.js";
+import { isExact } from "./verdict.js";
 
 const ROWS = [["first_diff", "first difference"], ["ulp", "largest ULP"], ["abs", "largest |A − B|"],
   ["rel", "largest relative"]];
 
 export function renderWorst(node, report, onPick) {
   const pick = { first_diff: report.first_diff, ...report.worst };
+  // Integers and booleans: the distance is |A − B| itself, no ULP row or column.
+  const exact = isExact(report.compared_as);
   const body = el("tbody", {});
   for (const [key, label] of ROWS) {
+    if (exact && key === "ulp") continue;
     const e = pick[key];
     if (!e) continue;
     const button = el("button", { type: "button", class: "link", "data-flat": e.flat, "data-testid": `worst-${key}` },
       formatIndex(e.index));
     button.addEventListener("click", () => onPick(e.flat));
     body.append(el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, button),
-      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), el("td", {}, number(e.ulp)),
+      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), exact ? null : el("td", {}, number(e.ulp)),
       el("td", {}, number(e.abs_diff)), el("td", {}, relativeNumber(e.rel_diff))));
   }
   if (!body.children.length) {
@@ -24,6 +28,6 @@ export function renderWorst(node, report, onPick) {
   }
   fill(node, scrollable(el("table", { class: "worst", "data-testid": "worst-table" },
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "which")),
-      ["index", "A", "B", "ULP", "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body),
+      ["index", "A", "B", ...(exact ? [] : ["ULP"]), "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body),
   "Worst elements table"));
 }

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .figures import percent
 from .report import Report, main_finding, number_text, plain, shape_text
 from .text_table import table_lines
 
@@ -219,7 +220,7 @@ class BisectReport:
                     "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
                     "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
                     number_text(s["max_abs_diff"], 3),
-                    "n/a" if s["fraction_fail"] is None else f"{s['fraction_fail']:.2%}",
+                    "n/a" if s["fraction_fail"] is None else percent(s['fraction_fail'], 2),
                     p.evidence or "",
                     "" if finding is None else finding["message"],
                 ]

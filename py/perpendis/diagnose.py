@@ -20,6 +20,7 @@ import numpy as np
 
 from . import bits
 from .bits import Format, format_of
+from .figures import count, percent
 from .relations.region import describe as describe_region
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
@@ -350,7 +351,7 @@ def _tolerance_findings(r: Report) -> list[Finding]:
     if not tol.passed:
         first = tol.first_fail
         message = (
-            f"{tol.n_fail} of {judged_of(r)} ({tol.fraction_fail:.3%}) exceed |A - B| <= atol + rtol·|B| "
+            f"{count(tol.n_fail)} of {judged_of(r)} ({percent(tol.fraction_fail)}) exceed |A - B| <= atol + rtol·|B| "
             f"with {tol.preset or 'custom'} (atol {tol.atol:g}, rtol {tol.rtol:g}); {passing_tolerance(r)}"
         )
         if tol.refused:  # a peer preset that refuses two dtypes: the elements may all pass

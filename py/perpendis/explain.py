@@ -8,6 +8,7 @@ rest is in the files ``--perpendis-report`` writes.
 
 from __future__ import annotations
 
+from .figures import count
 from .report import Element, Report, _element_lines, judged_of, main_finding, number_text, shape_text, verdict_line
 
 MAX_CAUSES = 3  # causes shown on one screen; the HTML and JSON keep them all
@@ -19,7 +20,11 @@ def explain(r: Report) -> str:
     lines = [
         f"Perpendis: {verdict_line(r)}",
         f"A {shape_text(r.a['shape'])} {r.a['dtype']}, B {shape_text(r.b['shape'])} {r.b['dtype']}"
-        + (f": {r.n_bitwise_diff} of {r.n_elements} elements differ bitwise" if r.compared_shape is not None else ""),
+        + (
+            f": {count(r.n_bitwise_diff)} of {count(r.n_elements)} elements differ bitwise"
+            if r.compared_shape is not None
+            else ""
+        ),
     ]
     top = main_finding(r.findings)
     if top is not None:
@@ -47,7 +52,7 @@ def explain(r: Report) -> str:
     if t is not None and not t.passed:
         lines.append(
             f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): "
-            f"{t.n_fail} of {judged_of(r)} fail"
+            f"{count(t.n_fail)} of {judged_of(r)} fail"
         )
     return "\n".join(lines) + "\n"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .figures import count
+
 if TYPE_CHECKING:
     from .report import Finding, Report
 
@@ -87,28 +89,30 @@ def headline(r: Report) -> str:
         if lossy:
             shown = min((_lossy_precision(i) for i in lossy), key=len)
             return f"Identical at the printed precision ({shown}): {_lossy_bound(lossy)}."
-        return f"Identical: all {r.n_elements} elements have the same bits, in the same shape and dtype."
+        return f"Identical: all {count(r.n_elements)} elements have the same bits, in the same shape and dtype."
     precision = _first(r.findings, PRECISION_KIND)
     top = _top(r.findings)
     if r.verdict == "rounding":
         if precision is not None:
             text = "Rounding at lower precision: " + _sentence(precision.message)
         elif r.n_bitwise_diff == 0:
-            text = f"Equal values: all {r.n_elements} elements agree in value."
+            text = f"Equal values: all {count(r.n_elements)} elements agree in value."
         elif _first(r.findings, "not_rounding") is not None:
             text = (
-                f"Within the tolerance given, but not like rounding: {r.n_bitwise_diff} of {r.n_elements} elements "
+                "Within the tolerance given, but not like rounding: "
+                f"{count(r.n_bitwise_diff)} of {count(r.n_elements)} elements "
                 f"differ, by up to {r.max_rel_diff:.3g} relative, with no structure found; only the loose tolerance "
                 "passes them."
             )
         elif _first(r.findings, "deep_rounding") is not None:
             text = (
-                f"Rounding of a deep computation: {r.n_bitwise_diff} of {r.n_elements} elements differ, by at most "
+                f"Rounding of a deep computation: {count(r.n_bitwise_diff)} of {count(r.n_elements)} elements differ, "
+                "by at most "
                 f"{r.max_ulp} ULP, more than one rounding but with no structure a bug would leave."
             )
         else:
             text = (
-                f"Rounding: {r.n_bitwise_diff} of {r.n_elements} elements differ, by at most "
+                f"Rounding: {count(r.n_bitwise_diff)} of {count(r.n_elements)} elements differ, by at most "
                 f"{r.max_ulp} ULP, as rounding does."
             )
     else:

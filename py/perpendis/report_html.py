@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from .figures import count as grouped
 from .report_text import number_text, passing_tolerance, shape_text, verdict_line
 from .task_text import FLIPS_SHOWN, offer_lines, task_summary
 
@@ -100,13 +101,14 @@ def _verdict(r: Report) -> str:
     ]
     if r.compared_shape is not None:
         facts.append(
-            f"{r.n_bitwise_diff} of {r.n_elements} elements differ bitwise (compared as {r.compared_as}); "
+            f"{grouped(r.n_bitwise_diff)} of {grouped(r.n_elements)} elements differ bitwise "
+            f"(compared as {r.compared_as}); "
             f"max ULP {number_text(r.max_ulp)}, max abs {number_text(r.max_abs_diff)}, "
             f"max rel {number_text(r.max_rel_diff)}"
         )
     t = r.tolerance
     if t is not None:
-        state = "passes" if t.passed else f"fails at {t.n_fail} element(s)"
+        state = "passes" if t.passed else f"fails at {grouped(t.n_fail)} element(s)"
         state += f" by {t.passed_by}" if t.passed_by else f" ({t.refused})" if t.refused else ""
         facts.append(
             f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}) "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .figures import count, percent
 from .paste_back import paste_back_markdown
 from .task_text import offer_lines, task_lines
 
@@ -73,17 +74,17 @@ def judged_of(r: Report) -> str:
     whole a failing count is out of, in every text."""
     t = r.tolerance
     if t is not None and t.n_judged is not None:
-        return f"{t.n_judged} complex values"
-    return f"{r.n_elements} elements"
+        return f"{count(t.n_judged)} complex values"
+    return f"{count(r.n_elements)} elements"
 
 
 def _tolerance_line(r: Report) -> str | None:
     t = r.tolerance
     if t is None:
         return None
-    state = "PASS" if t.passed else f"FAIL: {t.n_fail} of {judged_of(r)} ({t.fraction_fail:.3%})"
+    state = "PASS" if t.passed else f"FAIL: {count(t.n_fail)} of {judged_of(r)} ({percent(t.fraction_fail)})"
     if t.passed and t.passed_by:
-        state = f"PASS by {t.passed_by}, though {t.n_fail} of {judged_of(r)} fail its allclose"
+        state = f"PASS by {t.passed_by}, though {count(t.n_fail)} of {judged_of(r)} fail its allclose"
     line = f"tolerance {t.preset or 'custom'} (atol {number_text(t.atol)}, rtol {number_text(t.rtol)}): {state}"
     if t.refused:
         line = f"{line}; {t.refused}"
@@ -115,7 +116,7 @@ def _body_lines(r: Report) -> list[str]:
         lines.append("values not compared: the shapes cannot be aligned")
         return lines
     lines.append(
-        f"compared {r.n_elements} elements as {r.compared_as}: {r.n_bitwise_diff} differ bitwise; "
+        f"compared {count(r.n_elements)} elements as {r.compared_as}: {count(r.n_bitwise_diff)} differ bitwise; "
         f"max ulp {number_text(r.max_ulp)}, max abs {number_text(r.max_abs_diff)}, "
         f"max rel {number_text(r.max_rel_diff)}"
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .figures import percent
+
 if TYPE_CHECKING:
     from .task import TaskResult
 
@@ -26,7 +28,7 @@ def _row(row: list[int]) -> str:
 def task_summary(t: TaskResult) -> str:
     """One line: the kind, where the classes are, the verdict, agreement and KL."""
     topk = ", ".join(f"top-{k} overlap {_g(v)}" for k, v in t.topk.items())
-    agreement = "n/a" if t.top1_agreement is None else f"{t.top1_agreement:.2%}"
+    agreement = "n/a" if t.top1_agreement is None else percent(t.top1_agreement, 2)
     return (
         f"prediction ({t.kind} over axis {t.axis}, {t.classes} classes, {t.rows} rows): {VERDICT_WORDS[t.verdict]}; "
         f"top-1 agrees on {agreement} of rows, {topk}; KL(B‖A) mean {_g(t.kl['mean'])}, "

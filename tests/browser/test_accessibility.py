@@ -80,3 +80,33 @@ def test_the_verdict_is_announced_in_a_live_region(ready_page):
     region = page.locator("#verdict-box [aria-live], #verdict-box[aria-live]").first
     assert region.get_attribute("aria-live") == "polite"
     assert region.text_content().lower().startswith("investigate")
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_no_axe_violation_in_the_bisect_view_with_its_scrolling_regions(ready_page, width):
+    """A transformer bisect (74 tensors only in B: a list that scrolls) at a phone's and a
+    laptop's width, then one layer's report opened from the table: axe finds nothing, and
+    every region that scrolls can be reached with the keyboard and has a name."""
+    from test_page_bisect import bisect_captures
+
+    page = ready_page
+    page.set_viewport_size({"width": width, "height": 900})
+    bisect_captures(page, "transformer", "ort_bug")
+    settle(page)
+    scrolling = page.evaluate(
+        """() => [...document.querySelectorAll('body *')].filter((n) => {
+             const s = getComputedStyle(n);
+             return (/(auto|scroll)/.test(s.overflowX) && n.scrollWidth > n.clientWidth + 1)
+               || (/(auto|scroll)/.test(s.overflowY) && n.scrollHeight > n.clientHeight + 1);
+           }).map((n) => ({cls: n.className, tab: n.getAttribute('tabindex'),
+                          name: n.getAttribute('aria-label') || n.getAttribute('aria-labelledby')}))"""
+    )
+    assert scrolling  # at least the list of the 74 tensors only in B scrolls
+    assert all(s["tab"] == "0" and s["name"] for s in scrolling), scrolling
+    found = {"bisect": violations(page)}
+    page.get_by_test_id("bisect-row").nth(13).click()
+    page.get_by_test_id("verdict").wait_for(timeout=120_000)
+    settle(page)
+    found["layer report"] = violations(page)
+    bad = {state: v for state, v in found.items() if v}
+    assert not bad, json.dumps(bad, indent=1)

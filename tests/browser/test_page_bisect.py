@@ -105,7 +105,7 @@ def test_bugged_pair_marks_the_known_layer_and_a_row_opens_its_report(ready_page
     index = report.first_diff.index
     want = f"({index[0]},)" if len(index) == 1 else "(" + ", ".join(str(i) for i in index) + ")"
     assert page.get_by_test_id("first-diff-index").text_content().strip() == want
-    assert page.get_by_test_id("max-ulp").text_content().strip() == str(report.max_ulp)
+    assert page.get_by_test_id("max-ulp").text_content().strip() == f"{report.max_ulp:,}"
     # The inspector works on that pair: it opens on its first failing element.
     index = (report.tolerance.first_fail or report.first_diff).index
     want = f"({index[0]},)" if len(index) == 1 else "(" + ", ".join(str(i) for i in index) + ")"

@@ -101,4 +101,4 @@ def test_big_polygraphy_files_bisect_unread_to_the_bugged_layer(ready_page, capt
     report = native.pairs[first].report
     page.locator(f"[data-testid=bisect-row][data-index='{first}']").click()
     page.wait_for_selector(f"#verdict-box[data-verdict='{report.verdict}']", timeout=TIMEOUT_MS)
-    assert page.get_by_test_id("max-ulp").text_content().strip() == str(report.max_ulp)
+    assert page.get_by_test_id("max-ulp").text_content().strip() == f"{report.max_ulp:,}"

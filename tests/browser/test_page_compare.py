@@ -89,9 +89,9 @@ def check_numbers(page, a: np.ndarray, b: np.ndarray, opens_at: int | None = Non
     """The report's numbers; the inspector opens at flat ``opens_at`` (the first failing
     element) when given, and "First difference" moves it to the first difference."""
     want = expected(a, b)
-    assert text(page, "n-diff") == str(want["n_diff"])
+    assert text(page, "n-diff") == f"{want['n_diff']:,}"
     assert text(page, "first-diff-index") == want["first_index"]
-    assert text(page, "max-ulp") == str(want["max_ulp"])
+    assert text(page, "max-ulp") == f"{want['max_ulp']:,}"
     if opens_at is not None:
         page.wait_for_function(
             "want => document.querySelector('[data-testid=\"bits-a\"]')?.textContent === want",
@@ -102,7 +102,7 @@ def check_numbers(page, a: np.ndarray, b: np.ndarray, opens_at: int | None = Non
         "want => document.querySelector('[data-testid=\"bits-a\"]')?.textContent === want", arg=want["bits_a"]
     )
     assert text(page, "bits-b") == want["bits_b"]
-    assert text(page, "ulp") == str(want["ulp"])
+    assert text(page, "ulp") == f"{want['ulp']:,}"
 
 
 def test_pasted_numpy_float32(ready_page):

@@ -95,7 +95,7 @@ def test_bits_navigation_and_worst(ready_page):
     for flat in differing[1:]:
         page.get_by_test_id("next-diff").click()
         wait_text(page, "element-index", as_index(int(flat), a.shape))
-        wait_text(page, "ulp", str(int(ulps32(a, b).ravel()[flat])))
+        wait_text(page, "ulp", f"{int(ulps32(a, b).ravel()[flat]):,}")
     page.get_by_test_id("next-diff").click()
     wait_text(page, "nav-status", "No later difference.")
     page.get_by_test_id("prev-diff").click()
@@ -237,6 +237,30 @@ def test_an_infinite_relative_error_and_a_ulp_distance_across_zero_say_so(ready_
     assert int(ulps32(a[:1], b[:1])[0]) > 2**24
     page.get_by_test_id("first-diff").click()
     wait_text(page, "element-index", "(0,)")
-    wait_text(page, "ulp", str(int(ulps32(a[:1], b[:1])[0])))
+    wait_text(page, "ulp", f"{int(ulps32(a[:1], b[:1])[0]):,}")
     page.get_by_test_id("ulp-across-zero").wait_for(timeout=STEP_TIMEOUT_MS)
     assert "opposite signs" in page.get_by_test_id("ulp-across-zero").text_content()
+
+
+def test_the_element_view_opens_at_the_top_findings_place_not_the_first_failure(ready_page, tmp_path):
+    """float32 (3, 8, 16): one element off by 5e-3 at (0, 1, 2) (the first difference and the
+    first failure) and a NaN on one side at (2, 6, 9), the top finding. The element view and
+    the heat-map slice open at the NaN; the first difference is one click away."""
+    page = ready_page
+    rng = np.random.default_rng(23)
+    b = rng.standard_normal((3, 8, 16)).astype(np.float32)
+    a = b.copy()
+    a[0, 1, 2] += np.float32(5e-3)
+    a[2, 6, 9] = np.nan
+    page.get_by_test_id("paste-a").fill(numpy_text(a))
+    page.get_by_test_id("paste-b").fill(numpy_text(b))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
+    page.locator("#findings").get_by_text("NaN on one side only").first.wait_for(timeout=STEP_TIMEOUT_MS)
+    wait_text(page, "element-index", "(2, 6, 9)")
+    page.locator("[data-testid='heatmap'] svg").wait_for(timeout=STEP_TIMEOUT_MS)
+    assert page.get_by_test_id("slice-index-0").input_value() == "2"
+    assert page.get_by_test_id("value-a").text_content().strip().lower() == "nan"
+    page.screenshot(path=str(tmp_path / "finding.png"), full_page=True)
+    page.get_by_test_id("first-diff").click()
+    wait_text(page, "element-index", "(0, 1, 2)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -102,12 +103,18 @@ def native_texts(a: str, b: str) -> dict:
 
 
 def shown_element(report: dict) -> tuple[str, str]:
-    """The element the inspector opens on (the first failing one, else the first difference, else
-    element 0) and its ULP."""
+    """The element the inspector opens on (the top finding's element, else the first failing one,
+    else the first difference, else element 0) and its ULP."""
+    where = (report["findings"] or [{}])[0].get("where") or {}
+    shape = report["compared_shape"]
     first = (report["tolerance"] or {}).get("first_fail") or report["first_diff"]
+    if where.get("element") is not None and shape is not None and len(where["element"]) == len(shape):
+        flat = int(np.ravel_multi_index(tuple(where["element"]), tuple(shape)))
+        first = api.handle({"op": "element", "flat": flat}, {})["element"]
     if first is None:
         first = api.handle({"op": "element", "flat": 0}, {})["element"]
-    return index_text(first["index"]), js_number(first["ulp"])
+    ulp = first["ulp"]
+    return index_text(first["index"]), f"{ulp:,}" if isinstance(ulp, int) else js_number(ulp)
 
 
 # ---------------------------------------------------------------- driving the page
@@ -169,16 +176,22 @@ def check_report(page, want: dict, *, case: str) -> None:
         "shape-b": text(page, "shape-b"),
         "verdict": text(page, "verdict").split(" — ")[0],
         "first-diff-index": text(page, "first-diff-index"),
-        "ulp": text(page, "ulp"),
     }
+    # Integers and booleans have no ULP: the element view shows |A − B| alone.
+    exact = re.fullmatch(r"u?int\d*|bool", str(report["compared_as"])) is not None
+    if not exact:
+        got["ulp"] = text(page, "ulp")
     expected = {
         "shape-a": index_text(report["a"]["shape"]),
         "dtype-a": report["a"]["dtype"],
         "shape-b": index_text(report["b"]["shape"]),
         "verdict": report["verdict"],
         "first-diff-index": index_text(first["index"]) if first else "none",
-        "ulp": ulp,
     }
+    if not exact:
+        expected["ulp"] = ulp
+    else:
+        assert page.get_by_test_id("ulp").count() == 0, case
     assert got == expected, case
 
 
@@ -431,9 +444,9 @@ def test_tensorflow_repr_and_print_pasted(ready_page):
     # The last pair, checked against the values TensorFlow held.
     a, b = np.load(folder / "tf_a.npy"), np.load(folder / "tf_b.npy")
     differ = np.flatnonzero(a.view(np.uint32) != b.view(np.uint32))
-    assert text(page, "n-diff") == str(differ.size)
+    assert text(page, "n-diff") == f"{differ.size:,}"
     assert text(page, "first-diff-index") == index_text(list(np.unravel_index(differ[0], a.shape)))
-    assert text(page, "max-ulp") == str(int(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)).max()))
+    assert text(page, "max-ulp") == f"{int(np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32)).max()):,}"
 
 
 @pytest.mark.parametrize(

@@ -131,3 +131,29 @@ def test_axis_shares_are_percentages(ready_page):
     shown = re.search(rf"\b{index} \(([0-9.]+)%\)", tops[0])
     assert shown and float(shown.group(1)) == pytest.approx(100 * share, rel=5e-4), tops
     assert "share" not in " ".join(tops)
+
+
+def test_counts_are_grouped_and_one_failing_element_is_not_zero_percent(ready_page, tmp_path):
+    """A 300,000-element float32 pair with one element off by 50 %: every count on the page has
+    digit grouping and the one failing element's share is not shown as 0 %."""
+    from made import npy_bytes
+    from test_hostile import set_file
+
+    page = ready_page
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal(300_000).astype(np.float32)
+    a = b.copy()
+    a[123_456] = b[123_456] * np.float32(1.5)
+    set_file(page, "a", "a.npy", npy_bytes(a))
+    set_file(page, "b", "b.npy", npy_bytes(b))
+    page.get_by_test_id("compare").click()
+    page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
+    page.screenshot(path=str(tmp_path / "numbers.png"), full_page=True)
+    assert page.get_by_test_id("n-elements").locator("span.figure").text_content() == "300,000"
+    n_fail = page.get_by_test_id("n-fail").text_content()
+    shown = re.fullmatch(r"1 \(([0-9.]+)% of all\)", n_fail)
+    assert shown and float(shown.group(1)) == pytest.approx(100 / 300_000, rel=5e-4), n_fail
+    text = page.locator("main").inner_text()
+    assert "1 of 300,000 elements" in text
+    assert "300000 elements" not in text and "of 300000" not in text
+    assert "0.000%" not in text and "(0%" not in text

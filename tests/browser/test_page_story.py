@@ -53,3 +53,43 @@ def test_the_cards_agree(ready_page):
     printed = compared(page, repr(t), repr(u))
     assert "identical as printed" in printed["verdict"], printed
     assert "exactly the same bits" not in printed["verdict"] + printed["evidence"]
+
+
+FLOAT_WORDS = ("ULP", "ulp", "mantissa", "exponent")
+
+
+def test_integer_and_bool_pairs_have_no_float_vocabulary_anywhere_on_the_page(ready_page, tmp_path):
+    """An int32 and a bool pair: the whole report (summary, element view, worst elements, the
+    distance chart) speaks of |A − B| and bits, never of ULP, mantissa or exponent; a float32
+    pair right after brings the float words back."""
+    page = ready_page
+    rng = np.random.default_rng(8)
+    ints = rng.integers(-1000, 1000, (6, 7)).astype(np.int32)
+    other = ints.copy()
+    other[2, 3] += 5
+    other[4, 1] -= 300
+    bools = rng.integers(0, 2, (5, 5)).astype(bool)
+    flipped = bools.copy()
+    flipped[1, 2] = not flipped[1, 2]
+    for name, a, b in (("int32", ints, other), ("bool", bools, flipped)):
+        compared(page, repr(torch.from_numpy(a)), repr(torch.from_numpy(b)))
+        page.get_by_test_id("element-index").wait_for()
+        assert page.get_by_test_id("dtype-a").text_content() == f"{name}"
+        page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+        text = page.locator("#report").inner_text()
+        titles = " ".join(page.eval_on_selector_all(
+            "#report [title], #report [aria-label], #report svg title",
+            "nodes => nodes.map(n => (n.getAttribute('title') || '') + ' ' + (n.getAttribute('aria-label') || '')"
+            " + ' ' + (n.tagName === 'title' ? n.textContent : ''))"))
+        for word in FLOAT_WORDS:
+            assert word not in text, (name, word)
+            assert word not in titles, (name, word)
+        heads = page.get_by_test_id("worst-table").locator("thead th").all_text_contents()
+        assert heads == ["which", "index", "A", "B", "|A − B|", "relative"], heads
+        assert page.get_by_test_id("abs-diff").is_visible()
+        assert page.locator("#element [data-diff='1']").count() >= 1  # the differing bits are still marked
+
+    a = np.linspace(-1, 1, 12, dtype=np.float32)
+    compared(page, numpy_text(a), numpy_text(a * np.float32(1.5)))
+    text = page.locator("#report").inner_text()
+    assert "ULP" in text and "mantissa" in text and "exponent" in text

@@ -96,7 +96,7 @@ def test_bisect_rows_reorder_by_drag_and_keyboard(ready_page):
     assert title.startswith(f"Layer {first + 1} of {len(order)}: A {order[first]} ")
     report = next(p.report for p in native.pairs if p.a_name == order[first])
     page.wait_for_selector(f"#verdict-box[data-verdict='{report.verdict}']", timeout=TIMEOUT_MS)
-    assert page.get_by_test_id("max-ulp").text_content().strip() == str(report.max_ulp)
+    assert page.get_by_test_id("max-ulp").text_content().strip() == f"{report.max_ulp:,}"
 
     # A new tolerance judges every layer again and keeps the user's order.
     page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]').remove()")

@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..figures import percent
 from ..report import number_text, shape_text
 from ..text_table import table_lines
 from .inputs import Problem
@@ -123,7 +124,7 @@ class CheckpointReport:
                 shape = shape_text(r.shape_a or [], ",")
             else:
                 shape = f"{shape_text(r.shape_a or [], ',')}≠{shape_text(r.shape_b or [], ',')}"
-            fail = "" if r.fraction_fail is None else f"{r.fraction_fail:.2%}"
+            fail = "" if r.fraction_fail is None else percent(r.fraction_fail, 2)
             figures = [number_text(r.max_ulp, 3), number_text(_number(r.max_abs_diff), 3), fail]
             if r.verdict in ("identical", "converted", "error"):
                 figures = ["", "", ""]
