@@ -42,6 +42,15 @@ def compare(page) -> None:
     page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
 
 
+def compared(page, shape: tuple[int, ...], seed: int, ulps: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pair pasted into A and B and compared: the report every stale test starts from."""
+    a, b = pair(shape, seed=seed, ulps=ulps)
+    page.get_by_test_id("paste-a").fill(numpy_text(a))
+    page.get_by_test_id("paste-b").fill(numpy_text(b))
+    compare(page)
+    return a, b
+
+
 def report_json(page) -> dict:
     with page.expect_download() as info:
         page.get_by_test_id("download-json").click()
@@ -89,10 +98,7 @@ def test_files_opened_after_an_example_mark_the_report_stale_and_rtol_does_not_r
 
 def test_typed_text_marks_stale_and_typing_it_back_makes_it_current(ready_page):
     page = ready_page
-    a, b = pair((4, 5), seed=4, ulps=1)
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    compare(page)
+    _a, b = compared(page, (4, 5), seed=4, ulps=1)
     assert not stale(page)
     page.get_by_test_id("paste-b").fill(numpy_text(b * 2))
     assert stale(page)
@@ -113,10 +119,7 @@ def test_typed_text_marks_stale_and_typing_it_back_makes_it_current(ready_page):
 
 def test_a_preset_on_unchanged_inputs_is_judged_again_at_once(ready_page):
     page = ready_page
-    a, b = pair((4, 5), seed=5, ulps=300)
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    compare(page)
+    _a, _b = compared(page, (4, 5), seed=5, ulps=300)
     page.get_by_test_id("preset").select_option("fp16")
     settle(page)
     assert not stale(page)
@@ -125,10 +128,7 @@ def test_a_preset_on_unchanged_inputs_is_judged_again_at_once(ready_page):
 
 def test_share_link_of_a_stale_report_carries_the_reports_inputs_and_says_so(ready_page, context):
     page = ready_page
-    a, b = pair((3, 4), seed=6, ulps=2)
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    compare(page)
+    a, _b = compared(page, (3, 4), seed=6, ulps=2)
     page.get_by_test_id("paste-a").fill(numpy_text(a[:2]))
     page.get_by_test_id("share").click()
     # the link is compressed before the status is written: wait for it
@@ -148,10 +148,7 @@ def test_share_link_of_a_stale_report_carries_the_reports_inputs_and_says_so(rea
 
 def test_an_invalid_atol_marks_the_report_and_an_input_error_removes_it(ready_page):
     page = ready_page
-    a, b = pair((3, 4), seed=7, ulps=2)
-    page.get_by_test_id("paste-a").fill(numpy_text(a))
-    page.get_by_test_id("paste-b").fill(numpy_text(b))
-    compare(page)
+    _a, _b = compared(page, (3, 4), seed=7, ulps=2)
     page.get_by_test_id("atol").fill("abc")
     settle(page)
     assert page.get_by_test_id("error").is_visible()
