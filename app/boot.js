@@ -40,14 +40,14 @@ self.bootPython = async () => {
   return pyodide;
 };
 
-// Made-up comparisons (perpendis.api.warm_up, 1 M elements each) run once Python is up, so
+// Made-up comparisons (perpendis.service.api.warm_up, 1 M elements each) run once Python is up, so
 // the browser has optimised NumPy's hot loops before the user's first big comparison: fresh
 // WebAssembly runs baseline code, and the first 16 M-element report after load folded at
 // half speed. One piece at a time, each ending with a turn of the event loop, until `stop()`.
 const WARM_UP_PIECES = 8;
 
 self.warmUp = async (pyodide, stop = () => false) => {
-  const piece = pyodide.pyimport("perpendis.api").warm_up;
+  const piece = pyodide.pyimport("perpendis.service.api").warm_up;
   try {
     for (let i = 0; i < WARM_UP_PIECES && !stop(); i++) {
       piece();

@@ -1,6 +1,6 @@
 // A helper of the core's worker (app/worker.js), on another CPU core: it folds one share of
 // a big comparison and sends the partial result back as bytes, then may select order
-// statistics of the errors (perpendis.service.bridge.HelperWorker over perpendis.helper.Helper,
+// statistics of the errors (perpendis.service.bridge.HelperWorker over perpendis.service.helper.Helper,
 // which keeps the last partial for that).
 // Messages in:
 //   {id, share: JSON, a, b: ArrayBuffer, at: [[offset, length] x2]}: fold the share, whose

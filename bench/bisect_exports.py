@@ -44,11 +44,11 @@ sys.path.insert(0, str(ROOT))
 
 import onnx  # noqa: E402
 import torch  # noqa: E402
-from perpendis.bisect import bisect, path_entries  # noqa: E402
-from perpendis.capture.check import bisect_runs_of  # noqa: E402
-from perpendis.capture.onnx import capture_onnx  # noqa: E402
-from perpendis.capture.torch import capture  # noqa: E402
 from perpendis.errors import InputError  # noqa: E402
+from perpendis.layers.bisect import bisect, path_entries  # noqa: E402
+from perpendis.layers.capture.check import bisect_runs_of  # noqa: E402
+from perpendis.layers.capture.onnx import capture_onnx  # noqa: E402
+from perpendis.layers.capture.torch import capture  # noqa: E402
 
 from bench.corpus import cases, models  # noqa: E402
 from bench.corpus.mutate import NAN_OPERATORS, OPERATORS, NotApplicable, node_by_name, readers, targets  # noqa: E402

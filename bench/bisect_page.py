@@ -32,7 +32,7 @@ for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", RO
 
 import serve  # noqa: E402
 from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from perpendis import api  # noqa: E402
+from perpendis.service import api  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from startup import READY_AT_JS  # noqa: E402
 

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / p) for p in ("", "py", "bench", "scripts", "tests/browser")]
 
 import perpendis  # noqa: E402
-from perpendis.bisect import bisect, path_entries, path_info  # noqa: E402
-from perpendis.capture.onnx import capture_onnx  # noqa: E402
+from perpendis.layers.bisect import bisect, path_entries, path_info  # noqa: E402
+from perpendis.layers.capture.onnx import capture_onnx  # noqa: E402
 
 
 class Bottleneck(nn.Module):

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 
-from perpendis.bisect import bisect, model_info, path_entries, path_info  # noqa: E402
+from perpendis.layers.bisect import bisect, model_info, path_entries, path_info  # noqa: E402
 
 HERE = ROOT / "tests" / "fixtures" / "export"
 
@@ -62,7 +62,7 @@ def _plain(path: Path) -> Path:
     import tempfile
 
     import numpy as np
-    from perpendis.load import load_path
+    from perpendis.inputs.load import load_path
 
     out = Path(tempfile.mkdtemp()) / (path.name.replace(".safetensors", ".npz"))
     tensors = load_path(path)

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "py"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from perpendis.parse import parse_text  # noqa: E402
+from perpendis.inputs.parse import parse_text  # noqa: E402
 from run import pasted_text  # noqa: E402
 
 REPEAT = 5

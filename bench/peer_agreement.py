@@ -31,7 +31,7 @@ else:  # the core of another revision (e.g. main's, unpacked elsewhere)
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 import peers  # noqa: E402
-from perpendis import tolerance  # noqa: E402
+from perpendis.numerics import tolerance  # noqa: E402
 
 # The peer each preset mimics, and the (atol, rtol) a user would type for it by hand.
 PEERS = {

@@ -28,7 +28,7 @@ for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", RO
     sys.path.insert(0, str(path))
 
 from bisect_page import TIME_COMPARE_JS, open_captures, served_page  # noqa: E402
-from perpendis.bisect import bisect, path_entries  # noqa: E402
+from perpendis.layers.bisect import bisect, path_entries  # noqa: E402
 from startup import READY_AT_JS  # noqa: E402
 from test_page_bisect_big import BUG, write_captures  # noqa: E402
 

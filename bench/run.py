@@ -51,8 +51,9 @@ for path in (ROOT, ROOT / "py", ROOT / "scripts", ROOT / "tests" / "browser", RO
 
 import serve  # noqa: E402
 from conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from perpendis import api, stream  # noqa: E402
-from perpendis.parse import parse_text  # noqa: E402
+from perpendis.engine import stream  # noqa: E402
+from perpendis.inputs.parse import parse_text  # noqa: E402
+from perpendis.service import api  # noqa: E402
 from startup import READY_AT_JS, SERVICE_WORKER_JS, add_floor, floor_figures  # noqa: E402
 
 import build  # noqa: E402
@@ -253,7 +254,7 @@ self.postProgress = (fraction) => self.postMessage({ type: "progress", fraction 
 self.utf8 = (object, key) => new TextEncoder().encode(object[key]);  // a JS string as UTF-8, never a Python str
 const ready = loadPyodide({
   indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy", "perpendis"],
-}).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.stream"); return py; });
+}).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.engine.stream"); return py; });
 self.onmessage = async (event) => {
   try {
     const py = await ready;

@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
-from perpendis import stream
-from perpendis.compare import compare
-from perpendis.tensor import from_numpy
+from perpendis.engine import stream
+from perpendis.engine.compare import compare
+from perpendis.inputs.tensor import from_numpy
 
 
 def logits_pair(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,8 @@ MODELS = ROOT / "tests" / "fixtures" / "models"
 OUT = ROOT / "docs" / "real-cases.md"
 sys.path.insert(0, str(ROOT / "py"))  # findings are ranked by the package's own rule, not a copy of it
 
-from perpendis.report import Finding, main_finding  # noqa: E402
+from perpendis.report.headline import main_finding  # noqa: E402
+from perpendis.report.model import Finding  # noqa: E402
 
 # The finding that names each injected bug; None where no single finding is specific to it.
 BUG_FINDING: dict[str, str | None] = {

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the file readers (``perpendis.formats.read``) with atheris.
+"""Coverage-guided fuzzing of the file readers (``perpendis.inputs.formats.read``) with atheris.
 
 Every input must come out as tensors or as ``InputError``; see README.md for how to
 run it and what it found.
@@ -14,9 +14,9 @@ import atheris
 from harness import checked
 
 with atheris.instrument_imports(include=["perpendis"]):
-    from perpendis import formats
     from perpendis.errors import InputError
-    from perpendis.tensor import Tensor
+    from perpendis.inputs import formats
+    from perpendis.inputs.tensor import Tensor
 
 if __name__ == "__main__":
     atheris.Setup(sys.argv, checked(lambda data: formats.read(data, "fuzz.bin"), InputError, Tensor))

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the pasted-text parser (``perpendis.parse.parse_text``) with atheris.
+"""Coverage-guided fuzzing of the pasted-text parser (``perpendis.inputs.parse.parse_text``) with atheris.
 
 The fuzzer's bytes are read as UTF-8 (invalid sequences become U+FFFD, as a browser's
 paste would), so mutations reach look-alike characters as well as ASCII.  Every input
@@ -16,8 +16,8 @@ from harness import checked
 
 with atheris.instrument_imports(include=["perpendis"]):
     from perpendis.errors import InputError
-    from perpendis.parse import parse_text
-    from perpendis.tensor import Tensor
+    from perpendis.inputs.parse import parse_text
+    from perpendis.inputs.tensor import Tensor
 
 if __name__ == "__main__":
     parse = checked(lambda data: parse_text(data.decode("utf-8", "replace")), InputError, Tensor, most=2)

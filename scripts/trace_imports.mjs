@@ -3,7 +3,7 @@
 // on a built pyodide/ folder (full standard library, the served lock and wheels), then:
 //   1. loads NumPy and perpendis from the lock, as the page's worker does;
 //   2. imports every module of perpendis (so modules added later count without a list);
-//   3. runs perpendis.api.warm_up, the made-up comparisons the page runs at start;
+//   3. runs perpendis.service.api.warm_up, the made-up comparisons the page runs at start;
 //   4. looks up every text encoding named in perpendis's sources (`.decode("latin-1")`,
 //      `encoding="..."`): codecs are imported by name when first used;
 //   5. imports every NumPy subpackage (numpy.X) that a loaded module of perpendis or NumPy
@@ -108,7 +108,7 @@ try:
     if warm_up is not None:
         warm_up()
 except BaseException as exc:
-    failed.add(f"perpendis.api.warm_up: {exc!r}")
+    failed.add(f"perpendis.service.api.warm_up: {exc!r}")
 
 for name in project:  # imported or not (one may need the page's JavaScript to import)
     source, is_package = source_of(name)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from perpendis.bits import format_of
-from perpendis.compare import compare
-from perpendis.tensor import Tensor, from_numpy
+from perpendis.engine.compare import compare
+from perpendis.inputs.tensor import Tensor, from_numpy
+from perpendis.numerics.bits import format_of
 
 DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "int32", "complex128")  # new ones last: seeds
 
@@ -179,7 +179,7 @@ def perpendis_says(
     """What Perpendis's report says of the pair under ``preset`` (or a custom atol/rtol in
     ``kwargs``).  ``fast=True`` stops after the fold and its numbers, which is all the
     tolerance verdict needs: the diagnosis is left out (the bench's 300,000 pairs)."""
-    from perpendis.compare import _numbers, prepare
+    from perpendis.engine.compare import _numbers, prepare
 
     fast = bool(kwargs.pop("fast", False))
     ref = None if ref64 is None else from_numpy(np.array(ref64, dtype=np.float64), "ref")

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
-from perpendis import formats
-from perpendis.align import align, compared_format, convert, like_a
-from perpendis.bits import FORMATS, format_of
-from perpendis.tensor import Tensor, from_numpy
-from perpendis.tolerance import resolve
+from perpendis.engine.align import align, compared_format, convert, like_a
+from perpendis.inputs import formats
+from perpendis.inputs.tensor import Tensor, from_numpy
+from perpendis.numerics.bits import FORMATS, format_of
+from perpendis.numerics.tolerance import resolve
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 

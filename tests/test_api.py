@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import api, formats, heap
-from perpendis.bisect import bisect
+from perpendis.inputs import formats
+from perpendis.layers.bisect import bisect
+from perpendis.service import api, heap
 
 
 def npy_bytes(array):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from perpendis import api
+from perpendis.service import api
 
 HERE = Path(__file__).parent / "fixtures" / "export"
 BUGS = json.loads((HERE / "bugs.json").read_text())

@@ -13,11 +13,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import compare
-from perpendis.compare import compare as compare_tensors
+from perpendis.engine.compare import compare as compare_tensors
 from perpendis.errors import InputError
-from perpendis.tensor import as_tensor
-from perpendis.testing import ComparisonError, PassedReport, assert_same, bit_identical, rounding_close
+from perpendis.inputs.tensor import as_tensor
+from perpendis.testing import ComparisonError, PassedReport, assert_same, bit_identical, compare, rounding_close
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_, np.complex64]
 PRESETS = [None, "torch-default", "numpy-allclose", "exact", "fp16", "numpy-default"]

@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from perpendis import formats
-from perpendis.bisect import (
+from perpendis.cli.main import bisect_main
+from perpendis.errors import InputError
+from perpendis.inputs import formats
+from perpendis.inputs.tensor import from_numpy
+from perpendis.layers.bisect import (
     Entry,
     as_entries,
     bisect,
@@ -24,9 +27,6 @@ from perpendis.bisect import (
     pair_names,
     path_entries,
 )
-from perpendis.cli import bisect_main
-from perpendis.errors import InputError
-from perpendis.tensor import from_numpy
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 MANIFEST = json.loads((MODELS / "manifest.json").read_text())

@@ -3,7 +3,7 @@
 ``app/worker.js`` and ``app/fold_worker.js`` hand these entry points JSON, byte views and
 Blobs; here the views and Blobs are stand-ins with the same few members Pyodide's proxies
 have (``byteLength``/``assign_to``, ``size``/``name``), and every answer is checked
-against :func:`perpendis.api.handle` on the same bytes.
+against :func:`perpendis.service.api.handle` on the same bytes.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import json
 
 import numpy as np
 import pytest
-from perpendis import api
 from perpendis.errors import InputError
-from perpendis.helper import Helper
-from perpendis.service import bridge
+from perpendis.service import api, bridge
 from perpendis.service.bridge import CoreWorker, HelperWorker, blob_reader, with_texts
+from perpendis.service.helper import Helper
 from perpendis.service.session import Session
 from worker_fakes import Blob, View, read_slice
 
@@ -112,8 +111,8 @@ def test_a_new_comparison_forgets_the_kept_pair_before_its_bytes_arrive():
 
 
 def test_a_helper_folds_a_share_as_the_helper_does_natively():
-    from perpendis.compare import CHUNK, prepare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import CHUNK, prepare
+    from perpendis.inputs.tensor import from_numpy
 
     rng = np.random.default_rng(4)
     x = rng.standard_normal(2 * CHUNK + 5).astype(np.float32)

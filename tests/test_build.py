@@ -193,7 +193,7 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
     from test_structure import imports_of, modules
 
     entries = build.page_entry_modules()
-    assert {"perpendis.service.bridge", "perpendis.api"} <= entries
+    assert {"perpendis.service.bridge", "perpendis.service.api"} <= entries
     found = modules()
     graph = {}
     for name, path in found.items():
@@ -230,7 +230,7 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
             if asked and (asked.group(1) == "perpendis" or module.count(".") == len(asked.group(1))):
                 assert not {"assert_same", "capture", "check_export"} & set(re.findall(r"\w+", asked.group(2))), line
     with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
-        assert {"perpendis.cli_capture", "perpendis.cli"} <= set(stdlib.read(build.TRIMMED_LIST).decode().split())
+        assert {"perpendis.cli.capture", "perpendis.cli.main"} <= set(stdlib.read(build.TRIMMED_LIST).decode().split())
 
 
 def write_package(path: Path, files: dict[str, str]) -> Path:
@@ -693,7 +693,7 @@ console.log(JSON.stringify({ caught, printed }));
 
 
 @pytest.mark.parametrize(("statement", "name", "served_as", "keep"), [
-    ("import perpendis.cli_capture", "perpendis.cli_capture", "perpendis wheel served to this page", None),
+    ("import perpendis.cli.capture", "perpendis.cli.capture", "perpendis wheel served to this page", None),
     # NumPy imports a subpackage on first attribute access.
     ("import numpy\nnumpy.fft.rfft([1.0])", "numpy.fft", "NumPy wheel served to this page", "NUMPY_KEEP"),
     ("from numpy.polynomial import Polynomial", "numpy.polynomial", "NumPy wheel served to this page", "NUMPY_KEEP"),

@@ -1,4 +1,4 @@
-"""perpendis.capture: PyTorch forward hooks, written to safetensors and npz and read back."""
+"""perpendis.layers.capture: PyTorch forward hooks, written to safetensors and npz and read back."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import perpendis  # noqa: E402
-from perpendis.capture.store import META_KEY, read_info  # noqa: E402
 from perpendis.errors import InputError  # noqa: E402
-from perpendis.formats import safetensors  # noqa: E402
-from perpendis.load import load_path  # noqa: E402
+from perpendis.inputs.formats import safetensors  # noqa: E402
+from perpendis.inputs.load import load_path  # noqa: E402
+from perpendis.layers.capture.store import META_KEY, read_info  # noqa: E402
 
 
 class Pair(torch.nn.Module):
@@ -103,7 +103,7 @@ def test_import_perpendis_imports_no_torch_or_onnx():
     import subprocess
     import sys
 
-    code = "import sys, perpendis, perpendis.capture, perpendis.pairing, perpendis.bisect;" \
+    code = "import sys, perpendis, perpendis.layers.capture, perpendis.layers.pairing, perpendis.layers.bisect;" \
         "print(sorted(m for m in ('torch', 'onnx', 'onnxruntime') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(perpendis.__path__[0].rsplit("/", 1)[0])})

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from perpendis.checkpoints import compare_checkpoints, folder, parse_rule
-from perpendis.cli import main
+from perpendis.cli.main import main
 from perpendis.errors import InputError
-from perpendis.formats import distcp
+from perpendis.inputs.formats import distcp
 
 pytest.importorskip("torch.distributed.checkpoint")
 pytest.importorskip("transformers")

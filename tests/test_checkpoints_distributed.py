@@ -21,8 +21,8 @@ from perpendis.checkpoints.distributed import dask_runner, fold_unit_at, reason_
 from perpendis.checkpoints.rename import preset
 from perpendis.checkpoints.run import begin_checkpoints
 from perpendis.checkpoints.shared import CheckpointFold
-from perpendis.cli import main
-from perpendis.compare import CHUNK
+from perpendis.cli.main import main
+from perpendis.engine.compare import CHUNK
 from perpendis.errors import InputError
 from safetensors.numpy import save_file
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from perpendis.checkpoints import compare_checkpoints, folder
 from perpendis.checkpoints.rename import preset
-from perpendis.cli import main
+from perpendis.cli.main import main
 from perpendis.errors import InputError
-from perpendis.formats import gguf as reader
-from perpendis.formats.buffer import view_reader
+from perpendis.inputs.formats import gguf as reader
+from perpendis.inputs.formats.buffer import view_reader
 
 gguf = pytest.importorskip("gguf")
 pytest.importorskip("transformers")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 from perpendis import service
-from perpendis.formats.buffer import view_reader
+from perpendis.inputs.formats.buffer import view_reader
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
 import make_conversion
@@ -52,7 +52,7 @@ def test_page_request_errors(tmp_path):
 
 
 def test_big_archive_is_a_problem_naming_it(tmp_path, monkeypatch):
-    from perpendis.checkpoints import page
+    from perpendis.service import checkpoints as page
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -134,7 +134,7 @@ def test_unknown_preset_exits_2_naming_the_presets(tmp_path, arrays, command):
 
 @pytest.mark.parametrize("command", [[], ["bisect"]])
 def test_help_lists_the_presets_and_depth(command):
-    from perpendis.tolerance import PRESETS
+    from perpendis.numerics.tolerance import PRESETS
 
     out = run(*command, "--help")
     text = "".join(out.stdout.decode().split())  # help wraps lines, even at a name's hyphen

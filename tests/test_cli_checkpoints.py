@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from perpendis import cli_checkpoints
-from perpendis.cli import main
+from perpendis.cli import checkpoints as cli_checkpoints
+from perpendis.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
 import make_conversion

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import cli, cli_checkpoints
-from perpendis.cli import COMMANDS, main
+from perpendis.cli import checkpoints as cli_checkpoints
+from perpendis.cli import main as cli
+from perpendis.cli.main import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / "py"

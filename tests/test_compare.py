@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis import bits, formats
-from perpendis import compare as compare_mod
-from perpendis.compare import aligned_chunks, compare, compare_chunks
-from perpendis.tensor import Tensor, from_numpy
-from perpendis.tolerance import resolve
+from perpendis.engine import compare as compare_mod
+from perpendis.engine.compare import aligned_chunks, compare, compare_chunks
+from perpendis.inputs import formats
+from perpendis.inputs.tensor import Tensor, from_numpy
+from perpendis.numerics import bits
+from perpendis.numerics.tolerance import resolve
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 
@@ -253,7 +254,7 @@ def test_a_padded_print_does_not_excuse_a_difference_it_shows():
     """PyTorch pads its print with zeros: ``1.0000`` says the value is 1 to four decimals,
     though the shortest decimal of what is read back is just ``1``."""
     import torch
-    from perpendis.parse import parse_text
+    from perpendis.inputs.parse import parse_text
 
     exact = np.array([1.0, 2.5, 3.25, 0.125], np.float32)
     (printed,) = parse_text(repr(torch.from_numpy(exact)))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.compare import compare_values
+from perpendis.engine.compare import compare_values
 
 HERE = Path(__file__).parent / "fixtures" / "corpus"
 CASES = json.loads((HERE / "cases.json").read_text())

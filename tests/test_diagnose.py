@@ -4,10 +4,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.compare import compare
-from perpendis.load import load_path, load_text
-from perpendis.report import main_finding
-from perpendis.tensor import Tensor, from_numpy
+from perpendis.engine.compare import compare
+from perpendis.inputs.load import load_path, load_text
+from perpendis.inputs.tensor import Tensor, from_numpy
+from perpendis.report.headline import main_finding
 
 
 def t(x):
@@ -126,7 +126,7 @@ def test_numpy_default_warns_in_findings():
 
 def test_lossy_print_is_judged_to_its_resolution():
     import torch
-    from perpendis.parse import parse_text
+    from perpendis.inputs.parse import parse_text
 
     # PyTorch prints 4 decimals by default.  For these small values the print's own error
     # (up to 5e-5) exceeds float32's atol + rtol·|b|, so only its resolution can excuse it.

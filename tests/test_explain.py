@@ -4,8 +4,10 @@ from pathlib import Path
 
 import numpy as np
 import perpendis
-from perpendis.explain import MAX_CAUSES, explain
-from perpendis.report import Report, main_finding, verdict_line
+from perpendis.report.explain import MAX_CAUSES, explain
+from perpendis.report.headline import main_finding
+from perpendis.report.model import Report
+from perpendis.report.text import verdict_line
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 

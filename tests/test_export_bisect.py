@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.bisect import bisect, path_entries, path_info
-from perpendis.cli import main
+from perpendis.cli.main import main
+from perpendis.layers.bisect import bisect, path_entries, path_info
 
 pytest.importorskip("onnxruntime")
 
@@ -102,7 +102,7 @@ def _truth(model: str) -> dict[str, str]:
 @pytest.mark.parametrize("model", ["cnn", "transformer"])
 def test_pairing_without_metadata_finds_the_same_pairs_on_clean_runs(tmp_path, model):
     plain = tmp_path / "plain.npz"
-    from perpendis.load import load_path
+    from perpendis.inputs.load import load_path
 
     np.savez(plain, **{t.name: t.array for t in load_path(HERE / f"{model}.ort.safetensors")})
     result = bisect(path_entries(HERE / f"{model}.torch.safetensors"), path_entries(plain))
@@ -244,7 +244,7 @@ def test_a_layer_with_children_pairs_with_the_value_it_hands_on(tmp_path, capsys
     # What a user writes: a hook on every module, saved in call order by np.savez, or by safetensors'
     # save_file with the call order under metadata "order".
     from bisect_exports import plain_hooks
-    from perpendis.capture.onnx import capture_onnx
+    from perpendis.layers.capture.onnx import capture_onnx
 
     shutil.copy(path, tmp_path / "m.onnx")
     plain_hooks(model, args, tmp_path / f"torch{suffix}")
@@ -292,7 +292,7 @@ def test_an_export_torch_cannot_make_is_a_clear_error_without_terminal_colours(t
 
 def test_the_first_nan_is_traced_to_the_op_that_made_it_from_finite_inputs(tmp_path, capsys):
     import onnx
-    from perpendis.capture.onnx import capture_onnx
+    from perpendis.layers.capture.onnx import capture_onnx
 
     model = onnx.load(HERE / "transformer.onnx")
     node = next(n for n in model.graph.node if n.op_type == "Gelu")

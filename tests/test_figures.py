@@ -4,9 +4,9 @@ core writes (headline, findings, text report), checked on real comparisons."""
 from __future__ import annotations
 
 import numpy as np
-from perpendis.compare import compare
-from perpendis.figures import count, percent
-from perpendis.tensor import from_numpy
+from perpendis.engine.compare import compare
+from perpendis.inputs.tensor import from_numpy
+from perpendis.numerics.figures import count, percent
 
 
 def test_count_groups_digits_and_percent_never_rounds_a_share_to_none_or_all():

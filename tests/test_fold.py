@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis import api
-from perpendis.compare import (
+from perpendis.engine.compare import (
     CHUNK,
     ExactSum,
     Ranks,
@@ -34,12 +33,13 @@ from perpendis.compare import (
     partial_to_bytes,
     prepare,
 )
-from perpendis.helper import Helper
+from perpendis.inputs.tensor import from_numpy
+from perpendis.numerics.tolerance import resolve
+from perpendis.service import api
 from perpendis.service import fold as fold_module
 from perpendis.service.bridge import CoreWorker, HelperWorker
 from perpendis.service.fold import FoldCoordinator
-from perpendis.tensor import from_numpy
-from perpendis.tolerance import resolve
+from perpendis.service.helper import Helper
 from worker_fakes import Blob, View, read_slice
 
 
@@ -84,7 +84,8 @@ def finish(core: CoreWorker, helpers: list[HelperWorker], parts: list, select_fa
     if found is None:
         return json.loads(core.answer_fold(None))
     # Both columns' order statistics are known by now: none is selected again.
-    with mock.patch("perpendis.compare.select", side_effect=AssertionError("an order statistic was selected again")):
+    selected_again = AssertionError("an order statistic was selected again")
+    with mock.patch("perpendis.engine.compare.select", side_effect=selected_again):
         return json.loads(core.answer_fold(View(found.tobytes())))
 
 
@@ -191,7 +192,7 @@ def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(
 def test_a_helper_is_sent_all_errors_when_a_sample_was_cut(bug_pair, monkeypatch):
     """Past the sample's cap, the merged errors are not the helper's and the core's put
     together: the helper is sent the merged ones."""
-    monkeypatch.setattr("perpendis.compare.ERROR_SAMPLE_CAP", 300_000)
+    monkeypatch.setattr("perpendis.engine.compare.ERROR_SAMPLE_CAP", 300_000)
     monkeypatch.setattr(fold_module, "OFFLOAD_MIN", 100_000)
     whole = api.handle(request(), bug_pair)
     offered = offers(monkeypatch)
@@ -213,7 +214,7 @@ def test_order_statistics_found_elsewhere_are_used_as_they_are(monkeypatch):
     assert sample.order_statistics(1, [0, 3]) == {0: 1.0, 3: 4.0}
     assert sample.order_statistics(2, [4]) == {4: 0.5}
     # Now known: neither is selected again, and another worker's values are taken as given.
-    monkeypatch.setattr("perpendis.compare.select", lambda values, ranks: pytest.fail("selected again"))
+    monkeypatch.setattr("perpendis.engine.compare.select", lambda values, ranks: pytest.fail("selected again"))
     assert sample.order_statistics(1, [3, 0]) == {3: 4.0, 0: 1.0}
     sample.found[2] = {1: -7.0}
     assert sample.order_statistics(2, [1]) == {1: -7.0}
@@ -374,7 +375,7 @@ def test_exact_sums_of_non_finite_and_overflowing_terms(terms, expected):
 
 def test_a_streamed_comparison_shared_across_workers_is_the_streamed_report(monkeypatch):
     """Two big .npy files handed over unread: each helper reads its share of both files itself."""
-    from perpendis import stream
+    from perpendis.engine import stream
 
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1 << 20)
     a, b = rounding_pair(5 * CHUNK + 777, seed=9)

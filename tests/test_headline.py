@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from perpendis.compare import compare
-from perpendis.parse import parse_text
-from perpendis.tensor import from_numpy
+from perpendis.engine.compare import compare
+from perpendis.inputs.parse import parse_text
+from perpendis.inputs.tensor import from_numpy
 
 X = np.random.default_rng(0).standard_normal(64).astype(np.float32)
 

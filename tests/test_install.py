@@ -38,14 +38,14 @@ def test_export_matches():
 def test_entry_points_are_declared():
     project = tomllib.loads((ROOT / "py" / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"perpendis": "perpendis.pytest_plugin"}
-    assert project["scripts"] == {"perpendis": "perpendis.cli:main"}
+    assert project["scripts"] == {"perpendis": "perpendis.cli.main:main"}
     assert project["dependencies"] == ["numpy>=2.0"]
     assert set(project["optional-dependencies"]) == {"onnx", "torch", "dask"}
 
 
 def test_every_optional_module_the_cli_names_has_its_extra():
     """The extra the CLI tells people to install for a missing module declares that module."""
-    from perpendis.cli import EXTRAS
+    from perpendis.cli.main import EXTRAS
 
     extras = tomllib.loads((ROOT / "py" / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for module, extra in EXTRAS.items():

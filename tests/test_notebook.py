@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import perpendis
 import pytest
-from perpendis.report_html import render_fragment
+from perpendis.report.html import render_fragment
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"

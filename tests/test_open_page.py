@@ -18,7 +18,8 @@ from urllib.error import HTTPError
 from urllib.request import urlopen
 
 import pytest
-from perpendis import cli, open_page
+from perpendis.cli import main as cli
+from perpendis.cli import open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"

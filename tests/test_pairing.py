@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from perpendis.bisect import path_entries, path_info
 from perpendis.errors import InputError
-from perpendis.pairing import _align, module_calls, pair, relative_error, split_name
-from perpendis.tensor import from_numpy
+from perpendis.inputs.tensor import from_numpy
+from perpendis.layers.bisect import path_entries, path_info
+from perpendis.layers.pairing import _align, module_calls, pair, relative_error, split_name
 
 HERE = Path(__file__).parent / "fixtures" / "export"
 
@@ -115,7 +115,7 @@ def test_align_finds_a_longest_common_subsequence_in_both_orders(xs, ys):
 
 @pytest.mark.parametrize("model", ["cnn", "transformer"])
 def test_metadata_of_a_capture_and_of_the_model_give_the_same_pairs(model):
-    from perpendis.bisect import model_info
+    from perpendis.layers.bisect import model_info
 
     torch_path, ort_path = HERE / f"{model}.torch.safetensors", HERE / f"{model}.ort.safetensors"
     a, b = [e.name for e in path_entries(torch_path)], [e.name for e in path_entries(ort_path)]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.errors import InputError
-from perpendis.formats.limits import TEXT_MAX_CHARS
-from perpendis.load import load_bytes
-from perpendis.parse import parse_text
+from perpendis.inputs.formats.limits import TEXT_MAX_CHARS
+from perpendis.inputs.load import load_bytes
+from perpendis.inputs.parse import parse_text
 
 
 def _refused(text: str) -> InputError:
@@ -169,7 +169,7 @@ def test_the_cap_holds_at_its_exact_length(monkeypatch: pytest.MonkeyPatch) -> N
     character (a trailing newline) more is refused."""
     row = np.random.default_rng(2).standard_normal(50).astype(np.float32)
     text = _numpy_rows(row, 20)
-    monkeypatch.setattr("perpendis.parse.TEXT_MAX_CHARS", len(text))
+    monkeypatch.setattr("perpendis.inputs.parse.TEXT_MAX_CHARS", len(text))
     (tensor,) = parse_text(text)
     np.testing.assert_array_equal(tensor.array, np.tile(row, (20, 1)))
     assert "more than the limit" in _refused(text + "\n").message
@@ -192,7 +192,7 @@ def test_a_pasted_json_dict_is_named_as_one_not_as_a_ragged_list(obj: dict) -> N
 
 def test_words_in_both_boxes_blame_a_for_its_own_text() -> None:
     # "hello world" against "loss went down" once blamed B's word 'loss' as if it were A's.
-    from perpendis import api
+    from perpendis.service import api
 
     inputs = {"a": {"text": "hello world"}, "b": {"text": "loss went down"}}
     answer = api.handle({"op": "compare", "inputs": inputs}, {})
@@ -210,7 +210,7 @@ def _summarised_prints() -> dict[str, str]:
 
 @pytest.mark.parametrize(("a", "b"), [("numpy", "torch"), ("torch", "torch"), ("numpy 2-D", "numpy")])
 def test_summarised_prints_in_both_boxes_name_both(a: str, b: str) -> None:
-    from perpendis import api
+    from perpendis.service import api
 
     prints = _summarised_prints()
     assert all("..." in text for text in prints.values())
@@ -225,7 +225,7 @@ def test_summarised_prints_in_both_boxes_name_both(a: str, b: str) -> None:
 
 
 def test_a_summarised_print_beside_a_full_one_names_only_its_box() -> None:
-    from perpendis import api
+    from perpendis.service import api
 
     prints = _summarised_prints()
     full = np.array2string(np.arange(2000, dtype=np.float32) / 7, threshold=10**6, separator=", ")

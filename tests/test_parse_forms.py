@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from perpendis.errors import InputError
-from perpendis.parse import parse_text
+from perpendis.inputs.parse import parse_text
 
 
 def _one(text: str):

@@ -8,8 +8,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from perpendis.bits import to_float64
-from perpendis.parse import parse_text
+from perpendis.inputs.parse import parse_text
+from perpendis.numerics.bits import to_float64
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "text"
 CASES = json.loads((FIXTURES / "cases_jax_tf.json").read_text())

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis.parse import parse_text
+from perpendis.inputs.parse import parse_text
 
 FLOATS = [np.float16, np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -35,7 +35,7 @@ def assert_same_values(parsed: np.ndarray, original: np.ndarray) -> None:
 
 
 def pinned_by_the_rule(text: str, original: np.ndarray) -> bool:
-    """The lossless rule of ``perpendis.text.numbers`` for NumPy's printer, in exact fractions, value by value.
+    """The lossless rule of ``perpendis.inputs.text.numbers`` for NumPy's printer, in exact fractions, value by value.
 
     Every finite nonzero decimal (read, as the parser reads it, as the nearest float64)
     must be more than half a unit of its last digit (at NumPy's precision: 8, or the most

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
-from perpendis.parse import parse_text
-from perpendis.text import numbers
-from perpendis.text.grid import blank, token_bounds
+from perpendis.inputs.parse import parse_text
+from perpendis.inputs.text import numbers
+from perpendis.inputs.text.grid import blank, token_bounds
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)
 arrays = st.sampled_from([np.float16, np.float32, np.float64]).flatmap(

@@ -9,15 +9,15 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from perpendis.bits import format_of, raw_bits
 from perpendis.errors import InputError
-from perpendis.parse import parse_text
+from perpendis.inputs.parse import parse_text
+from perpendis.numerics.bits import format_of, raw_bits
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "text"
 CASES = json.loads((FIXTURES / "cases.json").read_text())
 PARSED = {name: spec for name, spec in CASES.items() if "error" not in spec}
 REFUSED = {name: spec for name, spec in CASES.items() if "error" in spec}
-# NumPy types for decoding printed decimals independently of perpendis.bits.
+# NumPy types for decoding printed decimals independently of perpendis.numerics.bits.
 REFERENCE_DTYPES = {
     "bfloat16": ml_dtypes.bfloat16,
     "float8_e4m3fn": ml_dtypes.float8_e4m3fn,

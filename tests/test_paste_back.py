@@ -12,7 +12,7 @@ import numpy as np
 import perpendis
 import pytest
 import torch
-from perpendis.paste_back import number_up, paste_back
+from perpendis.report.paste_back import number_up, paste_back
 from perpendis.testing import compare
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -150,8 +150,8 @@ def test_dynamo_says_what_same_says(dtype, data, with_reference):
 
 
 def test_an_infinity_against_a_number_fails_and_no_tolerance_passes_it():
-    from perpendis.compare import compare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import compare
+    from perpendis.inputs.tensor import from_numpy
 
     a = np.array([0.5674, 1.0], dtype=np.float16)
     b = np.array([-np.inf, 1.0], dtype=np.float16)
@@ -165,8 +165,8 @@ def test_an_infinity_against_a_number_fails_and_no_tolerance_passes_it():
 
 
 def test_opposite_infinities_fail_even_with_a_huge_tolerance():
-    from perpendis.compare import compare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import compare
+    from perpendis.inputs.tensor import from_numpy
 
     a, b = np.array([np.inf, 1.0]), np.array([-np.inf, 1.0])
     report = compare(from_numpy(a, "a"), from_numpy(b, "b"), atol=1e300, rtol=1e300)
@@ -174,8 +174,8 @@ def test_opposite_infinities_fail_even_with_a_huge_tolerance():
 
 
 def test_equal_nan_false_fails_bit_equal_nans_and_the_default_passes_them():
-    from perpendis.compare import compare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import compare
+    from perpendis.inputs.tensor import from_numpy
 
     a = np.array([1.0, np.nan, 2.0], dtype=np.float32)
     for preset, fails in (("fp32-cpu", 0), ("numpy-default", 0), ("torch-default", 1), ("numpy-allclose", 1)):
@@ -189,7 +189,7 @@ def test_equal_nan_false_fails_bit_equal_nans_and_the_default_passes_them():
 
 
 def test_the_heatmap_fails_what_the_report_fails_under_equal_nan_false():
-    from perpendis import api
+    from perpendis.service import api
 
     a = [[1.0, float("nan")], [3.0, float("inf")]]
     b = [[1.0, float("nan")], [3.5, float("inf")]]
@@ -202,8 +202,8 @@ def test_the_heatmap_fails_what_the_report_fails_under_equal_nan_false():
 
 
 def test_two_dtypes_are_refused_by_the_presets_of_peers_that_refuse_them():
-    from perpendis.compare import compare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import compare
+    from perpendis.inputs.tensor import from_numpy
 
     a, b = np.ones(3, dtype=np.float32), np.ones(3, dtype=np.float16)
     for preset in ("torch-default", "dynamo"):
@@ -216,8 +216,8 @@ def test_two_dtypes_are_refused_by_the_presets_of_peers_that_refuse_them():
 
 def test_a_split_fold_applies_the_presets_rule():
     """A share carries (atol, rtol, preset): folded elsewhere, the rule comes with the name."""
-    from perpendis.compare import prepare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import prepare
+    from perpendis.inputs.tensor import from_numpy
 
     a = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float16)
     b = np.array([1.0, np.nan, -np.inf, 2.0005], dtype=np.float16)
@@ -228,9 +228,9 @@ def test_a_split_fold_applies_the_presets_rule():
 
 
 def test_bisect_counts_non_finite_mismatches_in_the_failing_share():
-    from perpendis.bisect import Pair
-    from perpendis.compare import compare
-    from perpendis.tensor import from_numpy
+    from perpendis.engine.compare import compare
+    from perpendis.inputs.tensor import from_numpy
+    from perpendis.layers.bisect import Pair
 
     a = np.array([0.5, 1.0, 2.0, 3.0], dtype=np.float16)
     b = np.array([-np.inf, 1.0, 2.0, 3.0], dtype=np.float16)
@@ -240,7 +240,7 @@ def test_bisect_counts_non_finite_mismatches_in_the_failing_share():
 
 
 def test_the_preset_list_names_the_peer_each_mimics():
-    from perpendis.tolerance import PRESETS, preset_label
+    from perpendis.numerics.tolerance import PRESETS, preset_label
 
     assert preset_label("torch-default") == "torch-default (by dtype), as torch.testing.assert_close"
     assert preset_label("numpy-allclose") == "numpy-allclose (atol 1e-08, rtol 1e-05), as numpy.allclose"
@@ -253,10 +253,10 @@ def _complex_fold_paths(a: np.ndarray, b: np.ndarray, preset: str, chunks: tuple
     ``chunks`` values, and cut into shares whose partials travel as bytes."""
     from functools import reduce
 
-    from perpendis import stream
-    from perpendis.compare import compare, partial_from_bytes, partial_to_bytes, prepare
-    from perpendis.formats.buffer import view_reader
-    from perpendis.tensor import from_numpy
+    from perpendis.engine import stream
+    from perpendis.engine.compare import compare, partial_from_bytes, partial_to_bytes, prepare
+    from perpendis.inputs.formats.buffer import view_reader
+    from perpendis.inputs.tensor import from_numpy
 
     def said(t) -> tuple:
         worst = None if t.worst_fail is None else (t.worst_fail.flat, t.worst_fail.abs_diff)
@@ -293,7 +293,7 @@ def test_complex_values_are_judged_whole_through_every_fold():
 
 
 def test_a_shares_boundary_never_splits_a_complex_value():
-    from perpendis.compare import CHUNK
+    from perpendis.engine.compare import CHUNK
 
     assert CHUNK % 2 == 0
     rng = np.random.default_rng(0)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing._private.utils import nulp_diff
-from perpendis import bits
+from perpendis.numerics import bits
 
 WIDTH = {"float16": 16, "float32": 32, "float64": 64}
 

@@ -145,8 +145,8 @@ def test_the_failure_leads_with_verdict_top_finding_and_worst_element(pytester):
 def test_importing_the_plugin_imports_neither_numpy_nor_the_engine(pytester, monkeypatch):
     """In a fresh interpreter, and in a whole pytest run whose tests never compare."""
     probe = ("import json, sys, pytest, perpendis.pytest_plugin; "
-             "print(json.dumps([m for m in ('numpy', 'perpendis.compare', 'perpendis.testing', "
-             "'perpendis.report_html') if m in sys.modules]))")
+             "print(json.dumps([m for m in ('numpy', 'perpendis.engine.compare', 'perpendis.testing', "
+             "'perpendis.report.html') if m in sys.modules]))")
     import subprocess
     import sys
 
@@ -157,7 +157,7 @@ def test_importing_the_plugin_imports_neither_numpy_nor_the_engine(pytester, mon
 import sys
 
 def test_nothing_heavy_loaded():
-    assert "numpy" not in sys.modules and "perpendis.compare" not in sys.modules
+    assert "numpy" not in sys.modules and "perpendis.engine.compare" not in sys.modules
 ''')
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "py"))
     result = pytester.runpytest_subprocess("-p", "perpendis.pytest_plugin", "--perpendis-report", "out")

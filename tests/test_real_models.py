@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import formats
-from perpendis.compare import compare
-from perpendis.parse import parse_text
-from perpendis.report import Report
-from perpendis.tensor import Tensor
+from perpendis.engine.compare import compare
+from perpendis.inputs import formats
+from perpendis.inputs.parse import parse_text
+from perpendis.inputs.tensor import Tensor
+from perpendis.report.model import Report
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 MANIFEST = json.loads((MODELS / "manifest.json").read_text())

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.compare import compare_values
-from perpendis.relations.constants import name_of
-from perpendis.relations.elementwise import ACTIVATIONS, Sample, search
+from perpendis.diagnosis.relations.constants import name_of
+from perpendis.diagnosis.relations.elementwise import ACTIVATIONS, Sample, search
+from perpendis.engine.compare import compare_values
 
 U32 = 2.0**-24
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.compare import compare, compare_values
-from perpendis.load import load_text
+from perpendis.engine.compare import compare, compare_values
+from perpendis.inputs.load import load_text
 
 ROOT = Path(__file__).parent.parent
 
@@ -93,7 +93,7 @@ def test_a_dtype_mismatch_with_a_bug_says_the_values_differ_too():
 
 
 def test_the_cli_flag_judges_two_float_dtypes_as_rounding(tmp_path, capsys):
-    from perpendis.cli import main
+    from perpendis.cli.main import main
 
     ref, half, _ = _half_and_bfloat16_runs()
     np.save(tmp_path / "a.npy", half.numpy())
@@ -115,7 +115,7 @@ def test_a_region_is_said_in_the_users_terms():
 def test_checkpoints_and_compare_place_one_scaled_row_alike(tmp_path, capsys):
     """A checkpoint's tensor is read from the files in chunks and only its differing elements
     are sampled: the map found on them is said to hold in row 17, as compare says."""
-    from perpendis.cli import main
+    from perpendis.cli.main import main
     from safetensors.numpy import save_file
 
     b = np.random.default_rng(6).standard_normal((512, 256)).astype(np.float32)

@@ -5,9 +5,11 @@ import json
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.compare import compare
-from perpendis.report import Report, main_finding, number_text, shape_text
-from perpendis.tensor import from_numpy
+from perpendis.engine.compare import compare
+from perpendis.inputs.tensor import from_numpy
+from perpendis.report.headline import main_finding
+from perpendis.report.model import Report
+from perpendis.report.text import number_text, shape_text
 
 
 def pair_report():

@@ -9,9 +9,9 @@ import numpy as np
 import perpendis
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.explain import explain
-from perpendis.report import Finding
-from perpendis.report_html import _VERDICT_WORD, PAGE_CSP, histogram_bins, render_fragment, render_page
+from perpendis.report.explain import explain
+from perpendis.report.html import _VERDICT_WORD, PAGE_CSP, histogram_bins, render_fragment, render_page
+from perpendis.report.model import Finding
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 VOID = {"meta", "br", "img", "input", "link", "hr", "line", "rect"}

@@ -1,9 +1,9 @@
-"""perpendis.scramble: the seeded stream that picks sampled positions, in place of numpy.random."""
+"""perpendis.numerics.scramble: the seeded stream that picks sampled positions, in place of numpy.random."""
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from perpendis.scramble import Stream, mix64
+from perpendis.numerics.scramble import Stream, mix64
 
 
 def test_the_stream_is_splitmix64():

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import formats
 from perpendis.errors import InputError
-from perpendis.load import load_path
+from perpendis.inputs import formats
+from perpendis.inputs.load import load_path
 
 torch = pytest.importorskip("torch")
 

@@ -9,9 +9,10 @@ import json
 
 import numpy as np
 import pytest
-from perpendis import service, stream
+from perpendis import service
+from perpendis.engine import stream
 from perpendis.errors import InputError
-from perpendis.formats.buffer import view_reader
+from perpendis.inputs.formats.buffer import view_reader
 from perpendis.service import planner, requests
 from perpendis.service.boundary import answering
 from perpendis.service.planner import Captures, InMemoryPair, StreamedPair, plan

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from perpendis.signatures.catalogue import CATALOGUE, kinds
+from perpendis.diagnosis.signatures.catalogue import CATALOGUE, kinds
 
 DOC = (Path(__file__).parent.parent / "docs" / "signatures.md").read_text()
 

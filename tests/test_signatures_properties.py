@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from perpendis.compare import compare
-from perpendis.report import Report, main_finding
-from perpendis.signatures.catalogue import kinds as signature_kinds
-from perpendis.tensor import from_numpy
+from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
+from perpendis.engine.compare import compare
+from perpendis.inputs.tensor import from_numpy
+from perpendis.report.headline import main_finding
+from perpendis.report.model import Report
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

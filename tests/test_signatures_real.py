@@ -12,9 +12,9 @@ import math
 from pathlib import Path
 
 import pytest
-from perpendis.compare import compare
-from perpendis.load import load_path
-from perpendis.report import main_finding
+from perpendis.engine.compare import compare
+from perpendis.inputs.load import load_path
+from perpendis.report.headline import main_finding
 
 HERE = Path(__file__).parent / "fixtures" / "signatures"
 MANIFEST = json.loads((HERE / "manifest.json").read_text())

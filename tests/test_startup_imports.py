@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 EXPORT = ROOT / "tests" / "fixtures" / "export"
 
 # Engine modules: none is needed to construct the core worker's Python side.
-ENGINE = ("perpendis.compare", "perpendis.report", "perpendis.tensor", "perpendis.formats", "perpendis.service.handle",
-          "perpendis.helper")
+ENGINE = ("perpendis.engine.compare", "perpendis.report.model", "perpendis.inputs.tensor", "perpendis.inputs.formats",
+          "perpendis.service.handle", "perpendis.service.helper")
 # Only a bisect, a streamed comparison, checkpoints or a capture file need these.
-ON_FIRST_USE = ("perpendis.bisect", "perpendis.bisect_inputs", "perpendis.stream", "perpendis.checkpoints",
-                "perpendis.capture", "perpendis.formats.polygraphy", "perpendis.formats.onnx_model")
+ON_FIRST_USE = ("perpendis.layers.bisect", "perpendis.layers.bisect_inputs", "perpendis.engine.stream",
+                "perpendis.checkpoints", "perpendis.layers.capture", "perpendis.inputs.formats.polygraphy",
+                "perpendis.inputs.formats.onnx_model")
 
 PRELUDE = """
 import json, sys
@@ -99,17 +100,17 @@ def test_bisecting_is_imported_by_the_first_comparison_that_needs_it():
         answer = json.loads(core.serve(json.dumps(request), views, [], [], None, 1))
         pairs = answer.get("bisect", {{}}).get("pairs", [])
         print(json.dumps({{"ok": answer["ok"], "keys": sorted(answer), "rows": len(pairs),
-                          "loaded": loaded(["perpendis.bisect", "perpendis.service.captures"])}}))
+                          "loaded": loaded(["perpendis.layers.bisect", "perpendis.service.captures"])}}))
     """)
     assert got["ok"], got
     assert "bisect" in got["keys"], got["keys"]
     assert got["rows"] > 1
-    assert got["loaded"] == ["perpendis.bisect", "perpendis.service.captures"]
+    assert got["loaded"] == ["perpendis.layers.bisect", "perpendis.service.captures"]
 
 
 def test_reading_ahead_imports_the_streaming_threshold_on_first_use():
     got = run("""
         print(json.dumps({"small": core.read_ahead([1000, 1000]), "huge": core.read_ahead([2**30, 2**30]),
-                          "none": core.read_ahead([]), "stream": "perpendis.stream" in sys.modules}))
+                          "none": core.read_ahead([]), "stream": "perpendis.engine.stream" in sys.modules}))
     """)
     assert got == {"small": True, "huge": False, "none": False, "stream": True}

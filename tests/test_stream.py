@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import service, stream
-from perpendis.compare import CHUNK, compare
+from perpendis import service
+from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
+from perpendis.engine import stream
+from perpendis.engine.compare import CHUNK, compare
 from perpendis.errors import InputError
-from perpendis.load import load_path
+from perpendis.inputs.load import load_path
 from perpendis.service import planner
-from perpendis.signatures.catalogue import kinds as signature_kinds
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
 # and bounded samples depend on where chunks start, so they are compared separately).
@@ -300,7 +301,7 @@ def worker_request(name_a: str = "a.npy", name_b: str = "b.npy", **options) -> d
 
 
 def test_worker_streams_two_big_npy_files_and_says_so(tmp_path, monkeypatch):
-    from perpendis import api
+    from perpendis.service import api
 
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 10_000)
     rng = np.random.default_rng(8)
@@ -316,7 +317,7 @@ def test_worker_streams_two_big_npy_files_and_says_so(tmp_path, monkeypatch):
 
 
 def test_worker_reads_small_or_other_files_whole_through_the_api(tmp_path, monkeypatch):
-    from perpendis import api
+    from perpendis.service import api
 
     a = np.linspace(0, 1, 50, dtype=np.float32)
     pa, pb = save(tmp_path, "a.npy", a), tmp_path / "b.txt"
@@ -333,7 +334,7 @@ def test_worker_reads_small_or_other_files_whole_through_the_api(tmp_path, monke
 def test_files_read_ahead_are_not_read_again(tmp_path):
     """The page's files read before Compare (``ahead``) stand in for reading them whole;
     one of another size than the file is not trusted, and the file is read."""
-    from perpendis import api
+    from perpendis.service import api
 
     rng = np.random.default_rng(12)
     a = rng.standard_normal((300, 400), dtype=np.float32)  # 480 kB: more than any header read
@@ -409,7 +410,7 @@ def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from perpendis.cli import main
+    from perpendis.cli.main import main
 
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -429,7 +430,7 @@ def test_cli_stream_prints_the_in_memory_report(tmp_path, capsys):
 
 
 def test_cli_streams_big_npy_pairs_without_loading_them(tmp_path, capsys, monkeypatch):
-    from perpendis import cli
+    from perpendis.cli import main as cli
 
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 1000)
     pa = save(tmp_path, "a.npy", np.arange(1000, dtype=np.float32))

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import perpendis
 import pytest
-from perpendis import task as task_module
-from perpendis.compare import compare
+from perpendis.engine import task as task_module
+from perpendis.engine.compare import compare
+from perpendis.engine.stream import compare_sources, map_file, prepare_sources
 from perpendis.errors import InputError
-from perpendis.report import Report
-from perpendis.stream import compare_sources, map_file, prepare_sources
-from perpendis.tensor import from_numpy
+from perpendis.inputs.tensor import from_numpy
+from perpendis.report.model import Report
 from perpendis.testing import ComparisonError, assert_same
 
 torch = pytest.importorskip("torch")
@@ -221,7 +221,7 @@ def test_blocks_and_streamed_chunks_merge_to_the_same_result(tmp_path, monkeypat
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     monkeypatch.setattr(task_module, "BLOCK_ELEMENTS", 3 * 512 + 100)  # blocks of 3 rows
-    monkeypatch.setattr("perpendis.task_judge.BLOCK_ELEMENTS", 3 * 512 + 100)
+    monkeypatch.setattr("perpendis.engine.task_judge.BLOCK_ELEMENTS", 3 * 512 + 100)
     blocks = compare(from_numpy(a, "A"), from_numpy(b, "B"), task="logits")
     sources = (map_file(tmp_path / "a.npy", "A"), map_file(tmp_path / "b.npy", "B"))
     streamed = compare_sources(*sources, task="logits", chunk=1000)  # chunks that cut rows, judged as they pass
@@ -274,7 +274,7 @@ def test_fail_on_must_be_known():
 
 
 def test_cli_classes_axis_and_top_k(tmp_path, capsys):
-    from perpendis.cli import main
+    from perpendis.cli.main import main
 
     runs = _runs("lm")
     np.save(tmp_path / "a.npy", runs["ort_positions"].numpy())
@@ -293,8 +293,9 @@ def test_cli_classes_axis_and_top_k(tmp_path, capsys):
 def test_the_service_takes_the_task_option_in_memory_streamed_and_on_rejudge(monkeypatch):
     import io
 
-    from perpendis import service, stream
-    from perpendis.formats.buffer import view_reader
+    from perpendis import service
+    from perpendis.engine import stream
+    from perpendis.inputs.formats.buffer import view_reader
     from perpendis.service.session import Session
 
     runs = _runs("cnn")

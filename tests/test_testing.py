@@ -59,10 +59,15 @@ def test_compare_takes_numpy_arrays_and_torch_tensors():
     assert perpendis.compare(x, x.clone(), atol=0.0, rtol=0.0).verdict == "identical"
 
 
-def test_compare_is_still_the_engine_module():
-    import perpendis.compare as engine
+def test_the_public_entry_points_are_functions_of_the_layers_beneath():
+    # perpendis.compare and perpendis.capture are plain functions now, not modules made callable.
+    from perpendis.layers.capture.check import check_export
+    from perpendis.layers.capture.torch import capture
 
-    assert perpendis.compare is engine and callable(engine.compare) and callable(engine.select)
+    assert perpendis.compare is perpendis.testing.compare and perpendis.assert_same is perpendis.testing.assert_same
+    assert perpendis.capture is capture and perpendis.check_export is check_export
+    with pytest.raises(AttributeError, match="no attribute 'comparee'"):
+        perpendis.comparee  # noqa: B018
 
 
 def test_compare_needs_no_torch_for_numpy_inputs():

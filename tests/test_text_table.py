@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from perpendis.text_table import table_lines
+from perpendis.report.table import table_lines
 
 cell = st.text(alphabet="abcxyz012≠→ .", max_size=12)
 tables = st.integers(2, 5).flatmap(lambda n: st.lists(st.lists(cell, min_size=n, max_size=n), min_size=1, max_size=6))

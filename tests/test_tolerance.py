@@ -5,11 +5,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.bits import format_of
-from perpendis.compare import compare
+from perpendis.engine.compare import compare
 from perpendis.errors import InputError
-from perpendis.tensor import from_numpy
-from perpendis.tolerance import PRESETS, default_preset, resolve, within
+from perpendis.inputs.tensor import from_numpy
+from perpendis.numerics.bits import format_of
+from perpendis.numerics.tolerance import PRESETS, default_preset, resolve, within
 
 
 @pytest.mark.parametrize(
@@ -117,8 +117,8 @@ def test_numpy_default_passes_exactly_when_assert_allclose_does(seed, log_noise)
 def test_print_slack_covers_the_print_error_and_no_more_than_its_digits(seed, scale, printer):
     """Real prints of float32 values: every value read back lies within its slack of the
     value printed, and the slack is no wider than half a unit in the ``digits``-th place."""
-    from perpendis.parse import parse_text
-    from perpendis.tolerance import print_slack, printed_digits
+    from perpendis.inputs.parse import parse_text
+    from perpendis.numerics.tolerance import print_slack, printed_digits
 
     x = (np.random.default_rng(seed).standard_normal(12) * 10.0**scale).astype(np.float32)
     # NumPy's print drops trailing zeros, so only its default precision can be told from the text.
@@ -152,7 +152,7 @@ def test_print_slack_covers_the_print_error_and_no_more_than_its_digits(seed, sc
 def test_the_heatmap_fails_exactly_the_elements_the_report_fails():
     """One rule for pass and fail: the page's ``fail`` plane excuses what a coarse print
     cannot resolve, as the report's count does."""
-    from perpendis import api
+    from perpendis.service import api
 
     exact = np.random.default_rng(5).uniform(0.001, 0.03, (4, 10)).astype(np.float32)
     other = exact.copy()

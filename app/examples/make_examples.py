@@ -3,7 +3,7 @@
 The examples are real model outputs from ``tests/fixtures/models`` (PyTorch and ONNX
 Runtime on CPU), printed the way a user pastes them: NumPy's ``repr`` with every float
 written in its shortest round-trip form, so the pasted text loses no bit.  The presets
-are :data:`perpendis.tolerance.PRESETS`, so the page's selector offers exactly what the
+are :data:`perpendis.numerics.tolerance.PRESETS`, so the page's selector offers exactly what the
 core accepts (``tests/browser/test_page_examples.py`` checks both stay current).
 
 Run: ``python app/examples/make_examples.py`` (from anywhere).
@@ -23,7 +23,7 @@ ROOT = HERE.parents[1]
 MODELS = ROOT / "tests" / "fixtures" / "models"
 sys.path.insert(0, str(ROOT / "py"))
 
-from perpendis.tolerance import PRESETS, preset_label  # noqa: E402
+from perpendis.numerics.tolerance import PRESETS, preset_label  # noqa: E402
 
 EXAMPLES = {
     "rounding": {

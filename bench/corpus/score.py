@@ -38,8 +38,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "py"))
 
-from perpendis.compare import compare_values  # noqa: E402
-from perpendis.headline import main_finding  # noqa: E402
+from perpendis.engine.compare import compare_values  # noqa: E402
+from perpendis.report.headline import main_finding  # noqa: E402
 
 from bench.corpus import cases, models  # noqa: E402
 

@@ -9,22 +9,22 @@ __all__ = ["assert_same", "capture", "check_export", "compare"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so ``import perpendis`` stays cheap for the worker until the helper is wanted.
+    # Lazy, so ``import perpendis`` stays cheap for the worker until an entry point is wanted.
+    # These are the public entry points (docs/architecture.md): functions, not modules.
     if name == "assert_same":
         from .testing import assert_same
 
         return assert_same
-    if name == "compare":  # the module, callable as perpendis.compare(a, b): see its end
-        import importlib
+    if name == "compare":
+        from .testing import compare
 
-        return importlib.import_module(".compare", __name__)
+        return compare
     if name == "capture":
-        # Not ``from . import capture``: its fromlist check asks this very __getattr__ again.
-        import importlib
+        from .layers.capture.torch import capture
 
-        return importlib.import_module(".capture", __name__)
+        return capture
     if name == "check_export":
-        from .capture import check_export
+        from .layers.capture.check import check_export
 
         return check_export
     raise AttributeError(f"module 'perpendis' has no attribute {name!r}")

@@ -109,7 +109,7 @@ def file_stem(nodeid: str, when: str) -> str:
 
 def write_report(directory: Path, stem: str, error: ComparisonError, title: str) -> list[Path]:
     """The three files of one failing comparison; returns their paths."""
-    from .report_html import render_page
+    from .report.html import render_page
 
     directory.mkdir(parents=True, exist_ok=True)
     report = error.report

@@ -20,18 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from . import bits
-from .compare import check_depth
-from .compare import compare as compare_tensors
-from .compare import compare_values as compare
-from .diagnose import ROUNDING_SHARE
+from .diagnosis.diagnose import ROUNDING_SHARE
+from .diagnosis.signatures.model import ROUNDOFF_FACTOR
+from .engine.compare import check_depth
+from .engine.compare import compare as compare_tensors
+from .engine.compare import compare_values as compare
 from .errors import InputError
-from .explain import explain
-from .report import Report
-from .signatures.model import ROUNDOFF_FACTOR
-from .task_text import task_lines
-from .tensor import Tensor, as_tensor
-from .tolerance import failing, resolve
+from .inputs.tensor import Tensor, as_tensor
+from .numerics import bits
+from .numerics.tolerance import failing, resolve
+from .report.explain import explain
+from .report.model import Report
+from .report.task_text import task_lines
 
 __all__ = ["ComparisonError", "PassedReport", "assert_same", "bit_identical", "compare", "rounding_close"]
 SOURCES = ("actual", "expected")

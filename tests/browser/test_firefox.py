@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 from conftest import Server, archives, serving
 from made import npy_bytes, numpy_text
-from perpendis import api, formats
-from perpendis.bisect import bisect
+from perpendis.inputs import formats
+from perpendis.layers.bisect import bisect
+from perpendis.service import api
 from test_page_actions_fuzz import CAPTURES, CASES, shape_text
 
 pytestmark = pytest.mark.browser

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 from conftest import Server, archives, serving, wait_until_ready
-from perpendis import api
+from perpendis.service import api
 from playwright.sync_api import expect
 
 

@@ -77,7 +77,7 @@ def wait_controlled(page) -> dict:
 
 
 def native_verdict(a: np.ndarray, b: np.ndarray) -> str:
-    from perpendis import api
+    from perpendis.service import api
 
     request = {"op": "compare", "inputs": {"a": {"text": repr(a)}, "b": {"text": repr(b)}}, "options": {}}
     return api.handle(request, {})["report"]["verdict"]

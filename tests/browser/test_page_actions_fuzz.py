@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from made import numpy_text
-from perpendis import api
+from perpendis.service import api
 
 pytestmark = pytest.mark.browser
 

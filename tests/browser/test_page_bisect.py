@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis import formats
-from perpendis.bisect import bisect, bisect_runs, pair_names
+from perpendis.inputs import formats
+from perpendis.layers.bisect import bisect, bisect_runs, pair_names
 
 MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 MANIFEST = json.loads((MODELS / "manifest.json").read_text())

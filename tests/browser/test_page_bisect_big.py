@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.bisect import bisect, path_entries
+from perpendis.layers.bisect import bisect, path_entries
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import to_json

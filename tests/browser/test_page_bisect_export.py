@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli import main
+from perpendis.cli.main import main
 from test_page_bisect import drop_files, run_and_wait
 
 pytestmark = pytest.mark.browser
@@ -91,7 +91,7 @@ def test_the_override_editor_pairs_what_nothing_else_does_and_compare_uses_it(re
 
 
 def test_rows_follow_the_captures_saved_order_with_cosine_sqnr_and_the_pairing_chip(ready_page):
-    from perpendis.formats import safetensors
+    from perpendis.inputs.formats import safetensors
 
     page = ready_page
     torch_side = HERE / "transformer.torch.safetensors"

@@ -3,7 +3,7 @@
 Files are written here by the libraries that write them in real use (NumPy, ml_dtypes,
 safetensors, ONNX, Polygraphy) or taken from committed fixtures made by PyTorch; text is
 what NumPy, PyTorch and JAX print.  Each form goes through the page in Chromium, and the
-page must show what ``perpendis.api.handle`` computes natively on the very same bytes or
+page must show what ``perpendis.service.api.handle`` computes natively on the very same bytes or
 text: the page moves bytes and renders, it must neither lose nor invent anything.  Where
 the page could agree with a wrong core, the test also checks a fact it knows on its own
 (the shape and dtype it saved).
@@ -33,7 +33,7 @@ onnx = pytest.importorskip("onnx")
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 pytest.importorskip("polygraphy")
 
-from perpendis import api  # noqa: E402
+from perpendis.service import api  # noqa: E402
 from polygraphy.comparator import RunResults  # noqa: E402
 from polygraphy.comparator.struct import IterationResult  # noqa: E402
 from polygraphy.json import to_json  # noqa: E402

@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 from made import numpy_text
-from perpendis import api
-from perpendis.formats.limits import TEXT_MAX_CHARS
+from perpendis.inputs.formats.limits import TEXT_MAX_CHARS
+from perpendis.service import api
 
 TIMEOUT_MS = 120_000
 

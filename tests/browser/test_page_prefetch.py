@@ -8,7 +8,8 @@ import json
 import os
 
 import numpy as np
-from perpendis import api, stream
+from perpendis.engine import stream
+from perpendis.service import api
 from test_page_reserve import SPY_JS
 from test_page_stream import assert_close
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from perpendis import api, heap
+from perpendis.service import api, heap
 from test_page_stream import assert_close
 
 # Records the page's requests to the core (the bytes a reserve names, how many files a

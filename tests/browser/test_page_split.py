@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import wait_for_all_cores
-from perpendis import api
-from perpendis.compare import CHUNK
-from perpendis.service import fold
+from perpendis.engine.compare import CHUNK
+from perpendis.service import api, fold
 from test_page_stream import assert_close, open_files
 
 # The two files in the page's inputs compared through the page's own client, as buffers.

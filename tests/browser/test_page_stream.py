@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import wait_for_all_cores
-from perpendis import stream
-from perpendis.compare import compare
-from perpendis.load import load_path
+from perpendis.engine import stream
+from perpendis.engine.compare import compare
+from perpendis.inputs.load import load_path
 
 N = 40 * 2**20  # float32 elements per file: 160 MB each, together over stream.STREAM_MIN_BYTES
 STREAM_TIMEOUT_MS = 300_000  # a busy 2-core machine; the benchmark measures the real speed

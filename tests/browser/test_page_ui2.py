@@ -12,7 +12,7 @@ import shutil
 
 import numpy as np
 from made import numpy_text
-from perpendis.bisect import bisect
+from perpendis.layers.bisect import bisect
 from test_page_bisect import CAPTURES, TIMEOUT_MS, bisect_captures, capture, rows
 
 REPORT_TIMEOUT_MS = 60_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from perpendis.tolerance import PRESETS, preset_label
+from perpendis.numerics.tolerance import PRESETS, preset_label
 
 
 def test_the_preset_list_names_the_peer_each_preset_mimics(ready_page):

@@ -9,7 +9,7 @@ import numpy as np
 import perpendis
 import pytest
 from conftest import CHROMIUM_ARGS, chromium_path
-from perpendis.report_html import render_page
+from perpendis.report.html import render_page
 
 pytestmark = pytest.mark.browser
 

@@ -28,7 +28,7 @@ REQUEST_JS = """async ([op, payload, files]) => {
 
 
 def native(request: dict, payloads: dict) -> dict:
-    from perpendis import api
+    from perpendis.service import api
 
     return json.loads(json.dumps(api.handle(request, payloads)))
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from perpendis.bits import format_of, raw_bits
-from perpendis.tensor import Tensor
+from perpendis.inputs.tensor import Tensor
+from perpendis.numerics.bits import format_of, raw_bits
 
 
 def expected_format(array: np.ndarray) -> tuple[str, np.ndarray]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.lib import format as npformat
 from perpendis.errors import InputError
-from perpendis.formats import limits, npy
+from perpendis.inputs.formats import limits, npy
 
 DTYPES = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64",

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
-from perpendis.formats import npz, zipview
+from perpendis.inputs.formats import npz, zipview
 
 
 def npz_bytes(compressed: bool, *args: np.ndarray, **kwargs: np.ndarray) -> bytes:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from perpendis.errors import InputError
-from perpendis.formats.onnx_model import describe, module_of, read_graph
+from perpendis.inputs.formats.onnx_model import describe, module_of, read_graph
 
 onnx = pytest.importorskip("onnx")
 

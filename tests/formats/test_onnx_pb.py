@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 from perpendis.errors import InputError
-from perpendis.formats import onnx_pb
+from perpendis.inputs.formats import onnx_pb
 
 DTYPES = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.errors import InputError
-from perpendis.formats import polygraphy
+from perpendis.inputs.formats import polygraphy
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import to_json

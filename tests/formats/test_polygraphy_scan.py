@@ -18,13 +18,15 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis import api, formats, service
-from perpendis.bisect import bisect, path_entries, polygraphy_entries
-from perpendis.cli import bisect_main
+from perpendis import service
+from perpendis.cli.main import bisect_main
 from perpendis.errors import InputError
-from perpendis.formats import jsonscan, polygraphy
-from perpendis.formats.buffer import view_reader
-from perpendis.formats.limits import JSON_MAX_DEPTH
+from perpendis.inputs import formats
+from perpendis.inputs.formats import jsonscan, polygraphy
+from perpendis.inputs.formats.buffer import view_reader
+from perpendis.inputs.formats.limits import JSON_MAX_DEPTH
+from perpendis.layers.bisect import bisect, path_entries, polygraphy_entries
+from perpendis.service import api
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import from_json, to_json

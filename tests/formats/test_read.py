@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from onnx import numpy_helper
-from perpendis import formats
 from perpendis.errors import InputError
+from perpendis.inputs import formats
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import to_json

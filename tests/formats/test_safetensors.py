@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
-from perpendis.formats import safetensors
+from perpendis.inputs.formats import safetensors
 from safetensors.numpy import save
 
 DTYPES = [

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.errors import InputError
-from perpendis.formats import torchsave
+from perpendis.inputs.formats import torchsave
 
 FILES = Path(__file__).resolve().parent.parent / "fixtures" / "files"
 

@@ -25,9 +25,9 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from numpy.lib import format as npformat
-from perpendis.bits import format_of, raw_bits
 from perpendis.errors import InputError
-from perpendis.tensor import Tensor
+from perpendis.inputs.tensor import Tensor
+from perpendis.numerics.bits import format_of, raw_bits
 
 # Generous: these bound a hang, they do not measure speed.
 CALL_SECONDS = 20

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.lib import format as npformat
-from perpendis import formats
+from perpendis.inputs import formats
 
 DTYPES = ["<f2", ">f2", "<f4", ">f8", "<i1", "<u2", ">i4", "<i8", "|b1", "<c8", ">c16"]
 ML_DTYPES = [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]

@@ -17,8 +17,8 @@ from fuzzkit import FUZZ, assert_same, central_entries, mutated, outcome, zip_bo
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import formats
-from perpendis.formats import limits
+from perpendis.inputs import formats
+from perpendis.inputs.formats import limits
 
 DTYPES = ["<f2", ">f4", "<f8", "<i2", "|u1", "|b1", "<c8"]
 NAMES = st.text(st.characters(codec="utf-8", exclude_characters="/\\\x00"), min_size=1, max_size=10) | st.sampled_from(

@@ -18,9 +18,9 @@ from fuzzkit import FUZZ, assert_same, logical_bits, mutated, outcome
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import formats
-from perpendis.formats import jsonscan, polygraphy
-from perpendis.formats.buffer import view_reader
+from perpendis.inputs import formats
+from perpendis.inputs.formats import jsonscan, polygraphy
+from perpendis.inputs.formats.buffer import view_reader
 
 pytest.importorskip("polygraphy")
 torch = pytest.importorskip("torch")

@@ -15,9 +15,10 @@ from fuzzkit import FUZZ, mutated, outcome
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import formats, stream
-from perpendis.compare import compare
-from perpendis.report import Report
+from perpendis.engine import stream
+from perpendis.engine.compare import compare
+from perpendis.inputs import formats
+from perpendis.report.model import Report
 
 DTYPES = ["<f2", "<f4", ">f4", "<f8", "<i4", "<c8"]
 

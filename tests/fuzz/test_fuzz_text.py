@@ -18,8 +18,8 @@ from fuzzkit import FUZZ, assert_same, logical_bits, outcome
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis.bits import to_float64
-from perpendis.parse import parse_text
+from perpendis.inputs.parse import parse_text
+from perpendis.numerics.bits import to_float64
 
 torch = pytest.importorskip("torch")
 

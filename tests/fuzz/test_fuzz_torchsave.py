@@ -20,7 +20,7 @@ from fuzzkit import FUZZ, assert_same, mutated, outcome
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from perpendis import formats
+from perpendis.inputs import formats
 
 torch = pytest.importorskip("torch")
 

@@ -54,9 +54,9 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.stream import map_reader
 from ..errors import InputError
-from ..formats.buffer import Reader
-from ..stream import map_reader
+from ..inputs.formats.buffer import Reader
 from .pairs import Task, compare_pair
 from .report import TensorRow
 from .run import Begun, Job, task_bytes

@@ -6,7 +6,7 @@ safetensors shards with ``model.safetensors.index.json``, ``torch.save`` shards 
 ``pytorch_model.bin.index.json``, or any mix of ``.safetensors``, ``.npz``, ``.npy``
 and ``torch.save`` files without an index.  :func:`scan` reads only what locates each
 tensor (a safetensors header, an ``.npy`` header, an archive's directory and pickle)
-and :func:`open_tensor` gives one tensor as a :class:`~perpendis.stream.Source`, read
+and :func:`open_tensor` gives one tensor as a :class:`~perpendis.engine.stream.Source`, read
 chunk by chunk when it is compared.
 
 Bad input is collected, not raised: a missing shard, an index naming a file that is
@@ -25,14 +25,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..bits import format_of
+from ..engine.stream import Source, open_source
 from ..errors import InputError
-from ..formats import distcp, gguf, safetensors
-from ..formats import read as read_any
-from ..formats.buffer import Reader, view_reader
-from ..formats.npy import MAGIC, NpyHeader
-from ..stream import Source, open_source
-from ..tensor import Tensor
+from ..inputs.formats import distcp, gguf, safetensors
+from ..inputs.formats import read as read_any
+from ..inputs.formats.buffer import Reader, view_reader
+from ..inputs.formats.npy import MAGIC, NpyHeader
+from ..inputs.tensor import Tensor
+from ..numerics.bits import format_of
 
 Opener = Callable[[str], tuple[Reader, int]]
 """``open(file)``: a reader over one file of the checkpoint and its size; raises
@@ -297,7 +297,7 @@ def _archive_by_name(key: tuple[str, int, int], read: Reader, size: int) -> dict
 @dataclass(frozen=True)
 class TensorHeader(NpyHeader):
     """The layout of a tensor inside a file that is not an ``.npy``: told as an ``.npy``
-    header so that :class:`~perpendis.stream.Source` reads it chunk by chunk as it reads one."""
+    header so that :class:`~perpendis.engine.stream.Source` reads it chunk by chunk as it reads one."""
 
     origin: str = ""
 
@@ -402,7 +402,7 @@ def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class GridHeader(TensorHeader):
     """A dequantised tensor's header: besides its float32 values, each value's grid bound
-    and its block's range (:func:`perpendis.formats.gguf.dequantise`), and the type."""
+    and its block's range (:func:`perpendis.inputs.formats.gguf.dequantise`), and the type."""
 
     grid: tuple[np.ndarray, ...] = ()
     quant: str = ""

@@ -15,12 +15,13 @@ from dataclasses import asdict, dataclass
 from functools import reduce
 from typing import Any
 
-from ..bits import format_of
-from ..compare import CHUNK, Partial, Prepared, Share
+from ..engine.compare import CHUNK, Partial, Prepared, Share
+from ..engine.stream import Source, Stop, _chunks, prepare_sources
 from ..errors import InputError
-from ..formats.buffer import Reader
-from ..report import Report, main_finding, plain
-from ..stream import Source, Stop, _chunks, prepare_sources
+from ..inputs.formats.buffer import Reader
+from ..numerics.bits import format_of
+from ..report.headline import main_finding
+from ..report.model import Report, plain
 from .inputs import Located, Scan, open_tensor
 from .quantised import grid_row, quantised_side
 from .rename import Rule, keyed

@@ -4,7 +4,7 @@ Quantising puts each value on its block's grid ``d * q + m``: the nearest grid p
 the original, clipped to the block's range.  So the honest question is not "how many
 ULPs apart" (a Q4_0 value is thousands of float32 ULPs from its original by design) but
 "is every dequantised value within its grid bound of the original clipped to its
-block's range" (:func:`perpendis.formats.gguf.dequantise` gives both).  A pair where
+block's range" (:func:`perpendis.inputs.formats.gguf.dequantise` gives both).  A pair where
 every value is is an exact quantisation ("converted"); any value outside is a bug in the
 conversion or a pairing of different tensors ("investigate"), and the row names the
 worst one in steps of its block.
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..bits import to_float64
+from ..numerics.bits import to_float64
 from .inputs import GridHeader
 from .report import TensorRow
 
 if TYPE_CHECKING:
-    from ..stream import Source
+    from ..engine.stream import Source
     from .pairs import Task
 
 

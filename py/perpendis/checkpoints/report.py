@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..figures import percent
-from ..report import number_text, shape_text
-from ..text_table import table_lines
+from ..numerics.figures import percent
+from ..report.table import table_lines
+from ..report.text import number_text, shape_text
 from .inputs import Problem
 
 VERDICTS = ("error", "investigate", "rounding", "converted", "identical")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.stream import Stop, map_reader
 from ..errors import InputError
-from ..formats.buffer import Reader
-from ..stream import Stop, map_reader
+from ..inputs.formats.buffer import Reader
 from .inputs import RANGED, Opener, scan, tensor_files
 from .pairs import Task, compare_pair, plan
 from .rename import Rule

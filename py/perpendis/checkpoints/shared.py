@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import Partial, Prepared, Share, partial_from_bytes, partial_to_bytes
+from ..engine.compare import Partial, Prepared, Share, partial_from_bytes, partial_to_bytes
+from ..engine.stream import Source
 from ..errors import InputError
-from ..formats.buffer import BytesLike, Reader, as_view
-from ..stream import Source
+from ..inputs.formats.buffer import BytesLike, Reader, as_view
 from .inputs import Located
 from .pairs import Task, error_row, fold_located, merged_row, prepare_pair, sources
 from .report import CheckpointReport, TensorRow

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError, SummarisedPrint, blame
-from ..formats import npy
-from ..formats.buffer import as_view
-from ..load import load_bytes, load_text
-from ..tensor import Tensor
+from ..inputs.formats import npy
+from ..inputs.formats.buffer import as_view
+from ..inputs.load import load_bytes, load_text
+from ..inputs.tensor import Tensor
 
 
 def is_empty(spec: object) -> bool:

@@ -11,7 +11,7 @@ Everything Python does for them lives here, where ruff and pytest see it:
     shared fold through the session's :class:`~perpendis.service.fold.FoldCoordinator`.
 :class:`HelperWorker` (``app/fold_worker.js``)
     Folds one share (from bytes, or from two unread files) and selects order statistics,
-    through :class:`perpendis.helper.Helper`.
+    through :class:`perpendis.service.helper.Helper`.
 
 A JavaScript byte view is anything with ``byteLength`` and ``assign_to(array)`` (Pyodide's
 proxy of a ``Uint8Array``); a ``Blob`` anything with ``size`` (and ``name`` for a file),
@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import heap
 from ..errors import InputError
+from . import heap
 
 if TYPE_CHECKING:
-    from ..formats.buffer import Reader
-    from ..helper import Helper
+    from ..inputs.formats.buffer import Reader
+    from .helper import Helper
     from .session import Session
 
 try:
@@ -137,7 +137,7 @@ class CoreWorker:
         """One request's answer as JSON.  ``buffers`` are ``[key, view]`` pairs of bytes to copy
         in, ``blobs`` ``[key, Blob]`` pairs of files handed over unread, ``early`` ``[key,
         number]`` pairs of those read ahead."""
-        from ..formats.buffer import view_reader
+        from ..inputs.formats.buffer import view_reader
         from . import handle
 
         request = json.loads(request_json)
@@ -203,10 +203,10 @@ class CoreWorker:
 
 
 class HelperWorker:
-    """A helper worker's Python side: its :class:`~perpendis.helper.Helper`, fed JavaScript bytes."""
+    """A helper worker's Python side: its :class:`~perpendis.service.helper.Helper`, fed JavaScript bytes."""
 
     def __init__(self, read_slice: ReadSlice) -> None:
-        from ..helper import Helper
+        from .helper import Helper
 
         self.read_slice = read_slice
         self.helper: Helper = Helper()

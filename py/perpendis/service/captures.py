@@ -1,7 +1,7 @@
 """Captures compared pair by pair: bisect, a bisect's row opened or reordered, and runs
 against a reference run.
 
-The tensors of a capture are lazy :class:`~perpendis.bisect.Entry` objects, decoded when
+The tensors of a capture are lazy :class:`~perpendis.layers.bisect.Entry` objects, decoded when
 their pair comes up; the session keeps the entries of the last bisect, so a row opened
 later re-decodes just its pair.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from ..bisect_inputs import pairing_info, sort_inputs
 from ..errors import InputError
-from ..tensor import Tensor
+from ..inputs.tensor import Tensor
+from ..layers.bisect import Entry, as_entries, bisect, bisect_runs, read_single
+from ..layers.bisect_inputs import pairing_info, sort_inputs
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import CHUNK, ERROR_COLUMNS, Partial, Prepared, Ranks, Share, partial_from_bytes
+from ..engine.compare import CHUNK, ERROR_COLUMNS, Partial, Prepared, Ranks, Share, partial_from_bytes
 from ..errors import InputError
-from ..formats.buffer import BytesLike, as_view
-from ..helper import OFFLOADED
+from ..inputs.formats.buffer import BytesLike, as_view
+from .helper import OFFLOADED
 
 Progress = Callable[[str, float], object]
 
@@ -160,8 +160,8 @@ class FoldCoordinator:
         self.first = self._guarded(lambda: self.prepared.fold(own.start, own.stop, told))
 
     def own_errors_for_helper(self) -> tuple[str, np.ndarray] | None:
-        """This worker's :data:`~perpendis.helper.OFFLOADED` errors and their
-        :class:`~perpendis.compare.Ranks` (JSON), for helper 0 to select in together with
+        """This worker's :data:`~perpendis.service.helper.OFFLOADED` errors and their
+        :class:`~perpendis.engine.compare.Ranks` (JSON), for helper 0 to select in together with
         its own while this worker waits for its partial; None when that cannot pay or cannot
         be exact: too few errors, or more than one helper (the first would lack the others'
         errors), or a sample already cut to its cap."""
@@ -180,7 +180,7 @@ class FoldCoordinator:
         worker's; a share whose helper failed (None) is folded here.
 
         With at least :data:`OFFLOAD_MIN` errors, says how helper 0 selects the order
-        statistics of the merged :data:`~perpendis.helper.OFFLOADED` errors while
+        statistics of the merged :data:`~perpendis.service.helper.OFFLOADED` errors while
         :meth:`select_kept_columns` does the others; None otherwise.
         """
         self._expect(Step.FIRST_FOLDED)
@@ -202,12 +202,12 @@ class FoldCoordinator:
         return SelectJob(0, pooled=False, ranks=self.ranks)
 
     def merged_errors(self) -> np.ndarray:
-        """The merged :data:`~perpendis.helper.OFFLOADED` errors, for a helper that does not hold them."""
+        """The merged :data:`~perpendis.service.helper.OFFLOADED` errors, for a helper that does not hold them."""
         self._expect(Step.MERGED)
         return self.merged.errors.column(OFFLOADED)
 
     def select_kept_columns(self) -> None:
-        """Select the order statistics of the error columns other than :data:`~perpendis.helper.OFFLOADED`."""
+        """Select the order statistics of the error columns other than :data:`~perpendis.service.helper.OFFLOADED`."""
         self._expect(Step.MERGED)
         if self.error is not None:
             return
@@ -218,7 +218,7 @@ class FoldCoordinator:
 
     def answer(self, found: BytesLike | None = None) -> dict[str, Any]:
         """The answer to the shared request, once merged.  ``found`` holds the
-        :data:`~perpendis.helper.OFFLOADED` errors' order statistics a helper selected
+        :data:`~perpendis.service.helper.OFFLOADED` errors' order statistics a helper selected
         (float64 bytes, in the ranks' order); without it (not asked, or the helper failed)
         they are selected here.  Raises the :class:`InputError` a step met."""
         self._expect(Step.MERGED)

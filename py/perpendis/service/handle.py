@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import heap
-from . import pairs, requests, views
+from . import heap, pairs, requests, views
 from .boundary import answering
 from .fold import FoldCoordinator, Progress, Step
 from .judge import report_answer
@@ -111,7 +110,7 @@ def answer_fold(found: Any = None, *, session: Session = SESSION) -> dict[str, A
 
 def answer_checkpoints(*, session: Session = SESSION) -> dict[str, Any]:
     """The answer of the checkpoint comparison the last request shared, once every unit is folded."""
-    from ..checkpoints.page import answer_of
+    from .checkpoints import answer_of
 
     fold = session.checkpoints
     if fold is None:
@@ -131,7 +130,7 @@ def _run(
 ) -> dict[str, Any]:
     if isinstance(request, requests.CheckpointsRequest):
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
-        from ..checkpoints.page import answer as checkpoints_answer
+        from .checkpoints import answer as checkpoints_answer
 
         answer = checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress, workers)
         if isinstance(answer, dict):
@@ -156,7 +155,7 @@ def _streamed(
     """Two big ``.npy`` files compared chunk by chunk: the pair is not kept, and the answer
     says ``"streamed": true``.  Shared, the answer names the files' payload keys
     (``stream``): each helper reads its share of them itself."""
-    from ..stream import prepare_sources
+    from ..engine.stream import prepare_sources
 
     prepared = prepare_sources(job.a, job.b, **request.options.pair_engine())
     coordinator = FoldCoordinator.offer(

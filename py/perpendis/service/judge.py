@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compare import Prepared, prepare
+from ..engine.compare import Prepared, prepare
 from .fold import FoldCoordinator, Progress
 from .session import Session
 

@@ -40,7 +40,7 @@ def compare_boxes(
     else:
         b_list = boxes.load(inputs.get("b"), payloads, "b", void.get("b"))
         if boxes.several(len(a_list), len(b_list)):
-            from ..bisect_inputs import pairing_info
+            from ..layers.bisect_inputs import pairing_info
             from . import captures
 
             info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])

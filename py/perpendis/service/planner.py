@@ -10,7 +10,7 @@ this is:
     tensors): each indexed through its reader and decoded one tensor at a time, never held
     whole (a Polygraphy file of hundreds of megabytes is mostly base64).
 ``StreamedPair``
-    Two big ``.npy`` files (together at least :data:`~perpendis.stream.STREAM_MIN_BYTES`)
+    Two big ``.npy`` files (together at least :data:`~perpendis.engine.stream.STREAM_MIN_BYTES`)
     compared chunk by chunk straight from their readers; nothing is kept for follow-up
     questions.
 ``InMemoryPair``
@@ -20,7 +20,7 @@ this is:
 The page asks the same planner, ahead of the click, whether chosen files are worth
 reading before Compare is pressed (:func:`read_ahead`): exactly those it would read whole.
 
-The readers of captures (:mod:`perpendis.formats.polygraphy`, :mod:`perpendis.bisect`) and
+The readers of captures (:mod:`perpendis.inputs.formats.polygraphy`, :mod:`perpendis.bisect`) and
 the streamed comparison (:mod:`perpendis.stream`) are imported when files first arrive,
 not with the service.
 """
@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError, blame
-from ..formats.buffer import Reader, view_reader
-from ..formats.npy import MAGIC
+from ..inputs.formats.buffer import Reader, view_reader
+from ..inputs.formats.npy import MAGIC
 from .boxes import several
 from .requests import BisectRequest, CompareRequest, Request
 
 if TYPE_CHECKING:
-    from ..stream import Source
+    from ..engine.stream import Source
 
 WHOLE_MAX_BYTES = 1 << 30
 """Largest file the worker reads whole: beyond it a 32-bit heap cannot also compare it."""
@@ -51,10 +51,10 @@ Files = Mapping[str, tuple[Reader, int]]
 def read_ahead(sizes: list[int]) -> bool:
     """Whether files of ``sizes``, chosen together for a comparison, may be read before it
     is asked for: the planner reads them whole then anyway, since it streams only pairs of
-    :data:`~perpendis.stream.STREAM_MIN_BYTES` or more.  Reading them while the user has
+    :data:`~perpendis.engine.stream.STREAM_MIN_BYTES` or more.  Reading them while the user has
     yet to press Compare takes that time off the comparison (``app/worker.js``, op
     ``prefetch``)."""
-    from .. import stream
+    from ..engine import stream
 
     return 0 < sum(sizes) < stream.STREAM_MIN_BYTES
 
@@ -113,7 +113,7 @@ def _streamable(request: Request, files: Files) -> bool:
     keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
     if not all(k in files for k in keys):
         return False
-    from .. import stream
+    from ..engine import stream
 
     sized = [files[k] for k in keys]
     return sum(size for _, size in sized) >= stream.STREAM_MIN_BYTES and all(
@@ -127,7 +127,7 @@ def plan(
     """The one decision of how a request's inputs are read (see the module's docstring)."""
     readers = _side_readers(request, payloads, files) if files else None
     if readers is not None:
-        from ..formats import polygraphy
+        from ..inputs.formats import polygraphy
 
         if all(polygraphy.recognised(*reader) for reader in readers.values()):
             captures = _indexed(readers, request.void_format)
@@ -135,7 +135,7 @@ def plan(
             if isinstance(request, BisectRequest) or several(len(captures.a), len(captures.b)):
                 return captures
     if _streamable(request, files):
-        from ..stream import open_source
+        from ..engine.stream import open_source
 
         inputs, void = request.inputs, request.void_format
         a, b = (
@@ -160,7 +160,7 @@ def plan(
 
 def _indexed(readers: Mapping[str, tuple[Reader, int]], void_format: Mapping[str, str]) -> Captures:
     """Each capture's lazy entries, indexed through its reader."""
-    from ..bisect import polygraphy_entries
+    from ..layers.bisect import polygraphy_entries
 
     entries = {}
     for side, (read, size) in readers.items():

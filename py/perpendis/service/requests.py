@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.task import TaskSpec, task_spec
 from ..errors import InputError
-from ..task import TaskSpec, task_spec
 
 SIDES = ("a", "b", "ref")
 
@@ -44,7 +44,7 @@ class Options:
         return {**self.engine(), "task": self.task}
 
     def engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.compare.prepare` (``depth`` only when given)."""
+        """As keyword arguments of :func:`perpendis.engine.compare.prepare` (``depth`` only when given)."""
         out: dict[str, Any] = {"preset": self.preset, "atol": self.atol, "rtol": self.rtol}
         if self.depth is not None:
             out["depth"] = self.depth
@@ -82,7 +82,7 @@ class CompareRequest:
     only: Any = ()
 
     def bisect_engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.bisect.bisect`, when compared pair by pair."""
+        """As keyword arguments of :func:`perpendis.layers.bisect.bisect`, when compared pair by pair."""
         return {**self.options.engine(), "mapping": dict(self.mapping), "only": self.only}
 
 
@@ -136,7 +136,7 @@ class BisectRequest:
     only: Any = ()
 
     def engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.bisect.bisect`."""
+        """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
         return {**self.options.engine(), "mapping": dict(self.mapping), "only": self.only}
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..report import Report
-from ..tensor import Tensor
+from ..inputs.tensor import Tensor
+from ..report.model import Report
 from .fold import FoldCoordinator
 
 FRESH_OPS = ("compare", "bisect", "runs")

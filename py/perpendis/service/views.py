@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import bits
-from ..compare import CHUNK, make_element, relative
+from ..engine.compare import CHUNK, make_element, relative
 from ..errors import InputError
-from ..report import plain
-from ..tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
+from ..numerics import bits
+from ..numerics.tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
+from ..report.model import plain
 from .fold import Progress
 from .requests import ElementRequest, ScatterRequest, SliceRequest, StepRequest
 from .session import Session

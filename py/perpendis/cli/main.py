@@ -1,0 +1,288 @@
+"""``python -m perpendis A B``: argument parsing and exit codes only.
+
+Exit 0 when the inputs are identical or differ by rounding, 1 when they must be
+investigated, 2 when an input cannot be read (one line on stderr, no traceback), 3 when
+Perpendis itself failed (one line; the traceback only with ``--debug``), for every command.
+``python -m perpendis bisect ...`` compares two captures layer by layer, with the same
+tolerance options and exit codes (1: some layer must be investigated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..engine import stream
+from ..engine.compare import compare
+from ..errors import InputError, blame
+from ..inputs.load import load_path
+from ..inputs.tensor import Tensor
+from ..layers.bisect import bisect, model_info, path_entries, path_info
+from ..report.model import Report
+from . import routes
+from .options import add_pair_options, add_tolerance_options, task_option
+
+# Every command: its usage and what it does, for the main --help ("": the plain comparison).
+COMMANDS = {
+    "": ("A [B]", "compare two tensors (this command); --open shows them in the page"),
+    "bisect": ("A B", "compare two captures layer by layer and name the first layer that departs"),
+    "capture": ("MODEL.onnx --input X.npy -o OUT.safetensors", "run an ONNX model and keep every layer's output"),
+    "check-export": ("MODEL.onnx --module FILE.py:NAME --input X.npy",
+                     "run an export and its PyTorch model on one input and name the layer that departs"),
+    "checkpoints": ("A_DIR B_DIR", "compare two (sharded) checkpoints tensor by tensor"),
+}
+
+# The extra of py/pyproject.toml that brings each optional module (tests/test_install.py checks them).
+EXTRAS = {"onnx": "onnx", "onnxruntime": "onnx", "onnxscript": "onnx", "safetensors": "onnx", "torch": "torch",
+          "dask": "dask", "distributed": "dask", "tqdm": "dask"}
+
+
+def _commands_text() -> str:
+    rows = [(f"perpendis {name} {usage}".replace("  ", " "), what) for name, (usage, what) in COMMANDS.items()]
+    lines = ["commands (each has its own --help):"]
+    for usage, what in rows:
+        lines += [f"  {usage}", f"      {what}"]
+    lines.append("\n--debug (any command): print the traceback when Perpendis itself fails (exit 3)")
+    return "\n".join(lines)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"perpendis {__version__}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="perpendis",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Tell whether two tensors that should be equal differ by rounding or by a bug. "
+        "Inputs are tensor files (.npy, .npz, safetensors, ...) or text files of pasted REPL output; "
+        "'-' reads standard input. Use 'perpendis bisect A B' to compare captures layer by layer, "
+        "'perpendis A B --open' to see them in the page, served on this machine.",
+        epilog=_commands_text(),
+    )
+    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("a", metavar="A", help="the tensor under test (or a text holding both tensors when B is left out)")
+    p.add_argument("b", metavar="B", nargs="?", help="the reference tensor: the tolerance scales with |B|")
+    p.add_argument("--ref", metavar="R", help="a higher-precision run (e.g. float64) to judge A and B against")
+    add_tolerance_options(p)
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="read two .npy files chunk by chunk through memory maps, never whole (automatic when "
+        f"together they reach {stream.STREAM_MIN_BYTES // 2**20} MiB); needs equal shapes, no --ref",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--markdown", action="store_true", help="print the report as Markdown for an issue")
+    add_pair_options(p)
+    return p
+
+
+def _tagged(path: str, side: str) -> list[Tensor]:
+    with blame(side):
+        return load_path(path)
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
+    """A, B and the reference of ``args.a``, ``args.b`` and ``args.ref`` (paths or '-')."""
+    a_list = _tagged(args.a, "A")
+    if args.b is None:
+        if len(a_list) != 2:
+            more = routes.for_many(args.a, None, (len(a_list), None)) if len(a_list) > 2 else ""
+            raise InputError(f"{args.a} holds {len(a_list)} tensor(s); give B, or a text holding exactly two{more}",
+                             side="A")
+        a, b = a_list
+    else:
+        b_list = _tagged(args.b, "B")
+        for side, tensors, path in (("A", a_list, args.a), ("B", b_list, args.b)):
+            if len(tensors) != 1:
+                more = routes.for_many(args.a, args.b, (len(a_list), len(b_list))) if len(tensors) > 1 else ""
+                raise InputError(f"{path} holds {len(tensors)} tensors; give one tensor per input{more}", side=side)
+        a, b = a_list[0], b_list[0]
+    ref = None
+    if args.ref is not None:
+        ref_list = _tagged(args.ref, "ref")
+        if len(ref_list) != 1:
+            raise InputError(f"{args.ref} holds {len(ref_list)} tensors; give one reference tensor", side="ref")
+        ref = ref_list[0]
+    return a, b, ref
+
+
+def _streamed(args: argparse.Namespace) -> Report | None:
+    """The report of two .npy files read chunk by chunk, or None when they are compared in memory."""
+    if args.stream and (args.b is None or args.ref is not None):
+        raise InputError("--stream compares two .npy files A and B, without --ref; leave it out to load them whole")
+    if args.b is None or args.ref is not None or not stream.should_stream(args.a, args.b, forced=args.stream):
+        return None
+    a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
+    return stream.compare_sources(
+        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
+        check_dtype=args.check_dtype,
+    )
+
+
+def report_of(args: argparse.Namespace) -> Report:
+    """The report the plain command prints, from its parsed options (``--open`` shows it too,
+    when no built page is at hand); the files are streamed when they are big."""
+    hint = routes.for_paths(args.a, args.b)
+    if hint is not None:
+        raise InputError(hint)
+    return _streamed(args) or _in_memory(args)
+
+
+def _in_memory(args: argparse.Namespace) -> Report:
+    a, b, ref = _inputs(args)
+    return compare(
+        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
+        check_dtype=args.check_dtype,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Every command's entry: exit 3 with one line when Perpendis itself fails (the traceback
+    with ``--debug``), and quiet when the reader of its output goes away (``| head``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is met inside the try
+        return code
+    except BrokenPipeError:
+        # Python's own advice: point stdout at devnull, so its flush at exit raises nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        return _failed(exc, debug)
+
+
+def _failed(exc: Exception, debug: bool) -> int:
+    """Exit 2 naming the extra for an optional module that is missing; else 3, Perpendis' own bug."""
+    missing = exc.name.partition(".")[0] if isinstance(exc, ModuleNotFoundError) and exc.name else ""
+    if missing in EXTRAS:
+        print(f"perpendis: this needs {missing}, which the [{EXTRAS[missing]}] extra installs: "
+              f"pip install 'perpendis[{EXTRAS[missing]}]'", file=sys.stderr)
+        return 2
+    if debug:
+        traceback.print_exc()
+    hint = "" if debug else "; rerun with --debug for the traceback"
+    print(f"perpendis: internal error, please report it: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+    return 3
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["bisect"]:
+        return bisect_main(argv[1:])
+    if argv[:1] == ["checkpoints"]:
+        from .checkpoints import main as checkpoints_main
+
+        return checkpoints_main(argv[1:])
+    if argv[:1] in (["capture"], ["check-export"]):
+        from . import capture as cli_capture
+
+        return cli_capture.main(argv)
+    if "--open" in argv and "--version" not in argv:
+        from .open_page import main as open_main  # here: it imports this module's options
+
+        return open_main(argv, report_of)
+    args = _parser().parse_args(argv)
+    try:
+        report = report_of(args)
+    except InputError as err:
+        print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
+        return 2
+    if args.json:
+        print(report.to_json())
+    else:
+        print(report.to_markdown() if args.markdown else report.to_text(), end="")
+    return 0 if report.verdict in ("identical", "rounding") else 1
+
+
+def _bisect_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perpendis bisect",
+        description="Compare two captures layer by layer and name the first layer that departs. "
+        "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
+    )
+    p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
+    p.add_argument("b", type=Path, help="capture to check against it")
+    p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
+    add_tolerance_options(p)
+    p.add_argument(
+        "--map", action="append", default=[], metavar="A_NAME=B_NAME",
+        help="pair these two names explicitly (repeatable)",
+    )
+    p.add_argument(
+        "--model", type=Path, metavar="MODEL.onnx",
+        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules",
+    )
+    p.add_argument(
+        "--isolate", action="store_true",
+        help="run each paired layer alone in ONNX Runtime on A's captured inputs, to tell its own error "
+        "from the one it inherits (needs --model and onnxruntime)",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="add shape, dtype, max abs, failing fraction, pairing evidence and finding to the table",
+    )
+    p.add_argument(
+        "--only", action="append", default=[], metavar="PATTERN",
+        help="compare only the layers whose A name matches this shell-style pattern, e.g. 'layer3.*' (repeatable)",
+    )
+    return p
+
+
+def _mapping(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        a_name, sep, b_name = item.partition("=")
+        if not sep or not a_name or not b_name:
+            raise InputError(f"--map takes A_NAME=B_NAME, got {item!r}", where="--map")
+        out[a_name] = b_name
+    return out
+
+
+def _workers() -> int:
+    """Threads to compare layers on: the cores this process may use, at most 4 (memory: one pair each)."""
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:
+        return max(1, min(4, os.cpu_count() or 1))
+
+
+def bisect_main(argv: Sequence[str] | None = None) -> int:
+    """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
+    2 on bad input."""
+    args = _bisect_parser().parse_args(argv)
+    try:
+        if args.isolate and args.model is None:
+            raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
+        a = path_entries(args.a)
+        b = path_entries(args.b)
+        names_a, names_b = [e.name for e in a], [e.name for e in b]
+        info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
+        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
+        pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
+        result = bisect(a, b, workers=_workers(), **pairing, **options)
+        if args.isolate:
+            from ..layers.capture.isolate import isolate
+
+            isolate(result, args.model, a, b, options)
+    except InputError as exc:
+        print(f"perpendis bisect: {exc}", file=sys.stderr)
+        return 2
+    first = result.first_failing
+    if args.json:
+        print(result.to_json(indent=1))
+        if first is not None:  # stdout holds JSON only; the answer still reaches a terminal
+            print(f"first failing layer: {first.a_name}", file=sys.stderr)
+    else:
+        print(result.to_text(verbose=args.verbose), end="")
+    return 1 if result.must_investigate else 0

@@ -1,0 +1,106 @@
+"""Normalisations: is A a normalisation of B (or B of A) along one axis, or are both
+normalised, each along its own axis?
+
+Members, each tried along every axis whose whole fibres the pair's view holds (up to
+1024 elements): softmax, log-softmax, L2 normalisation, and a plain layer norm (mean 0,
+variance 1, epsilon below the rounding).  Each is computed from the other side's fibre
+and must match to the rounding allowed (8·u·depth of the fibre's scale) on 99 % of the
+sampled fibres.  Failing that, a side whose fibres all sum to 1 along one axis while the
+other's do along another is a softmax over a different axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...report.model import Finding, place
+from ..signatures.model import ROUNDOFF_FACTOR
+from ..signatures.sample import Pair
+
+HOLD_SHARE = 0.99
+MIN_FIBRES = 8
+Fn = Callable[[np.ndarray], np.ndarray]
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def _l2(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.sqrt(np.sum(x * x, axis=1, keepdims=True)), 1e-12)
+
+
+def _layer_norm(x: np.ndarray) -> np.ndarray:
+    c = x - x.mean(axis=1, keepdims=True)
+    return c / np.sqrt(np.mean(c * c, axis=1, keepdims=True) + 1e-12)
+
+
+MAPS: dict[str, Fn] = {"softmax": _softmax, "log_softmax": _log_softmax, "L2 normalisation": _l2,
+                       "layer norm": _layer_norm}
+CAUSES = {
+    "softmax": ["a softmax applied on one side only (logits against probabilities; an exporter or runtime "
+                "appending or dropping the final Softmax)"],
+    "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
+    "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
+    "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)"],
+    "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
+             "lost in the export)"],
+}
+
+
+def _fibres(pair: Pair, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
+    got = pair.fibres(axis)
+    if got is None or got[1].shape[1] != pair.shape[axis]:
+        return None
+    _, a, b = got
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    return (a[ok], b[ok]) if ok.sum() >= MIN_FIBRES else None
+
+
+def _holds(y: np.ndarray, pred: np.ndarray, bound: float) -> bool:
+    scale = np.maximum(np.abs(y), np.sqrt(np.mean(y * y, axis=1, keepdims=True)))
+    return bool(np.mean(np.abs(y - pred) <= bound * scale) >= HOLD_SHARE)
+
+
+def _sums_to_one(x: np.ndarray, bound: float) -> bool:
+    return bool(np.all(x >= 0) and np.mean(np.abs(x.sum(axis=1) - 1) <= bound * np.sqrt(x.shape[1])) >= HOLD_SHARE)
+
+
+def find(pair: Pair) -> list[Finding]:
+    """The normalisation relation that holds, as a finding, or none."""
+    if not pair.in_memory or not pair.fmt.is_float or not pair.shape:
+        return []
+    bound = ROUNDOFF_FACTOR * pair.u * pair.depth * 4  # a reduction's rounding on top of the map's
+    fibres = {axis: _fibres(pair, axis) for axis, n in enumerate(pair.shape) if 2 <= n <= 1024}
+    fibres = {k: v for k, v in fibres.items() if v is not None}
+    for axis, (a, b) in fibres.items():
+        if _holds(a, b, bound):
+            continue  # equal along this axis already: nothing to explain here
+        for name, f in MAPS.items():
+            for y, x, ys, xs in ((a, b, "A", "B"), (b, a, "B", "A")):
+                with np.errstate(all="ignore"):
+                    if _holds(y, f(x), bound):
+                        text = f"{ys} = {name}({xs}) along axis {axis}"
+                        where = place(f"along axis {axis}", axis=axis, axis_size=pair.shape[axis])
+                        where["relation"] = {"kind": "normalisation", "text": text,
+                                             "params": {"map": name, "axis": axis}}
+                        message = f"{text}, to rounding on {HOLD_SHARE:.0%} of sampled fibres"
+                        return [Finding("normalisation", "error", message, where, list(CAUSES[name]))]
+    sums_a = [k for k, (a, _) in fibres.items() if _sums_to_one(a, bound)]
+    sums_b = [k for k, (_, b) in fibres.items() if _sums_to_one(b, bound)]
+    if len(sums_a) == 1 and len(sums_b) == 1 and sums_a != sums_b:
+        ia, ib = sums_a[0], sums_b[0]
+        text = f"A is normalised along axis {ia} and B along axis {ib}"
+        where = place(f"axis {ia} against axis {ib}", axis=ia, axis_size=pair.shape[ia])
+        where["relation"] = {"kind": "normalisation_axis", "text": text, "params": {"a_axis": ia, "b_axis": ib}}
+        message = f"{text}: each side's fibres sum to 1 along its own axis only"
+        return [Finding("normalisation", "error", message, where, list(CAUSES["axis"]))]
+    return []

@@ -1,0 +1,117 @@
+"""Bias and dependence: rounding errors are symmetric around zero and depend neither on the
+value nor on the position; a significant departure is a finding with its statistic.
+
+* Sign bias: the sign test's ``z`` over the differing sample.
+* Dependence on B: the relative difference's mean in 16 bins of B's value, as a
+  chi-square ``z`` (:func:`~.model.binned_z`), which catches a dependence of any shape.
+* Dependence on position: the same, in bins of the index along each axis (flat sample, in
+  memory only).
+
+Each needs ``z >`` :data:`~.model.Z` and an effect beyond one rounding at depth
+(:func:`~.model.rounding_bound`): the median relative difference for the sign test (a
+median, so a few wrong elements do not lend their size to rounding elsewhere), the RMS of
+the bin means for the dependences, so a biased rounding of a last
+bit, real but harmless, is not named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...report.model import Finding, place
+from .model import BINS, MIN_FIT, Z, binned_z, rounding_bound, sign_z
+from .sample import Pair
+
+# Said where a structure is found but no relation of the grammar fits it: a wrong cause
+# sends the user the wrong way, so none is named.
+NO_CAUSE = "no known cause fits this structure"
+
+
+def find(pair: Pair, u_position: float | None = None) -> list[Finding]:
+    """``u_position``: the unit roundoff the position test is judged at, when one side was
+    computed narrower.  Rounded weights leave each output column its own fixed error at
+    that level, a real dependence on position that is still rounding; they leave no sign
+    bias and no dependence on the value, which are judged at the compared format's."""
+    bound = rounding_bound(pair.u, pair.depth)
+    a, b = pair.differing()
+    if a.size < 4 * MIN_FIT:
+        return []
+    d = a - b
+    rel = d / pair.scale_of(b)
+    z = sign_z(d)
+    mean = float(np.median(rel))  # robust: a few wrong elements must not lend their size to the rest
+    if abs(z) > Z and abs(mean) > bound:
+        side = "above" if z > 0 else "below"
+        message = (
+            f"A − B leans one way: A is {side} B at {np.mean(d > 0 if z > 0 else d < 0):.0%} of differing elements "
+            f"(sign test z = {z:.1f}), median relative difference {mean:.3g}"
+        )
+        return [Finding("sign_bias", "error", f"{message}; {NO_CAUSE}", place(None, z=z, mean=mean))]
+    # Position first: a dependence on where an element is names an axis, and an error that
+    # grows along it (a rotary base) also shows as a dependence on the value.
+    found = _position(pair, max(pair.u, u_position or 0.0))
+    if found:
+        return found
+    z, effect = binned_z(b, rel)
+    if z > Z and effect > bound:
+        message = (
+            f"A − B depends on B's value: the mean relative difference moves by {effect:.3g} (RMS over "
+            f"{BINS} bins of B's value; chi-square z = {z:.1f}), where rounding's stays at zero; {NO_CAUSE}"
+        )
+        where = place(None, z=z, effect=effect)
+        evidence = _curve(b, rel)
+        return [Finding("value_dependence", "error", message, where, [], evidence)]
+    return []
+
+
+def _curve(key: np.ndarray, rel: np.ndarray) -> dict:
+    """Bin centres and mean relative differences, for a picture of the dependence."""
+    order = np.argsort(key, kind="stable")
+    groups = np.array_split(order, BINS)
+    return {
+        "picture": "curve",
+        "x": [float(np.median(key[g])) for g in groups],
+        "y": [float(np.mean(rel[g])) for g in groups],
+    }
+
+
+def _position(pair: Pair, u: float) -> list[Finding]:
+    """The axis along which the difference depends most on the position: its signed mean
+    (past one rounding of ``u`` at depth), or its size (past the bound of a reduction over the longest axis,
+    since rounding's size may grow along an axis that sums more terms, but not by that)."""
+    got = pair.flat
+    if got is None:
+        return []
+    flat, a, b = got
+    ok = np.isfinite(a) & np.isfinite(b) & (a != b)
+    if ok.sum() < 4 * MIN_FIT:
+        return []
+    flat, a, b = flat[ok], a[ok], b[ok]
+    rel = (a - b) / pair.scale_of(b)
+    index = np.unravel_index(flat, pair.shape)
+    bound = rounding_bound(u, pair.depth)
+    size_bound = rounding_bound(u, pair.depth, max(pair.shape))
+    best: tuple[float, int, float, str] | None = None
+    for axis, n in enumerate(pair.shape):
+        if n < MIN_FIT:
+            continue
+        key = index[axis].astype(np.float64)
+        for what, values, limit in (("mean", rel, bound), ("size", np.abs(rel), size_bound)):
+            z, effect = binned_z(key, values)
+            if z > Z and effect > limit and (best is None or z > best[0]):
+                best = (z, axis, effect, what)
+    if best is None:
+        return []
+    z, axis, effect, what = best
+    n = pair.shape[axis]
+    measure = "mean relative difference" if what == "mean" else "size of the relative difference"
+    # Where the error lives, said without a cause: on the mutation corpus a dependence on
+    # the index came from every kind of bug; a rotary embedding that differs is named by
+    # the rotation relation (perpendis.diagnosis.relations.rotation), which holds only for it.
+    message = (
+        f"A − B depends on the index along axis {axis} ({n} entries): the {measure} moves by {effect:.3g} "
+        f"across it (chi-square z = {z:.1f}); rounding has no preferred position; {NO_CAUSE}"
+    )
+    where = place(f"along axis {axis}", axis=axis, axis_size=n, z=z, effect=effect)
+    return [Finding("position_dependence", "error", message, where, [])]
+

@@ -1,0 +1,170 @@
+"""Bounded views of a compared pair for the structure tests.
+
+A structure test never reads every element: it reads a few hundred slices along one axis,
+a few hundred fibres across it, or a flat sample, all in float64, so its cost does not grow
+with the tensor.  In-memory pairs keep their aligned arrays (``report.aligned``) and get
+every view; streamed pairs have only the bounded sample of differing elements the fold
+kept, and get the tests that need no layout (see ``docs/signatures.md``).
+
+Positions are drawn with a fixed seed, so a report is the same on every run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ...numerics import bits
+from ...numerics.bits import Format
+from ...numerics.scramble import Stream
+
+FLAT_CAP = 1 << 14  # elements of the flat sample
+ALONG_CAP = 512  # indices kept along the axis of a slice view
+REST_CAP = 64  # elements kept per slice
+FIBRE_ROWS = 64  # fibres kept across an axis
+FIBRE_CAP = 1024  # elements kept along a fibre
+SEED = 0x5EED
+
+
+_AXIS_NOUNS = {
+    2: ("row", "column"),
+    3: ("batch entry", "position", "feature"),
+    4: ("batch entry", "channel", "row", "column"),
+}
+
+
+def axis_noun(shape: tuple[int, ...], axis: int) -> str:
+    """What an index along ``axis`` usually is, by rank (NCHW images, (B, T, C) sequences)."""
+    names = _AXIS_NOUNS.get(len(shape))
+    return names[axis] if names else "slice"
+
+
+def _spread(n: int, cap: int) -> np.ndarray:
+    """``min(n, cap)`` indices spread evenly over ``range(n)``, in order."""
+    if n <= cap:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, cap).round().astype(np.intp))
+
+
+@dataclass
+class Pair:
+    """What the structure tests may read of one compared pair.
+
+    ``a_store``/``b_store`` are the aligned storage arrays (None for a streamed pair);
+    ``diff_*`` are the fold's bounded sample of differing elements (flat index, A, B).
+    """
+
+    fmt: Format
+    shape: tuple[int, ...]
+    depth: float
+    b_rms: float
+    diff_flat: np.ndarray
+    diff_a: np.ndarray
+    diff_b: np.ndarray
+    n_elements: int
+    n_diff: int
+    printed: bool = False  # a side was read from a print too coarse to pin its values
+    a_store: np.ndarray | None = None
+    b_store: np.ndarray | None = None
+    # Per axis, indices where the tolerance failed most (the fold's per-axis counts): a
+    # long axis's slice view always holds them, so one wrong channel of 1024 is not missed.
+    hot: dict[int, list[int]] = field(default_factory=dict)
+    _rng: Stream = field(default_factory=lambda: Stream(SEED))
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def u(self) -> float:
+        return self.fmt.unit_roundoff
+
+    @property
+    def in_memory(self) -> bool:
+        return self.a_store is not None and self.b_store is not None
+
+    def _values(self, store: np.ndarray, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        return bits.to_float64(np.asarray(store[index]), self.fmt)
+
+    @cached_property
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """A uniform sample of all elements, equal ones included: (flat index, A, B)."""
+        if not self.in_memory or not self.shape:
+            return None
+        n = self.n_elements
+        flat = self._rng.distinct(n, FLAT_CAP)
+        index = np.unravel_index(flat, self.shape)
+        return flat, self._values(self.a_store, index), self._values(self.b_store, index)  # type: ignore[arg-type]
+
+    def slices(self, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        key = ("slices", axis)
+        if key not in self._cache:
+            self._cache[key] = self._slices(axis)
+        return self._cache[key]
+
+    def fibres(self, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        key = ("fibres", axis)
+        if key not in self._cache:
+            self._cache[key] = self._fibres(axis)
+        return self._cache[key]
+
+    def _slices(self, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Slices ``X[..., i, ...]`` along ``axis``: (indices i, A rows, B rows), each row the
+        same sampled positions of the other axes."""
+        if not self.in_memory or len(self.shape) < 2:
+            return None
+        along = _spread(self.shape[axis], ALONG_CAP)
+        if len(along) < self.shape[axis] and self.hot.get(axis):
+            hot = np.asarray(self.hot[axis], dtype=np.intp)
+            along = np.union1d(_spread(self.shape[axis], ALONG_CAP - len(hot)), hot)
+        rest = tuple(n for k, n in enumerate(self.shape) if k != axis)
+        size = math.prod(rest)
+        pos = self._rng.distinct(size, REST_CAP)
+        parts = list(np.unravel_index(pos, rest))
+        index = [p[None, :] for p in parts]
+        index.insert(axis, along[:, None])
+        full = tuple(np.broadcast_arrays(*index))
+        return along, self._values(self.a_store, full), self._values(self.b_store, full)  # type: ignore[arg-type]
+
+    def _fibres(self, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Fibres along ``axis`` (every other index fixed): (indices kept along the axis,
+        A rows, B rows), one row per sampled fibre."""
+        if not self.in_memory or not self.shape:
+            return None
+        along = _spread(self.shape[axis], FIBRE_CAP)
+        rest = tuple(n for k, n in enumerate(self.shape) if k != axis)
+        size = math.prod(rest)
+        pos = self._rng.distinct(size, FIBRE_ROWS)
+        parts = list(np.unravel_index(pos, rest)) if rest else []
+        index = [p[:, None] for p in parts]
+        index.insert(axis, along[None, :])
+        full = tuple(np.broadcast_arrays(*index))
+        return along, self._values(self.a_store, full), self._values(self.b_store, full)  # type: ignore[arg-type]
+
+    def swapped(self, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """A flat sample of A, B and B with axes ``i`` and ``j`` swapped (equal sizes)."""
+        got = self.flat
+        if got is None:
+            return None
+        flat, a, b = got
+        index = list(np.unravel_index(flat, self.shape))
+        index[i], index[j] = index[j], index[i]
+        return a, b, self._values(self.b_store, tuple(index))  # type: ignore[arg-type]
+
+    def values(self) -> tuple[np.ndarray, np.ndarray]:
+        """Finite (A, B) pairs of the flat sample, or of the differing sample when streamed."""
+        got = self.flat
+        a, b = (got[1], got[2]) if got is not None else (self.diff_a, self.diff_b)
+        ok = np.isfinite(a) & np.isfinite(b)
+        return a[ok], b[ok]
+
+    def differing(self) -> tuple[np.ndarray, np.ndarray]:
+        """Finite (A, B) pairs that differ: the fold's sample (exact up to its cap)."""
+        a, b = self.diff_a, self.diff_b
+        ok = np.isfinite(a) & np.isfinite(b) & (a != b)
+        return a[ok], b[ok]
+
+    def scale_of(self, b: np.ndarray) -> np.ndarray:
+        """What a rounding error is relative to: ``|B|``, or B's RMS where that is larger
+        (a sum that cancels keeps the rounding of its terms)."""
+        return np.maximum(np.abs(b), self.b_rms) if self.b_rms > 0 else np.abs(b)

@@ -1,0 +1,66 @@
+"""What the page hands the bisect op, sorted out: two captures, and maybe the ONNX model.
+
+A user drops what they have: the two captures on one box, or each on its own, and the
+``.onnx`` model beside either, for its exporter metadata.  Here the model is taken out
+of whichever box holds it (by its name, and decoded to be sure it is one), two captures
+in one box become the pair, and each capture's own record of its tensors (the metadata a
+``perpendis`` capture writes) is read for pairing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InputError, blame
+from ..inputs.formats.onnx_model import describe, read_graph
+from .bisect import described_by
+from .capture.store import read_info
+
+
+def _is_model(spec: object) -> bool:
+    return isinstance(spec, Mapping) and "data" in spec and str(spec.get("name") or "").lower().endswith(".onnx")
+
+
+def sort_inputs(
+    a: object, b: object, payloads: Mapping[str, Any]
+) -> tuple[object, object, dict[str, dict[str, Any]] | None]:
+    """``(capture A, capture B, the model's value descriptions or None)`` from the two boxes."""
+    models = [s for side in (a, b) for s in (side if isinstance(side, list) else [side]) if _is_model(s)]
+    if len(models) > 1:
+        raise InputError("two .onnx models were given: drop only the model the ONNX capture was run from")
+
+    def without_model(spec: object) -> object:
+        if isinstance(spec, list):
+            kept = [s for s in spec if not _is_model(s)]
+            return kept[0] if len(kept) == 1 else kept or None
+        blank = isinstance(spec, Mapping) and "data" not in spec and not str(spec.get("text", "")).strip()
+        return None if _is_model(spec) or blank else spec
+
+    a, b = without_model(a), without_model(b)
+    if b is None and isinstance(a, list) and len(a) == 2:
+        a, b = a  # two captures dropped on one box are the pair, in the order given
+    elif a is None and isinstance(b, list) and len(b) == 2:
+        a, b = b
+    values = None
+    if models:
+        with blame("model", str(models[0].get("name"))):
+            values = describe(read_graph(payloads[models[0]["data"]]))
+    return a, b, values
+
+
+def capture_info(spec: object, payloads: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a single capture file records of its tensors; ``{}`` for lists of files and text."""
+    if isinstance(spec, Mapping) and "data" in spec:
+        return read_info(payloads[spec["data"]])
+    return {}
+
+
+def pairing_info(
+    a: object, b: object, payloads: Mapping[str, Any], values: Mapping[str, Any] | None, a_names: list, b_names: list
+) -> dict[str, Any]:
+    """``info_a`` and ``info_b`` for :func:`~.bisect.bisect`: the captures' records, the model's on its side."""
+    info_a, info_b = capture_info(a, payloads), capture_info(b, payloads)
+    if values is not None:
+        info_a, info_b = described_by(values, a_names, b_names, info_a, info_b)
+    return {"info_a": info_a, "info_b": info_b}

@@ -1,0 +1,336 @@
+"""The result of a bisect: each paired layer with its report, and the run-by-layer table.
+
+Apart from :mod:`perpendis.bisect`, which makes them, because what a bisect found is read
+by more than the code that finds it: the CLI's table, the notebook display
+(:mod:`perpendis.bisect_html`), the page's JSON and ``capture.isolate``, which runs layers
+alone and writes their own error into the pairs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..numerics.figures import percent
+from ..report.headline import main_finding
+from ..report.model import Report, plain
+from ..report.table import table_lines
+from ..report.text import number_text, shape_text
+
+
+@dataclass
+class Pair:
+    """One paired layer: its names, how they were paired, and its full report."""
+
+    a_name: str
+    b_name: str
+    paired_by: str  # "mapping", "metadata", "name" or "order and shape"
+    report: Report
+    op_type: str | None = None  # of the ONNX value, when a side records it
+    module: str | None = None  # the PyTorch module the tensor is the output of
+    isolated: dict[str, Any] | None = None  # the layer run alone on A's inputs: see capture.isolate
+    evidence: str | None = None  # what the pairing stands on (a scope, the names, agreeing values)
+    confidence: str = "high"  # "high", "medium" or "low": see pairing.pair
+    likely_mispaired: bool = False  # failing, paired by order and shape alone, between agreeing layers
+    figures: dict[str, float | None] = field(default_factory=dict)  # cosine, sqnr_db: see similarity
+
+    @property
+    def verdict(self) -> str:
+        return self.report.verdict
+
+    @property
+    def fails(self) -> bool:
+        return self.report.verdict == "investigate" and not self.likely_mispaired
+
+    @property
+    def sure(self) -> bool:
+        """Paired by a rule that names the layer (mapping, scope, name), or by values that agree surely."""
+        return self.paired_by != "order and shape" or self.confidence == "high"
+
+    def summary(self) -> dict[str, Any]:
+        r = self.report
+        t = r.tolerance
+        return {
+            "shape_match": r.shape_match,
+            "dtype_match": r.dtype_match,
+            "shape_a": list(r.a["shape"]),
+            "shape_b": list(r.b["shape"]),
+            "dtype_a": r.a["dtype"],
+            "dtype_b": r.b["dtype"],
+            "max_ulp": r.max_ulp,
+            "max_abs_diff": r.max_abs_diff,
+            "max_rel_diff": r.max_rel_diff,
+            "fraction_fail": t.fraction_fail if t is not None else None,
+            "verdict": r.verdict,
+            "finding": plain(main_finding(r.findings)),
+            "cosine": self.figures.get("cosine"),
+            "sqnr_db": self.figures.get("sqnr_db"),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        full = self.report.to_dict()
+        summary = {k: full.get(k, v) for k, v in self.summary().items()}  # JSON-safe floats
+        return {
+            "a_name": self.a_name,
+            "b_name": self.b_name,
+            "paired_by": self.paired_by,
+            "op_type": self.op_type,
+            "module": self.module,
+            "isolated": self.isolated,
+            "evidence": self.evidence,
+            "confidence": self.confidence,
+            "likely_mispaired": self.likely_mispaired,
+            **summary,
+            "report": full,
+        }
+
+
+@dataclass
+class BisectReport:
+    """Every paired layer in A's order, the tensors left unpaired, and the first failure."""
+
+    pairs: list[Pair]
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)  # name patterns the compared layers were picked by
+    n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
+    repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
+    nan_origin: dict[str, Any] | None = None  # the first op making NaN/Inf from finite inputs: see nan_origin
+
+    @property
+    def first_nonfinite(self) -> Pair | None:
+        """The first layer holding a NaN or an infinity on either side (those before it are finite)."""
+        return next((p for p in self.pairs if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
+
+    @property
+    def first_failing(self) -> Pair | None:
+        return next((p for p in self.pairs if p.fails), None)
+
+    @property
+    def first_sure_failing(self) -> Pair | None:
+        """The first failing layer whose pair is sure (not made by values without sure agreement):
+        where the first failing one is unsure, the first place the failure is certainly seen."""
+        return next((p for p in self.pairs if p.fails and p.sure), None)
+
+    @property
+    def must_investigate(self) -> bool:
+        return self.first_failing is not None
+
+    @property
+    def culprit(self) -> Pair | None:
+        """The first layer whose own error fails when run alone (None until layers are isolated)."""
+        return next(
+            (
+                p
+                for p in self.pairs
+                if p.isolated and p.isolated.get("verdict") == "investigate" and not p.likely_mispaired
+            ),
+            None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_failing
+        return {
+            "pairs": [p.to_dict() for p in self.pairs],
+            "only_a": list(self.only_a),
+            "only_b": list(self.only_b),
+            "only": list(self.only),
+            "n_skipped": self.n_skipped,
+            "repeats": dict(self.repeats),
+            "pairing": self.pairing(),
+            "first_nonfinite": None
+            if (bad := self.first_nonfinite) is None
+            else {
+                "a_name": bad.a_name, "b_name": bad.b_name, "index": self.pairs.index(bad),
+                "nonfinite_a": bad.figures.get("nonfinite_a", 0), "nonfinite_b": bad.figures.get("nonfinite_b", 0),
+            },
+            "nan_origin": self.nan_origin,
+            "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
+            "first_failing": None
+            if first is None
+            else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
+            "isolated": any(p.isolated is not None for p in self.pairs),
+            "first_sure_failing": None
+            if (sure := self.first_sure_failing) is None or sure is first
+            else {"a_name": sure.a_name, "b_name": sure.b_name, "index": self.pairs.index(sure)},
+            "culprit": None
+            if (culprit := self.culprit) is None
+            else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
+        }
+
+    def pairing(self) -> dict[str, int]:
+        """How the pairs were made, for the page's chip: a count per rule, and how many are unsure
+        (made by values with less than sure agreement) or likely mispaired."""
+        counts: dict[str, int] = {}
+        for p in self.pairs:
+            counts[p.paired_by] = counts.get(p.paired_by, 0) + 1
+        counts["unsure"] = sum(p.confidence != "high" for p in self.pairs)
+        counts["likely_mispaired"] = sum(p.likely_mispaired for p in self.pairs)
+        counts["copies"] = len(self.repeats)
+        return counts
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the table as the page does (:mod:`.bisect_html`), not the dataclass repr."""
+        from .bisect_html import bisect_html
+
+        return bisect_html(self)
+
+    def __repr__(self) -> str:
+        first = self.first_failing
+        return (
+            f"<BisectReport: {len(self.pairs)} pairs, "
+            + ("no layer fails" if first is None else f"first failing {first.a_name}")
+            + ">"
+        )
+
+    def to_text(self, verbose: bool = False) -> str:
+        """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
+        mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
+        was made and the main finding, at full name length."""
+        first = self.first_failing
+        isolated = any(p.isolated is not None for p in self.pairs)
+        header = ["", "A", "B", "by", "op", "max ulp", "max rel", "cosine", "SQNR dB", "verdict"]
+        header += ["alone"] if isolated else []
+        if verbose:
+            header += ["shape", "dtype", "max abs", "fail", "evidence", "finding"]
+        rows = []
+        for p in self.pairs:
+            s = p.summary()
+            finding = s["finding"]
+            cosine, sqnr = s["cosine"], s["sqnr_db"]
+            row = [
+                ">>" if p is first else "?" if p.likely_mispaired else "",
+                p.a_name if verbose else _elide(p.a_name, 34),
+                "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
+                {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
+                + ("" if p.confidence == "high" else f" ({p.confidence})"),
+                p.op_type or "",
+                number_text(s["max_ulp"], 3),
+                number_text(s["max_rel_diff"], 3),
+                "" if cosine is None else f"{cosine:.6f}",
+                "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
+                s["verdict"],
+                *([_alone_text(p.isolated)] if isolated else []),
+            ]
+            if verbose:
+                row += [
+                    "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
+                    "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
+                    number_text(s["max_abs_diff"], 3),
+                    "n/a" if s["fraction_fail"] is None else percent(s['fraction_fail'], 2),
+                    p.evidence or "",
+                    "" if finding is None else finding["message"],
+                ]
+            rows.append(row)
+        lines = table_lines(header, rows)
+        for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
+            if unpaired:
+                lines.append(f"only in {side} ({len(unpaired)}): {few(unpaired, 10)}")
+        if self.repeats:
+            copies = [f"{name} (= {source})" for name, source in self.repeats.items()]
+            lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {few(copies, 6)}")
+        doubtful = [p.a_name for p in self.pairs if p.likely_mispaired]
+        if doubtful:
+            lines.append(
+                f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
+                f"give --map to pair them): {few(doubtful, 6)}"
+            )
+        if self.only:
+            lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
+        if first is None:
+            doubtful = sum(p.likely_mispaired for p in self.pairs)
+            lines.append(
+                f"no layer fails: all {len(self.pairs) - doubtful} paired layers agree up to rounding"
+                + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
+            )
+        else:
+            names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
+            lines.append(f"first failing layer: {names}")
+            sure = self.first_sure_failing
+            if sure is not first:
+                lines.append(
+                    f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
+                    + (
+                        "no surely paired layer fails"
+                        if sure is None
+                        else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
+                    )
+                )
+        bad = self.first_nonfinite
+        if bad is not None:
+            sides = " and ".join(
+                f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
+                for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
+            )
+            lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
+        if self.nan_origin is not None:
+            o = self.nan_origin
+            lines.append(
+                f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
+                f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
+            )
+        culprit = self.culprit
+        if isolated:
+            lines.append(
+                "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
+                if culprit is None
+                else "culprit (first layer whose own error fails when run alone): "
+                f"{culprit.a_name} (B: {culprit.b_name})"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def _elide(name: str, width: int) -> str:
+    """``name`` cut in its middle to ``width`` characters: a module path's start and its leaf say the most."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[-(width - 1 - head):]
+
+
+def _alone_text(isolated: dict[str, Any] | None) -> str:
+    """The own-error cell: the layer run alone, or why it could not be."""
+    if isolated is None:
+        return ""
+    if isolated.get("verdict") is None:
+        return "—"
+    own = "OWN" if isolated["verdict"] == "investigate" else "ok"
+    return f"{own} {number_text(isolated.get('max_ulp'), 3)} ulp"
+
+
+@dataclass
+class RunsReport:
+    """Runs × layers: each cell the verdict and max ULP of that run's layer against the reference."""
+
+    reference: str
+    layers: list[str]
+    cells: dict[str, list[dict[str, Any] | None]]
+    first_failing: dict[str, str | None]
+
+    @property
+    def departs_first(self) -> str | None:
+        """The run whose first failing layer comes earliest (the first such run on a tie)."""
+        position = {name: i for i, name in enumerate(self.layers)}
+        failing = [(position[layer], run) for run, layer in self.first_failing.items() if layer is not None]
+        return min(failing, key=lambda t: t[0])[1] if failing else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "layers": list(self.layers),
+            "runs": {run: list(cells) for run, cells in self.cells.items()},
+            "first_failing": dict(self.first_failing),
+            "departs_first": self.departs_first,
+        }
+
+
+def few(names: Iterable[str], limit: int = 5) -> str:
+    """A few names for a message (``'a', 'b' and 3 more``): a long capture's list would bury it."""
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "") if names else "nothing"

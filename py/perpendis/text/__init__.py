@@ -1,1 +1,0 @@
-"""Pieces of the pasted-text parser; :func:`perpendis.parse.parse_text` is the entry point."""
