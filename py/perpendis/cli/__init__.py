@@ -1,0 +1,1 @@
+"""Command-line front end: argument parsing and exit codes (docs/architecture.md)."""

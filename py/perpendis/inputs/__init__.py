@@ -1,0 +1,1 @@
+"""Bytes or pasted text to tensors: file formats, REPL text, dtype adoption (docs/architecture.md)."""

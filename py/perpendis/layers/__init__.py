@@ -1,0 +1,1 @@
+"""Captures of one network, paired layer by layer and bisected (docs/architecture.md)."""
