@@ -651,7 +651,7 @@ def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     (_, left_message, left_name), (_, absent_message, _) = outcome["caught"]
     assert left_name == "xmlrpc"  # its package is the first import to miss
-    assert "'xmlrpc'" in left_message and "STDLIB_KEEP in build.py" in left_message
+    assert "'xmlrpc'" in left_message and "STDLIB_KEEP in buildsite/trim.py" in left_message
     assert absent_message == "No module named 'no_such_module_anywhere'"
     assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome
 
@@ -699,7 +699,7 @@ def test_an_import_of_a_module_left_out_of_a_served_wheel_fails_naming_it(
     assert missed == name
     assert f"'{name}'" in message and served_as in message
     assert "STDLIB_KEEP" not in message
-    assert keep is None or f"add {name.partition('.')[2]!r} to {keep} in build.py" in message
+    assert keep is None or f"add {name.partition('.')[2]!r} to {keep} in buildsite/trim.py" in message
     assert any(f"'{name}'" in line for line in outcome["printed"]), outcome
 
 
