@@ -62,7 +62,9 @@ MARKED_BY_FOLDER = {"browser": ROOT / "tests" / "browser", "fuzz": ROOT / "tests
 SITE_ENV = "PERPENDIS_SITE"
 """Names a site already built for this run (``scripts/test.sh`` sets it to ``dist/``)."""
 
-SITE_SOURCES = ("build.py", "index.html", "app", "py/perpendis", "py/pyproject.toml", "package-lock.json")
+SITE_SOURCES = ("build.py", "buildsite", "scripts/precompile.mjs", "scripts/trace_imports.mjs",
+                "scripts/pyodide_side.mjs", "index.html", "app", "py/perpendis", "py/pyproject.toml",
+                "package-lock.json")
 """What ``build.py`` reads: a site older than any of them is stale."""
 
 

