@@ -181,7 +181,8 @@ def served_project_wheel(site: Path) -> set[str]:
     entry = lock["packages"][common.PROJECT_PACKAGE]
     assert entry["depends"] == ["numpy"]
     with zipfile.ZipFile(site / "pyodide" / entry["file_name"]) as wheel:
-        assert wheel.read("perpendis/numerics/bits.py") == (ROOT / "py" / "perpendis" / "numerics" / "bits.py").read_bytes()
+        source = ROOT / "py" / "perpendis" / "numerics" / "bits.py"
+        assert wheel.read("perpendis/numerics/bits.py") == source.read_bytes()
         return set(wheel.namelist())
 
 
