@@ -21,6 +21,7 @@ import numpy as np
 from . import bits
 from .bits import Format, format_of
 from .figures import count, percent
+from .relations.region import causes as region_causes
 from .relations.region import describe as describe_region
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
@@ -271,13 +272,15 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
         where["element"] = list(tol.first_fail.index)
     held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
     shape = tuple(r.compared_shape or ())
-    if bucket == 1 and len(region) == 1 and len(shape) == len(r.axes):
+    exact = bucket == 1 and len(region) == 1 and len(shape) == len(r.axes)
+    if exact:
         message = (f"A equals B within the tolerance except on {describe_region(shape, axis, region[axis])}, "
                    f"which holds {held:.0%} of the failures")
     else:
         message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    causes = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)",
-              "padding or masking applied to part of the tensor only"]
+    causes = region_causes(shape, axis, indices) if exact else []
+    if not causes:
+        message += "; no known cause fits a region like this alone"
     return [Finding("region", "error", message, where, causes)], region
 
 
