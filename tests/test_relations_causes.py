@@ -199,3 +199,66 @@ def test_the_paste_back_line_for_a_dtype_mismatch_passes_with_check_dtype_off():
     atol = float(line["code"].split("atol=")[1].split(",")[0])
     rtol = float(line["code"].split("rtol=")[1].split(",")[0])
     assert_same(half, ref, atol=atol, rtol=rtol, check_dtype=False)
+
+
+def test_a_negated_gain_in_one_feature_is_a_sign_flip_with_its_bias():
+    """LayerNorm's weight negated in one feature: out = -(w·x̂) + β there, A ≈ −B + 2β, which
+    is a sign flip, not BatchNorm statistics."""
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal((2, 8, 32)).astype(np.float32)
+    a = b.copy()
+    a[:, :, 3] = -b[:, :, 3] + np.float32(0.4)
+    r = compare_values(a, b)
+    top = next(f for f in r.findings if f.causes)
+    assert top.kind == "sign_flip" and top.where["indices"] == [3], (top.kind, top.message)
+    assert "BatchNorm" not in " ".join(top.causes)
+
+
+def test_a_slice_that_no_longer_follows_b_names_no_per_channel_constant():
+    """A zeroed gain leaves one value per feature whatever B is (s = 0): no mean, std or
+    BatchNorm statistic explains that, so no cause is named."""
+    rng = np.random.default_rng(6)
+    b = rng.standard_normal((2, 8, 32)).astype(np.float32)
+    a = np.broadcast_to(rng.standard_normal(32).astype(np.float32), b.shape).copy()
+    r = compare_values(a, b)
+    assert r.verdict == "investigate"
+    assert not any(f.causes for f in r.findings), [(f.kind, f.causes) for f in r.findings]
+
+
+def test_a_loose_global_affine_fit_names_no_cause():
+    """Any small perturbation is roughly A ≈ s·B + c: a global map leaving a fifth of the
+    difference describes it without naming a normalisation constant."""
+    rng = np.random.default_rng(7)
+    b = rng.standard_normal((2, 10)).astype(np.float32)
+    a = (0.5 * b - 0.1 + 0.12 * rng.standard_normal(b.shape)).astype(np.float32)
+    r = compare_values(a, b)
+    affine = [f for f in r.findings if f.kind in ("affine", "scale", "offset")]
+    assert affine and all(f.causes == [] and "no known cause fits" in f.message for f in affine)
+
+
+def test_nan_on_one_side_in_float32_names_no_float16_overflow():
+    rng = np.random.default_rng(8)
+    b = rng.standard_normal((4, 16)).astype(np.float32)
+    a = b.copy()
+    a[1, 3] = np.nan
+    r = compare_values(a, b)
+    nan = next(f for f in r.findings if f.kind == "nan")
+    assert "float16" not in " ".join(nan.causes)
+    r16 = compare_values(a.astype(np.float16), b.astype(np.float16))
+    assert "float16" in " ".join(next(f for f in r16.findings if f.kind == "nan").causes)
+
+
+def test_a_region_just_past_the_tolerance_names_no_slice():
+    """Two logits a few times over rtol where |B| is small: rounding meeting small values,
+    not a class computed differently."""
+    rng = np.random.default_rng(9)
+    b = rng.uniform(1.0, 4.0, (2, 10)).astype(np.float32)
+    b[:, [0, 8]] = np.float32(0.01)
+    a = (b * (1 + 2e-4 * rng.standard_normal(b.shape))).astype(np.float32)
+    a[:, [0, 8]] = b[:, [0, 8]] * np.float32(1.003)
+    r = compare_values(a, b)
+    region = [f for f in r.findings if f.kind == "region"]
+    assert region and region[0].causes == []
+    gross = b.copy()
+    gross[:, [0, 8]] *= 3
+    assert next(f for f in compare_values(gross + 0 * a, b).findings if f.causes)

@@ -35,6 +35,7 @@ PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale mu
 REGION_SHARE = 0.9  # share of failures the top indices of an axis must hold
 REGION_DENSITY = 0.5  # and the share of their elements that must fail
 REGION_MIN_FAILS = 4
+GROSS = 8.0  # a region names a cause when passing it needs this many times the tolerance
 
 _AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
 _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
@@ -194,6 +195,14 @@ def _dtype_evidence(findings: list[Finding], r: Report) -> None:
         dtype.evidence = {"agree_to_rounding": True, "format": r.compared_as}
 
 
+def _nonfinite_causes(r: Report) -> list[str]:
+    """An overflow in a narrower format is implied only when a side is one; otherwise a
+    NaN on one side implies no one cause (an overflow, a log of zero, a removed max-shift
+    and an uninitialised buffer all leave it), so none is named."""
+    narrow = {"float16", "bfloat16"} & {str(r.a.get("dtype")), str(r.b.get("dtype"))}
+    return [f"an overflow in {' or '.join(sorted(narrow))} (float16 saturates at 65504)"] if narrow else []
+
+
 def _nonfinite_findings(r: Report) -> list[Finding]:
     out = []
     for kind, n, where in (
@@ -208,8 +217,7 @@ def _nonfinite_findings(r: Report) -> list[Finding]:
                     "error",
                     f"{n} element(s) are {what}",
                     place(shape_text(where[0]), element=where[0]),
-                    ["an overflow in a narrower format (float16's 65504)", "a division or log of zero",
-                     "an uninitialised buffer"],
+                    _nonfinite_causes(r),
                 )
             )
     if r.n_signed_zero_diff:
@@ -278,10 +286,22 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
                    f"which holds {held:.0%} of the failures")
     else:
         message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    causes = region_causes(shape, axis, indices) if exact else []
+    causes = region_causes(shape, axis, indices) if exact and _gross(r) else []
     if not causes:
         message += "; no known cause fits a region like this alone"
     return [Finding("region", "error", message, where, causes)], region
+
+
+def _gross(r: Report) -> bool:
+    """Whether the failures are far past the tolerance (passing them needs ≥ GROSS times its
+    rtol or atol): a region of elements a few times over it is where rounding meets small
+    |B|, which implies no slice computed differently."""
+    tol, need = r.tolerance, r.min_tolerance
+    if tol is None:
+        return False
+    by_rtol = need.rtol_at_atol is None or tol.rtol <= 0 or need.rtol_at_atol >= GROSS * tol.rtol
+    by_atol = tol.atol <= 0 or need.atol_at_rtol >= GROSS * tol.atol
+    return by_rtol and by_atol
 
 
 def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
@@ -327,8 +347,8 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth:
     scale_of_b = max(float(np.sqrt(np.mean(b * b))), float(r.samples.get("b_rms", 0.0)))
     if fits_offset >= fits_scale and abs(offset) <= one * scale_of_b:
         return []
-    if fits_offset < fits_scale and abs(scale - 1) <= one:
-        return []
+    if fits_offset < fits_scale and (abs(scale - 1) <= one or abs(scale) <= one):
+        return []  # no scale, or A ≈ 0 there: a zeroed region, which the region says better
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
         causes = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
