@@ -26,12 +26,16 @@ What is measured, and how it is judged:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):
@@ -72,6 +76,67 @@ FAMILY_KINDS: dict[str, set[str]] = {
 }
 
 
+# Inputs that add to a node's result: an Add's operands, the bias of Gemm, Conv and the
+# normalisations.  Changing a tensor read only there changes an additive term.
+_ADDITIVE_INPUTS = {"Add": (0, 1), "Gemm": (2,), "Conv": (2,), "LayerNormalization": (2,),
+                    "BatchNormalization": (2,), "InstanceNormalization": (2,)}
+OFFSET_SHARE = 0.5  # share of |A - B| one constant per index of an axis must leave at most
+
+
+def changes_an_additive_term(graph: onnx.GraphProto | None, lab: dict[str, Any]) -> bool:
+    """Whether the mutation changed an additive term (a bias): a constant added after a
+    node, an Add bypassed or doubled, or an initializer read only as an addend."""
+    if lab["operator"] == "add_offset":
+        return True
+    if lab["operator"] in ("bypass", "double"):
+        return lab.get("op_type") == "Add"
+    if graph is None or not lab["operator"].startswith("init_"):
+        return False
+    uses = [(n.op_type, i) for n in graph.node for i, name in enumerate(n.input) if name == lab["target"]]
+    return bool(uses) and all(i in _ADDITIVE_INPUTS.get(op, ()) for op, i in uses)
+
+
+def offset_share(a: np.ndarray, b: np.ndarray) -> float:
+    """The least share of |A - B| left by one constant per index of one axis (1 when no
+    axis explains any of it)."""
+    if a.shape != b.shape or a.ndim == 0:
+        return 1.0
+    d = a.astype(np.float64) - b
+    size = float(np.linalg.norm(d))
+    if not np.isfinite(size) or size == 0:
+        return 1.0
+    rest = [np.linalg.norm(d - d.mean(axis=tuple(i for i in range(d.ndim) if i != ax), keepdims=True))
+            for ax in range(d.ndim)]
+    return float(min(rest) / size)
+
+
+def family_of(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.GraphProto | None) -> str | None:
+    """What the mutation did to the output, decided from the mutation and the arrays (never
+    from a report): a changed bias whose output difference is mostly one constant per index
+    of an axis (at most :data:`OFFSET_SHARE` of it left) is an offset, whatever the
+    operator's family (``init_half`` of a LayerNorm bias, a bias redrawn); an output that is
+    B reversed along an axis is a reordering (an input reversed through an equivariant
+    model); otherwise the generator's family stands."""
+    if changes_an_additive_term(graph, lab) and offset_share(a, b) <= OFFSET_SHARE:
+        return "offset"
+    if reversed_axis(a, b) is not None:
+        return "reorder"
+    return lab.get("family")
+
+
+def reversed_axis(a: np.ndarray, b: np.ndarray) -> int | None:
+    """The axis along which A is B reversed, to a thousandth of their difference in the given
+    order (an input reversed along an axis a model is equivariant to comes out reversed)."""
+    if a.shape != b.shape:
+        return None
+    a64 = a.astype(np.float64)
+    given = float(np.max(np.abs(a64 - b), initial=0.0))
+    for axis in range(a.ndim):
+        if a.shape[axis] > 1 and np.max(np.abs(a64 - np.flip(b, axis))) <= 1e-3 * given:
+            return axis
+    return None
+
+
 def named_cause(findings: list) -> Any:
     """The finding whose causes the report puts first, or None when it names none."""
     return main_finding([f for f in findings if f.kind not in NOT_A_CAUSE and f.causes])
@@ -86,6 +151,13 @@ def location_right(where: dict[str, Any] | None, truth: dict[str, Any], ndim: in
     return bool(got) and got <= want and 2 * len(got) >= len(want)
 
 
+@functools.cache
+def clean_graph(arch: str) -> onnx.GraphProto | None:
+    """The clean export's graph (without its weights' data), to see what a target feeds."""
+    path = models.onnx_path(arch)
+    return onnx.load(path, load_external_data=False).graph if path.exists() else None
+
+
 def judge(entry: dict[str, Any]) -> dict[str, Any]:
     """Compare one case and judge the report against its label."""
     a, b = cases.load(entry, MANIFEST.parent)
@@ -93,12 +165,14 @@ def judge(entry: dict[str, Any]) -> dict[str, Any]:
     lab = entry["label"]
     bug = entry["class"] != "legitimate"
     top = named_cause(report.findings)
-    kinds = FAMILY_KINDS.get(lab.get("family") or "", set())
+    family = family_of(lab, a, b, clean_graph(entry["arch"])) if bug else None
+    kinds = FAMILY_KINDS.get(family or "", set())
     called = report.verdict == "investigate"
     out = {
         "id": entry["id"],
         "operator": lab["operator"],
         "class": entry["class"],
+        "family": family,
         "verdict": report.verdict,
         "verdict_right": True if entry["class"] == "precision" else called == bug,
         "named": top.kind if top else None,
@@ -193,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     if args.verbose:
         for r in rows:
-            if not r["verdict_right"] or (r["named"] and not r["cause_right"]):
-                print(f"  {r['id']}: verdict {r['verdict']}, named {r['named']}")
+            if not r["verdict_right"] or (r["class"] != "legitimate" and r["named"] and not r["cause_right"]):
+                print(f"  {r['id']}: verdict {r['verdict']}, named {r['named']} (family {r['family']})")
     if args.json:
         args.json.write_text(json.dumps({"summary": summarise(rows), "cases": rows}, indent=1))
     return 0
