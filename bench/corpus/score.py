@@ -213,11 +213,18 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
+def group_of(row: dict[str, Any], by: str) -> str:
+    """The row's operator, or its family as scored (legitimate pairs by how they were made)."""
+    if by == "family" and row["class"] != "legitimate":
+        return str(row["family"])
+    return str(row["operator"])
+
+
+def print_table(rows: list[dict[str, Any]], by: str = "operator") -> None:
     groups: dict[str, list] = defaultdict(list)
     for r in rows:
-        groups[r["operator"]].append(r)
-    print(f"{'operator':28s} {'n':>4s} {'verdict':>7s} {'named':>5s} {'prec':>6s} {'recall':>6s} {'loc':>9s}")
+        groups[group_of(r, by)].append(r)
+    print(f"{by:28s} {'n':>4s} {'verdict':>7s} {'named':>5s} {'prec':>6s} {'recall':>6s} {'loc':>9s}")
     for op in sorted(groups, key=lambda o: (o.startswith("legit_"), o)):
         s = summarise(groups[op])
         loc = f"{s['located']}/{s['with_location']}" if s["with_location"] else "-"
@@ -249,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", nargs="*", help="only these operators (legit_* for legitimate pairs)")
     parser.add_argument("--arch", nargs="*", choices=list(models.ARCHITECTURES), help="only these architectures")
     parser.add_argument("--json", type=Path, help="write every case's judgement here")
+    parser.add_argument("--by", choices=["operator", "family"], default="operator", help="rows of the table")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each wrong case")
     args = parser.parse_args(argv)
     if not MANIFEST.exists():
@@ -264,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows = [judge(e) for e in entries]
     print(f"{len(rows)} cases of the {args.half} half scored in {time.perf_counter() - started:.1f} s\n")
-    print_table(rows)
+    print_table(rows, args.by)
     if args.verbose:
         for r in rows:
             if not r["verdict_right"] or (r["class"] != "legitimate" and r["named"] and not r["cause_right"]):
