@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "py"))
 from perpendis.compare import compare_values  # noqa: E402
 from perpendis.headline import main_finding  # noqa: E402
 
-from bench.corpus import cases, models  # noqa: E402
+from bench.corpus import cases, effects, models  # noqa: E402
 
 MANIFEST = models.CACHE / "cases" / "manifest.json"
 
@@ -80,7 +80,6 @@ FAMILY_KINDS: dict[str, set[str]] = {
 # normalisations.  Changing a tensor read only there changes an additive term.
 _ADDITIVE_INPUTS = {"Add": (0, 1), "Gemm": (2,), "Conv": (2,), "LayerNormalization": (2,),
                     "BatchNormalization": (2,), "InstanceNormalization": (2,)}
-OFFSET_SHARE = 0.5  # share of |A - B| one constant per index of an axis must leave at most
 
 
 def changes_an_additive_term(graph: onnx.GraphProto | None, lab: dict[str, Any]) -> bool:
@@ -96,32 +95,23 @@ def changes_an_additive_term(graph: onnx.GraphProto | None, lab: dict[str, Any])
     return bool(uses) and all(i in _ADDITIVE_INPUTS.get(op, ()) for op, i in uses)
 
 
-def offset_share(a: np.ndarray, b: np.ndarray) -> float:
-    """The least share of |A - B| left by one constant per index of one axis (1 when no
-    axis explains any of it)."""
-    if a.shape != b.shape or a.ndim == 0:
-        return 1.0
-    d = a.astype(np.float64) - b
-    size = float(np.linalg.norm(d))
-    if not np.isfinite(size) or size == 0:
-        return 1.0
-    rest = [np.linalg.norm(d - d.mean(axis=tuple(i for i in range(d.ndim) if i != ax), keepdims=True))
-            for ax in range(d.ndim)]
-    return float(min(rest) / size)
-
-
 def family_of(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.GraphProto | None) -> str | None:
     """What the mutation did to the output, decided from the mutation and the arrays (never
     from a report): a changed bias whose output difference is mostly one constant per index
-    of an axis (at most :data:`OFFSET_SHARE` of it left) is an offset, whatever the
+    of an axis (:func:`.effects.offset`) is an offset, whatever the
     operator's family (``init_half`` of a LayerNorm bias, a bias redrawn); an output that is
     B reversed along an axis is a reordering (an input reversed through an equivariant
-    model); otherwise the generator's family stands."""
-    if changes_an_additive_term(graph, lab) and offset_share(a, b) <= OFFSET_SHARE:
+    model); a family whose relation the output does not carry (:mod:`.effects`) is
+    ``propagated``, nameable by nothing; otherwise the generator's family stands."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if changes_an_additive_term(graph, lab) and effects.offset(a64, b64) <= effects.SHARE:
         return "offset"
     if reversed_axis(a, b) is not None:
         return "reorder"
-    return lab.get("family")
+    family = lab.get("family")
+    if family and not effects.carries(family, lab["operator"], a, b):
+        return "propagated"
+    return family
 
 
 def reversed_axis(a: np.ndarray, b: np.ndarray) -> int | None:
