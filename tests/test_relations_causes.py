@@ -262,3 +262,51 @@ def test_a_region_just_past_the_tolerance_names_no_slice():
     gross = b.copy()
     gross[:, [0, 8]] *= 3
     assert next(f for f in compare_values(gross + 0 * a, b).findings if f.causes)
+
+
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+
+
+def _corpus_pair(case_id: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    case = next(c for c in json.loads((CORPUS / "cases.json").read_text()) if c["id"] == case_id)
+    with np.load(CORPUS / case["file"]) as z:
+        return z["a"], z["b"], case
+
+
+def test_a_bias_changed_on_two_samples_logits_is_an_offset_whatever_the_input():
+    """Real ONNX Runtime against PyTorch logits-sized outputs (2 samples × 10), one class's
+    bias changed: A − B is the same in both samples there, which the per-slice affine fit
+    cannot see on two values a slice, and names that class."""
+    a, b, _ = _corpus_pair("transformer_encoder.legit.ort_basic")
+    a, b = a[:, 0, :10].copy(), b[:, 0, :10].copy()
+    a[:, 4] += np.float32(0.1167)
+    r = compare_values(a, b)
+    top = next(f for f in r.findings if f.causes)
+    assert top.kind == "slice_offset" and top.where["indices"] == [4], (top.kind, top.message)
+    assert "bias" in top.causes[0]
+
+
+def test_an_offset_that_follows_nearly_equal_samples_is_not_called_input_independent():
+    """When the two samples' outputs are nearly the same, any change is the same in both:
+    'whatever the input' is then no evidence of a bias."""
+    a, b, _ = _corpus_pair("transformer_encoder.legit.ort_basic")
+    b = np.repeat(b[:1, 0, :10], 2, axis=0) + np.float32(1e-4) * np.arange(2, dtype=np.float32)[:, None]
+    a = b + np.linspace(-0.05, 0.05, 10, dtype=np.float32)
+    r = compare_values(a, b)
+    assert not any(f.kind == "slice_offset" and "input" in f.message for f in r.findings)
+
+
+def test_a_padding_change_deep_in_a_resnet_names_no_slice():
+    """Conv padding changed mid-network: the logits fail the tolerance in one class where
+    |B| is small, but differ as much elsewhere; no slice was computed differently."""
+    a, b, case = _corpus_pair("resnet.conv_pads.node_Conv_100")
+    r = compare_values(a, b, preset=case["preset"])
+    assert r.verdict == "investigate"
+    assert not any(f.causes for f in r.findings if f.kind != "precision"), [(f.kind, f.causes) for f in r.findings]
+
+
+def test_one_class_sign_flipped_on_two_samples_is_a_sign_flip_there():
+    a, b, case = _corpus_pair("vit.post_sign_channel.output")
+    r = compare_values(a, b, preset=case["preset"])
+    top = next(f for f in r.findings if f.causes)
+    assert top.kind == "sign_flip" and top.where["indices"] == case["label"]["location"]["indices"]

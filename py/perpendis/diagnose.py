@@ -25,6 +25,7 @@ from .relations.region import causes as region_causes
 from .relations.region import describe as describe_region
 from .report import AxisFailures, Finding, Report, judged_of, passing_tolerance, place, shape_text
 from .signatures import catalogue, pair_of, precision
+from .signatures.causes import for_slices
 from .signatures.model import ROUNDOFF_FACTOR, rounding_bound
 from .tolerance import PRESETS, print_slack, printed_digits
 
@@ -34,8 +35,10 @@ ROUNDING_SHARE = 0.99  # share of differing elements that must be within that bo
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 REGION_SHARE = 0.9  # share of failures the top indices of an axis must hold
 REGION_DENSITY = 0.5  # and the share of their elements that must fail
-REGION_MIN_FAILS = 4
+REGION_MIN_FAILS = 2  # one class of two samples' logits; a cause needs the failures gross too
+PATTERN_MIN = 4  # failing elements an offset or scale is fitted on (a sign flip, fitting nothing, needs 2)
 GROSS = 8.0  # a region names a cause when passing it needs this many times the tolerance
+SEPARATION = 8.0  # and its differences are this many times those outside it
 
 _AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
 _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
@@ -286,7 +289,7 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
                    f"which holds {held:.0%} of the failures")
     else:
         message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    causes = region_causes(shape, axis, indices) if exact and _gross(r) else []
+    causes = region_causes(shape, axis, indices) if exact and _gross(r) and _apart(r, region) else []
     if not causes:
         message += "; no known cause fits a region like this alone"
     return [Finding("region", "error", message, where, causes)], region
@@ -302,6 +305,21 @@ def _gross(r: Report) -> bool:
     by_rtol = need.rtol_at_atol is None or tol.rtol <= 0 or need.rtol_at_atol >= GROSS * tol.rtol
     by_atol = tol.atol <= 0 or need.atol_at_rtol >= GROSS * tol.atol
     return by_rtol and by_atol
+
+
+def _apart(r: Report, region: dict[int, list[int]]) -> bool:
+    """Whether the region's differences stand apart from the rest's: the smallest in it at
+    least SEPARATION times the largest outside (on the sampled differing elements).  A
+    region picked out by the tolerance where |B| is small, with differences as large
+    elsewhere, is no slice computed differently."""
+    rows = r.samples.get("diffs")
+    if rows is None or not len(rows):
+        return False
+    d = np.abs(rows[:, 1] - rows[:, 2])
+    inside = _in_region(rows[:, 0], r, region)
+    if not inside.any() or not np.isfinite(d).all():
+        return False
+    return bool(not (~inside).any() or d[inside].min() >= SEPARATION * d[~inside].max())
 
 
 def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
@@ -334,6 +352,8 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth:
         causes = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
         message = f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)"
         return [Finding("sign_flip", "error", message, where, causes)]
+    if len(a) < PATTERN_MIN:
+        return []  # a flip fits nothing, so two elements show it; an offset or scale is fitted
     offset = float(np.median(a - b))
     fits_offset = np.mean(np.abs(a - b - offset) <= slack)
     nonzero = b != 0
@@ -349,14 +369,19 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth:
         return []
     if fits_offset < fits_scale and (abs(scale - 1) <= one or abs(scale) <= one):
         return []  # no scale, or A ≈ 0 there: a zeroed region, which the region says better
+    # In a region the map is one slice's: a per-slice offset or scale, with their causes.
+    n = int((where or {}).get("axis_size") or 0)
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
         causes = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
-        return [Finding("offset", "error", message, _amount(where, offset=offset), causes)]
+        kind = "slice_offset" if region else "offset"
+        return [Finding(kind, "error", message, _amount(where, offset=offset),
+                        for_slices(kind, n) if region else causes)]
     message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
     causes = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
               "dropout or BatchNorm in training mode"]
-    return [Finding("scale", "error", message, _amount(where, scale=scale), causes)]
+    kind = "slice_scale" if region else "scale"
+    return [Finding(kind, "error", message, _amount(where, scale=scale), for_slices(kind, n) if region else causes)]
 
 
 def _amount(where: dict | None, **amount: float) -> dict:
