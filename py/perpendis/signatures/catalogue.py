@@ -141,10 +141,11 @@ CATALOGUE: list[Signature] = [
 RELATIONS = [s for s in CATALOGUE if s.kinds[0] in ("transposed", "reversed", "dropout", "clipped")]
 
 
-def run(pair: Pair, u: float | None = None) -> list[Finding]:
+def run(pair: Pair, u: float | None = None, u_proven: float | None = None) -> list[Finding]:
     """Every structural finding for ``pair``, most specific first (see the module doc);
     ``u`` is the unit roundoff of a narrower format the difference's size points at, which
-    only the position test reads (:func:`.bias.find`)."""
+    only the position test reads, and ``u_proven`` that of a format one side is exact in,
+    which the value test reads too (:func:`.bias.find`)."""
     found: list[Finding] = []
     for sig in RELATIONS:
         if sig.needs_layout and not pair.in_memory:
@@ -162,7 +163,7 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
         found = find(pair)
         if found:
             return found
-    return bias.find(pair, u)
+    return bias.find(pair, u, u_proven)
 
 
 def kinds() -> set[str]:
