@@ -123,7 +123,7 @@ CATALOGUE: list[Signature] = [
         ("sign_bias", "value_dependence", "position_dependence"),
         "sign test of A − B; Spearman correlation of A − B with B and with each axis index",
         "|z| > 6 and an effect beyond 8·u·depth",
-        tuple(causes.SIGN_BIAS + causes.VALUE_DEPENDENCE + causes.POSITION_DEPENDENCE),
+        (),  # descriptions without a relation: they name no cause (bias.NO_CAUSE)
         False,
         None,  # run by :func:`run` with the fingerprint's unit roundoff
     ),
