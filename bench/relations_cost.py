@@ -7,9 +7,13 @@ revisions checked out by ``git archive`` into a temporary folder, alternating ru
 process per revision so both see the same machine.  Prints the median seconds per pair and
 revision and the ratio; asserts nothing.
 
+On a machine shared with other jobs the wall-clock medians swing by ±25 % from run to run;
+``--cpu`` times CPU seconds (``time.process_time``) on one thread instead, with the two
+revisions' runs alternating one at a time, which sees the work done, not the waiting.
+
 Usage::
 
-    python bench/relations_cost.py [BASE_REV] [--repeat 3]   # BASE_REV defaults to main
+    python bench/relations_cost.py [BASE_REV] [--repeat 3] [--cpu]   # BASE_REV defaults to main
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ N = 16 * 1024 * 1024
 CHILD = r"""
 import json, sys, time
 import numpy as np
-from perpendis.compare import compare_values
+try:
+    from perpendis.engine.compare import compare_values
+except ImportError:  # a revision from before the package was cut into layers
+    from perpendis.compare import compare_values
 n, repeat = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(0)
 b = rng.standard_normal(n, dtype=np.float32)
@@ -50,23 +57,47 @@ print(json.dumps(out))
 """
 
 
-def measure(py_dir: Path, repeat: int) -> dict:
-    got = subprocess.run([sys.executable, "-c", CHILD, str(N), str(repeat)], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(py_dir), "PATH": "/usr/bin:/bin"}, check=True)
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def measure(py_dir: Path, repeat: int, cpu: bool = False) -> dict:
+    child = CHILD.replace("time.perf_counter()", "time.process_time()") if cpu else CHILD
+    env = {"PYTHONPATH": str(py_dir), "PATH": "/usr/bin:/bin", **(ONE_THREAD if cpu else {})}
+    got = subprocess.run([sys.executable, "-c", child, str(N), str(repeat)], capture_output=True, text=True,
+                         env=env, check=True)
     return json.loads(got.stdout.strip().splitlines()[-1])
+
+
+def alternating(base_py: Path, repeat: int) -> tuple[dict, dict]:
+    """CPU-second medians of ``repeat`` single runs per revision, alternating."""
+    runs: dict[str, list[dict]] = {"base": [], "head": []}
+    for _ in range(repeat):
+        runs["base"].append(measure(base_py, 1, cpu=True))
+        runs["head"].append(measure(ROOT / "py", 1, cpu=True))
+
+    def median(side: list[dict]) -> dict:
+        return {name: {"seconds": sorted(r[name]["seconds"] for r in side)[len(side) // 2],
+                       "top": side[-1][name]["top"]} for name in side[0]}
+
+    return median(runs["base"]), median(runs["head"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", nargs="?", default="main")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds on one thread, runs alternating")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tar = subprocess.run(["git", "-C", str(ROOT), "archive", args.base, "py"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", tmp], input=tar.stdout, check=True)
-        base = measure(Path(tmp) / "py", args.repeat)
-        head = measure(ROOT / "py", args.repeat)
-    print(f"compare() on 2 x {N // (1024 * 1024)}M float32, median of {args.repeat}")
+        if args.cpu:
+            base, head = alternating(Path(tmp) / "py", args.repeat)
+        else:
+            base = measure(Path(tmp) / "py", args.repeat)
+            head = measure(ROOT / "py", args.repeat)
+    unit = "CPU seconds, one thread, alternating" if args.cpu else "wall seconds"
+    print(f"compare() on 2 x {N // (1024 * 1024)}M float32, median of {args.repeat} ({unit})")
     print(f"{'pair':18s} {args.base + ' s':>10s} {'this tree s':>12s} {'ratio':>7s}  top finding (base -> this)")
     for name in base:
         b, h = base[name]["seconds"], head[name]["seconds"]

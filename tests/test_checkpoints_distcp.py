@@ -101,7 +101,7 @@ def test_the_metadata_is_read_without_torch(saved):
     dcp, _ = saved
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "from perpendis.formats import distcp\n"
+        "from perpendis.inputs.formats import distcp\n"
         f"layout = distcp.read_metadata(open({str(dcp / '.metadata')!r}, 'rb').read())\n"
         "print(len(layout.entries), layout.not_tensors, layout.entries[0].dtype)\n"
     )

@@ -26,12 +26,16 @@ What is measured, and how it is judged:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):
@@ -41,7 +45,7 @@ sys.path.insert(0, str(ROOT / "py"))
 from perpendis.engine.compare import compare_values  # noqa: E402
 from perpendis.report.headline import main_finding  # noqa: E402
 
-from bench.corpus import cases, models  # noqa: E402
+from bench.corpus import cases, effects, models  # noqa: E402
 
 MANIFEST = models.CACHE / "cases" / "manifest.json"
 
@@ -72,6 +76,57 @@ FAMILY_KINDS: dict[str, set[str]] = {
 }
 
 
+# Inputs that add to a node's result: an Add's operands, the bias of Gemm, Conv and the
+# normalisations.  Changing a tensor read only there changes an additive term.
+_ADDITIVE_INPUTS = {"Add": (0, 1), "Gemm": (2,), "Conv": (2,), "LayerNormalization": (2,),
+                    "BatchNormalization": (2,), "InstanceNormalization": (2,)}
+
+
+def changes_an_additive_term(graph: onnx.GraphProto | None, lab: dict[str, Any]) -> bool:
+    """Whether the mutation changed an additive term (a bias): a constant added after a
+    node, an Add bypassed or doubled, or an initializer read only as an addend."""
+    if lab["operator"] == "add_offset":
+        return True
+    if lab["operator"] in ("bypass", "double"):
+        return lab.get("op_type") == "Add"
+    if graph is None or not lab["operator"].startswith("init_"):
+        return False
+    uses = [(n.op_type, i) for n in graph.node for i, name in enumerate(n.input) if name == lab["target"]]
+    return bool(uses) and all(i in _ADDITIVE_INPUTS.get(op, ()) for op, i in uses)
+
+
+def family_of(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.GraphProto | None) -> str | None:
+    """What the mutation did to the output, decided from the mutation and the arrays (never
+    from a report): a changed bias whose output difference is mostly one constant per index
+    of an axis (:func:`.effects.offset`) is an offset, whatever the
+    operator's family (``init_half`` of a LayerNorm bias, a bias redrawn); an output that is
+    B reversed along an axis is a reordering (an input reversed through an equivariant
+    model); a family whose relation the output does not carry (:mod:`.effects`) is
+    ``propagated``, nameable by nothing; otherwise the generator's family stands."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if changes_an_additive_term(graph, lab) and effects.offset(a64, b64) <= effects.SHARE:
+        return "offset"
+    if reversed_axis(a, b) is not None:
+        return "reorder"
+    family = lab.get("family")
+    if family and not effects.carries(family, lab["operator"], a, b):
+        return "propagated"
+    return family
+
+
+def reversed_axis(a: np.ndarray, b: np.ndarray) -> int | None:
+    """The axis along which A is B reversed, to a thousandth of their difference in the given
+    order (an input reversed along an axis a model is equivariant to comes out reversed)."""
+    if a.shape != b.shape:
+        return None
+    a64 = a.astype(np.float64)
+    given = float(np.max(np.abs(a64 - b), initial=0.0))
+    for axis in range(a.ndim):
+        if a.shape[axis] > 1 and np.max(np.abs(a64 - np.flip(b, axis))) <= 1e-3 * given:
+            return axis
+    return None
+
+
 def named_cause(findings: list) -> Any:
     """The finding whose causes the report puts first, or None when it names none."""
     return main_finding([f for f in findings if f.kind not in NOT_A_CAUSE and f.causes])
@@ -86,6 +141,13 @@ def location_right(where: dict[str, Any] | None, truth: dict[str, Any], ndim: in
     return bool(got) and got <= want and 2 * len(got) >= len(want)
 
 
+@functools.cache
+def clean_graph(arch: str) -> onnx.GraphProto | None:
+    """The clean export's graph (without its weights' data), to see what a target feeds."""
+    path = models.onnx_path(arch)
+    return onnx.load(path, load_external_data=False).graph if path.exists() else None
+
+
 def judge(entry: dict[str, Any]) -> dict[str, Any]:
     """Compare one case and judge the report against its label."""
     a, b = cases.load(entry, MANIFEST.parent)
@@ -93,12 +155,14 @@ def judge(entry: dict[str, Any]) -> dict[str, Any]:
     lab = entry["label"]
     bug = entry["class"] != "legitimate"
     top = named_cause(report.findings)
-    kinds = FAMILY_KINDS.get(lab.get("family") or "", set())
+    family = family_of(lab, a, b, clean_graph(entry["arch"])) if bug else None
+    kinds = FAMILY_KINDS.get(family or "", set())
     called = report.verdict == "investigate"
     out = {
         "id": entry["id"],
         "operator": lab["operator"],
         "class": entry["class"],
+        "family": family,
         "verdict": report.verdict,
         "verdict_right": True if entry["class"] == "precision" else called == bug,
         "named": top.kind if top else None,
@@ -139,11 +203,18 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
+def group_of(row: dict[str, Any], by: str) -> str:
+    """The row's operator, or its family as scored (legitimate pairs by how they were made)."""
+    if by == "family" and row["class"] != "legitimate":
+        return str(row["family"])
+    return str(row["operator"])
+
+
+def print_table(rows: list[dict[str, Any]], by: str = "operator") -> None:
     groups: dict[str, list] = defaultdict(list)
     for r in rows:
-        groups[r["operator"]].append(r)
-    print(f"{'operator':28s} {'n':>4s} {'verdict':>7s} {'named':>5s} {'prec':>6s} {'recall':>6s} {'loc':>9s}")
+        groups[group_of(r, by)].append(r)
+    print(f"{by:28s} {'n':>4s} {'verdict':>7s} {'named':>5s} {'prec':>6s} {'recall':>6s} {'loc':>9s}")
     for op in sorted(groups, key=lambda o: (o.startswith("legit_"), o)):
         s = summarise(groups[op])
         loc = f"{s['located']}/{s['with_location']}" if s["with_location"] else "-"
@@ -175,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operator", nargs="*", help="only these operators (legit_* for legitimate pairs)")
     parser.add_argument("--arch", nargs="*", choices=list(models.ARCHITECTURES), help="only these architectures")
     parser.add_argument("--json", type=Path, help="write every case's judgement here")
+    parser.add_argument("--by", choices=["operator", "family"], default="operator", help="rows of the table")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each wrong case")
     args = parser.parse_args(argv)
     if not MANIFEST.exists():
@@ -190,11 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows = [judge(e) for e in entries]
     print(f"{len(rows)} cases of the {args.half} half scored in {time.perf_counter() - started:.1f} s\n")
-    print_table(rows)
+    print_table(rows, args.by)
     if args.verbose:
         for r in rows:
-            if not r["verdict_right"] or (r["named"] and not r["cause_right"]):
-                print(f"  {r['id']}: verdict {r['verdict']}, named {r['named']}")
+            if not r["verdict_right"] or (r["class"] != "legitimate" and r["named"] and not r["cause_right"]):
+                print(f"  {r['id']}: verdict {r['verdict']}, named {r['named']} (family {r['family']})")
     if args.json:
         args.json.write_text(json.dumps({"summary": summarise(rows), "cases": rows}, indent=1))
     return 0

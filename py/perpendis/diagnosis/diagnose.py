@@ -24,8 +24,10 @@ from ..numerics.figures import count, percent
 from ..numerics.tolerance import PRESETS, print_slack, printed_digits
 from ..report.model import AxisFailures, Finding, Report, place
 from ..report.text import judged_of, passing_tolerance, shape_text
+from .relations.region import causes as region_causes
 from .relations.region import describe as describe_region
 from .signatures import catalogue, pair_of, precision
+from .signatures.causes import for_slices
 from .signatures.model import ROUNDOFF_FACTOR, rounding_bound
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
@@ -34,7 +36,13 @@ ROUNDING_SHARE = 0.99  # share of differing elements that must be within that bo
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 REGION_SHARE = 0.9  # share of failures the top indices of an axis must hold
 REGION_DENSITY = 0.5  # and the share of their elements that must fail
-REGION_MIN_FAILS = 4
+REGION_MIN_FAILS = 2  # one class of two samples' logits; a cause needs the failures gross too
+PATTERN_MIN = 4  # failing elements an offset or scale is fitted on (a sign flip, fitting nothing, needs 2)
+GROSS = 8.0  # a region names a cause when passing it needs this many times the tolerance
+SEPARATION = 8.0  # and its differences are this many times those outside it
+# Roundings deep a narrower format's rounding may be when its own preset fails: a whole
+# Llama block stack in bfloat16 leaves a 99th percentile of 13 u, 2 deep at 8 u each.
+NARROW_DEPTH = 4
 
 _AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
 _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
@@ -151,28 +159,29 @@ def _dtype_findings(r: Report, check_dtype: bool = True) -> list[Finding]:
 
 
 def _declared_precision(findings: list[Finding], r: Report) -> None:
-    """A side proven computed in a narrower format (every value exact there), judged with
-    that format's own preset, whose every difference is rounding of that format (the
-    rounding finding, against B's RMS where |B| is smaller): the preset's fixed atol
-    failing near-zero values of a cancelling sum is then no bug, and an error verdict would
-    contradict the rounding finding.  The tolerance and precision findings become a
-    warning and information that say so."""
+    """A pair judged with a narrower format's own preset (the user's declaration that a
+    side ran in it), whose differences are that format's size (a side exact in it, or an
+    autocast run whose last ops widen, by size alone) and every one rounding of that
+    format (the rounding finding, against B's RMS where |B| is smaller): the preset's
+    fixed atol failing near-zero values of a cancelling sum is then no bug, and an error
+    verdict would contradict the rounding finding.  The tolerance and precision findings
+    become a warning and information that say so."""
     tol = r.tolerance
     found = next((f for f in findings if f.kind == "precision" and f.severity == "error"), None)
-    if tol is None or tol.passed or found is None or not any(f.kind == "rounding" for f in findings):
+    if tol is None or tol.passed or found is None or not any(f.kind in ("rounding", "deep_rounding") for f in findings):
         return
     amount = (found.where or {}).get("amount", {})
     declared = {n.preset for n in precision.NARROW if n.name in amount.get("formats", [])}
-    if "side" not in amount or tol.preset not in declared:
-        return
+    if tol.preset not in declared:
+        return  # the preset names no format the differences fit: the user declared none
     found.severity = "info"
     found.message = found.message.split("; even preset")[0] + f"; the preset {tol.preset} was chosen for it"
     for f in findings:
         if f.kind == "tolerance" and f.severity == "error":
             f.severity = "warning"
-            f.message += (f"; every differing element is within {', '.join(amount['formats'])}'s rounding of B's "
-                          "scale (see the rounding finding): the preset's fixed atol fails near-zero values of "
-                          "sums that cancel")
+            f.message += (f"; the differences are {' or '.join(amount['formats'])} rounding of B's scale (see the "
+                          "rounding finding): the preset's fixed atol fails near-zero values of sums that cancel, "
+                          "and a deep computation in that format rounds more than once")
 
 
 def _dtype_evidence(findings: list[Finding], r: Report) -> None:
@@ -194,6 +203,14 @@ def _dtype_evidence(findings: list[Finding], r: Report) -> None:
         dtype.evidence = {"agree_to_rounding": True, "format": r.compared_as}
 
 
+def _nonfinite_causes(r: Report) -> list[str]:
+    """An overflow in a narrower format is implied only when a side is one; otherwise a
+    NaN on one side implies no one cause (an overflow, a log of zero, a removed max-shift
+    and an uninitialised buffer all leave it), so none is named."""
+    narrow = {"float16", "bfloat16"} & {str(r.a.get("dtype")), str(r.b.get("dtype"))}
+    return [f"an overflow in {' or '.join(sorted(narrow))} (float16 saturates at 65504)"] if narrow else []
+
+
 def _nonfinite_findings(r: Report) -> list[Finding]:
     out = []
     for kind, n, where in (
@@ -208,8 +225,7 @@ def _nonfinite_findings(r: Report) -> list[Finding]:
                     "error",
                     f"{n} element(s) are {what}",
                     place(shape_text(where[0]), element=where[0]),
-                    ["an overflow in a narrower format (float16's 65504)", "a division or log of zero",
-                     "an uninitialised buffer"],
+                    _nonfinite_causes(r),
                 )
             )
     if r.n_signed_zero_diff:
@@ -272,14 +288,43 @@ def _region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
         where["element"] = list(tol.first_fail.index)
     held = min(sum(r.axes[ax].fail_counts[i] for i in top) for ax, top in region.items()) / tol.n_fail
     shape = tuple(r.compared_shape or ())
-    if bucket == 1 and len(region) == 1 and len(shape) == len(r.axes):
+    exact = bucket == 1 and len(region) == 1 and len(shape) == len(r.axes)
+    if exact:
         message = (f"A equals B within the tolerance except on {describe_region(shape, axis, region[axis])}, "
                    f"which holds {held:.0%} of the failures")
     else:
         message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    causes = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)",
-              "padding or masking applied to part of the tensor only"]
+    causes = region_causes(shape, axis, indices) if exact and _gross(r) and _apart(r, region) else []
+    if not causes:
+        message += "; no known cause fits a region like this alone"
     return [Finding("region", "error", message, where, causes)], region
+
+
+def _gross(r: Report) -> bool:
+    """Whether the failures are far past the tolerance (passing them needs ≥ GROSS times its
+    rtol or atol): a region of elements a few times over it is where rounding meets small
+    |B|, which implies no slice computed differently."""
+    tol, need = r.tolerance, r.min_tolerance
+    if tol is None:
+        return False
+    by_rtol = need.rtol_at_atol is None or tol.rtol <= 0 or need.rtol_at_atol >= GROSS * tol.rtol
+    by_atol = tol.atol <= 0 or need.atol_at_rtol >= GROSS * tol.atol
+    return by_rtol and by_atol
+
+
+def _apart(r: Report, region: dict[int, list[int]]) -> bool:
+    """Whether the region's differences stand apart from the rest's: the smallest in it at
+    least SEPARATION times the largest outside (on the sampled differing elements).  A
+    region picked out by the tolerance where |B| is small, with differences as large
+    elsewhere, is no slice computed differently."""
+    rows = r.samples.get("diffs")
+    if rows is None or not len(rows):
+        return False
+    d = np.abs(rows[:, 1] - rows[:, 2])
+    inside = _in_region(rows[:, 0], r, region)
+    if not inside.any() or not np.isfinite(d).all():
+        return False
+    return bool(not (~inside).any() or d[inside].min() >= SEPARATION * d[~inside].max())
 
 
 def _in_region(flats: np.ndarray, r: Report, region: dict[int, list[int]]) -> np.ndarray:
@@ -312,6 +357,8 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth:
         causes = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
         message = f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)"
         return [Finding("sign_flip", "error", message, where, causes)]
+    if len(a) < PATTERN_MIN:
+        return []  # a flip fits nothing, so two elements show it; an offset or scale is fitted
     offset = float(np.median(a - b))
     fits_offset = np.mean(np.abs(a - b - offset) <= slack)
     nonzero = b != 0
@@ -325,16 +372,21 @@ def _pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth:
     scale_of_b = max(float(np.sqrt(np.mean(b * b))), float(r.samples.get("b_rms", 0.0)))
     if fits_offset >= fits_scale and abs(offset) <= one * scale_of_b:
         return []
-    if fits_offset < fits_scale and abs(scale - 1) <= one:
-        return []
+    if fits_offset < fits_scale and (abs(scale - 1) <= one or abs(scale) <= one):
+        return []  # no scale, or A ≈ 0 there: a zeroed region, which the region says better
+    # In a region the map is one slice's: a per-slice offset or scale, with their causes.
+    n = int((where or {}).get("axis_size") or 0)
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
         causes = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
-        return [Finding("offset", "error", message, _amount(where, offset=offset), causes)]
+        kind = "slice_offset" if region else "offset"
+        return [Finding(kind, "error", message, _amount(where, offset=offset),
+                        for_slices(kind, n) if region else causes)]
     message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
     causes = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
               "dropout or BatchNorm in training mode"]
-    return [Finding("scale", "error", message, _amount(where, scale=scale), causes)]
+    kind = "slice_scale" if region else "scale"
+    return [Finding(kind, "error", message, _amount(where, scale=scale), for_slices(kind, n) if region else causes)]
 
 
 def _amount(where: dict | None, **amount: float) -> dict:
@@ -407,9 +459,16 @@ def _rounding(
             f"{scaled.max() / u:.3g} u"
         )
         return [Finding("rounding", "info", message)]
-    if not tol.passed:
-        return []  # the tolerance finding already says this is more than rounding
     needed = math.ceil(typical / (ROUNDOFF_FACTOR * u))
+    if not tol.passed:
+        if narrow is not None and not structured and needed <= NARROW_DEPTH:
+            # Rounding of a narrower format a few roundings deep (a whole model in bfloat16):
+            # what it is, whatever the tolerance says; the preset decides (_declared_precision).
+            message = (f"the differences are rounding in {narrow[0]} of a computation about {needed} roundings deep: "
+                       f"the 99th percentile is {typical:.3g} {measure} ({typical / u:.3g} u, {u_text}), with no "
+                       "structure found")
+            return [Finding("deep_rounding", "info", message)]
+        return []  # the tolerance finding already says this is more than rounding
     plausible = 2.0 ** (round(-math.log2(u)) / 2)  # sqrt(1/u) roundings: 4096 for float32
     if not structured and needed > plausible:
         # Only a tolerance set this loose passes it; the tolerance is the user's call, so
@@ -506,7 +565,7 @@ def _structure(report: Report, depth: float) -> tuple[list[Finding], Finding | N
         chosen = [fp.exact[1]] if fp.exact else fp.candidates
         narrow = (" or ".join(n.name for n in chosen), max(n.unit_roundoff for n in chosen))
         u = narrow[1]
-    structural = catalogue.run(pair, u)
+    structural = catalogue.run(pair, u, fp.exact[1].unit_roundoff if fp is not None and fp.exact else None)
     if structural and fp is not None and fp.exact is None:
         # Without exact representability the fingerprint is only an error size, which a
         # systematic difference (an approximated activation, a quantised grid) also has.

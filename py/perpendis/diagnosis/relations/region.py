@@ -41,6 +41,27 @@ def describe(shape: tuple[int, ...], axis: int, indices: list[int]) -> str:
     return f"{noun}{'s' if len(indices) > 1 else ''} {shown} of axis {axis}"
 
 
+_ROWS = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)"]
+_END = ["padding or masking applied to part of the tensor only (a mask or truncation at one end of the axis)",
+        "an off-by-one index or a shifted window at the end of the axis"]
+
+
+def causes(shape: tuple[int, ...], axis: int, indices: list[int]) -> list[str]:
+    """The causes a region implies, by what its axis and indices are.
+
+    A few batch entries say only that those samples' own inputs drive the difference (a
+    low-variance row meeting a changed epsilon, say): no weight slice or index is
+    implied, so no cause is.  A run at one end of another axis implies padding, masking
+    or an off-by-one; a few indices elsewhere, one slice computed differently."""
+    if not indices or axis_noun(shape, axis) == "batch entry":
+        return []
+    runs = _runs(indices)
+    n = shape[axis]
+    if len(runs) == 1 and len(indices) > 1 and (runs[0][0] == 0 or runs[0][1] == n - 1):
+        return list(_END)
+    return list(_ROWS)
+
+
 def of_sample(shape: tuple[int, ...], flat: np.ndarray) -> tuple[int, list[int]] | None:
     """(axis, indices) when every sampled differing element lies in a few indices of one
     axis (at most a quarter of it, or one run at one end), else None; the axis whose

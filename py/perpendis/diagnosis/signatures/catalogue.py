@@ -27,6 +27,13 @@ def elementwise_relation(pair: Pair) -> list[Finding]:
     return find(pair) or normalise.find(pair) or rotation.find(pair)
 
 
+def input_independent_offset(pair: Pair) -> list[Finding]:
+    """The relation search's offset that is the same for every sample (imported late)."""
+    from ..relations import invariant
+
+    return invariant.find(pair)
+
+
 @dataclass(frozen=True)
 class Signature:
     kinds: tuple[str, ...]
@@ -116,7 +123,7 @@ CATALOGUE: list[Signature] = [
         ("sign_bias", "value_dependence", "position_dependence"),
         "sign test of A − B; Spearman correlation of A − B with B and with each axis index",
         "|z| > 6 and an effect beyond 8·u·depth",
-        tuple(causes.SIGN_BIAS + causes.VALUE_DEPENDENCE + causes.POSITION_DEPENDENCE),
+        (),  # descriptions without a relation: they name no cause (bias.NO_CAUSE)
         False,
         None,  # run by :func:`run` with the fingerprint's unit roundoff
     ),
@@ -134,10 +141,11 @@ CATALOGUE: list[Signature] = [
 RELATIONS = [s for s in CATALOGUE if s.kinds[0] in ("transposed", "reversed", "dropout", "clipped")]
 
 
-def run(pair: Pair, u: float | None = None) -> list[Finding]:
+def run(pair: Pair, u: float | None = None, u_proven: float | None = None) -> list[Finding]:
     """Every structural finding for ``pair``, most specific first (see the module doc);
     ``u`` is the unit roundoff of a narrower format the difference's size points at, which
-    only the position test reads (:func:`.bias.find`)."""
+    only the position test reads, and ``u_proven`` that of a format one side is exact in,
+    which the value test reads too (:func:`.bias.find`)."""
     found: list[Finding] = []
     for sig in RELATIONS:
         if sig.needs_layout and not pair.in_memory:
@@ -151,11 +159,11 @@ def run(pair: Pair, u: float | None = None) -> list[Finding]:
     # images) leaves both sides on grids: the affine relation says more, so it goes first.
     # A parameter-free elementwise map (A = exp(B), GELU's variants, a cast) is more
     # specific than a fitted scale, so the relation search comes before both.
-    for find in (elementwise_relation, affine.find, grid.find):
+    for find in (elementwise_relation, affine.find, input_independent_offset, grid.find):
         found = find(pair)
         if found:
             return found
-    return bias.find(pair, u)
+    return bias.find(pair, u, u_proven)
 
 
 def kinds() -> set[str]:

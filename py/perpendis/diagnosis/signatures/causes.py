@@ -64,19 +64,6 @@ GRID = [
     "a coarse cast on one side (to int, float8 or bfloat16) and back",
 ]
 DROPOUT = ["dropout left in training mode (model.train(), F.dropout(training=True))", "a stochastic layer (DropPath)"]
-SIGN_BIAS = [
-    "an approximated activation (GELU tanh against erf, fast exp or sigmoid)",
-    "an epsilon or constant that differs",
-    "truncation instead of rounding in a cast",
-]
-VALUE_DEPENDENCE = [
-    "an activation that differs (GELU tanh against erf, SiLU against x·sigmoid approximation)",
-    "a nonlinearity applied on one side only",
-]
-POSITION_DEPENDENCE = [
-    "a positional encoding or rotary embedding that differs",
-    "a mask or causal offset that differs",
-]
 
 # The switches that decide a float32 computation's precision, per cause.
 SWITCHES = {

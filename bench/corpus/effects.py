@@ -1,0 +1,172 @@
+"""What a mutation did to the output: does A carry the relation of the mutation's family?
+
+A mutation mid-graph reaches the output through later layers, which may keep its kind
+(a final LayerNorm's epsilon leaves one scale and offset per row) or mix it into a
+difference no report could name from the output alone (the same epsilon three blocks
+earlier).  The scorer labels a case by its family only when the output carries that
+family's relation, each tested here on A and B directly by a plain fit that knows
+nothing of the engine: the relation must explain at least half of ``|A - B|``
+(:data:`SHARE`).  Generous on purpose: a label that calls a case nameable when the
+output barely carries it can only lower the recall measured, never raise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+
+SHARE = 0.5  # a relation carries the family when it leaves at most this share of |A - B|
+BINS = 64  # quantile bins of B for "A - B is a function of B"
+SHIFTS = (1, 2, 3)  # positions a shifted axis is tried at, each way
+NARROW = {"cast_fp16": np.float16, "cast_bf16": ml_dtypes.bfloat16}
+
+
+def _left(rest: np.ndarray, d: np.ndarray) -> float:
+    """Share of |A - B| (Frobenius) a fit leaves; 1 when there is nothing to explain."""
+    size = float(np.linalg.norm(d))
+    return float(np.linalg.norm(rest) / size) if size > 0 and np.isfinite(size) else 1.0
+
+
+def _others(ndim: int, axis: int) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i != axis)
+
+
+def _by_chance(k: int, n: int) -> float:
+    """The share of a random difference that ``k`` fitted constants leave of ``n`` values
+    (sqrt(1 - k/n)): a fit is judged against it, so one constant per column of a 2 × 10
+    output is not called an offset because two values fit any constant half-way."""
+    return float(np.sqrt(max(1.0 - k / n, 0.0)))
+
+
+def offset(a: np.ndarray, b: np.ndarray) -> float:
+    """One constant per index of some axis, or one everywhere (a bias); the share left,
+    over what as many constants leave of a random difference."""
+    d = a - b
+    best = _left(d - d.mean(), d)
+    for axis in range(d.ndim):
+        k = d.shape[axis]
+        if k < 2 or k >= d.size:
+            continue
+        left = _left(d - d.mean(axis=_others(d.ndim, axis), keepdims=True), d)
+        best = min(best, left / max(_by_chance(k, d.size), 1e-12))
+    return best
+
+
+def per_fibre_affine(a: np.ndarray, b: np.ndarray) -> float:
+    """One scale and offset per fibre along some axis (a normalisation's statistics that
+    differ: an epsilon, a mean, a variance)."""
+    best = 1.0
+    for axis in range(a.ndim):
+        if a.shape[axis] < 3:
+            continue
+        mb, ma = b.mean(axis=axis, keepdims=True), a.mean(axis=axis, keepdims=True)
+        db = b - mb
+        vb = np.maximum((db * db).mean(axis=axis, keepdims=True), 1e-300)
+        s = (db * (a - ma)).mean(axis=axis, keepdims=True) / vb
+        fibres = a.size // a.shape[axis]
+        best = min(best, _left(a - (s * db + ma), a - b) / max(_by_chance(2 * fibres, a.size), 1e-12))
+    return best
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def normalised(a: np.ndarray, b: np.ndarray) -> float:
+    """A = softmax(B) or log_softmax(B) along an axis, or one scale and offset per fibre."""
+    best = per_fibre_affine(a, b)
+    with np.errstate(all="ignore"):
+        for axis in range(a.ndim):
+            p = _softmax(b, axis)
+            for pred in (p, np.log(p)):
+                best = min(best, _left(a - pred, a - b))
+    return best
+
+
+def function_of_b(a: np.ndarray, b: np.ndarray) -> float:
+    """A - B as one function of B (an activation changed): its mean per quantile bin of B."""
+    d = (a - b).ravel()
+    if d.size < 4 * BINS:
+        return 1.0
+    edges = np.quantile(b, np.linspace(0, 1, BINS + 1)[1:-1])
+    which = np.searchsorted(edges, b.ravel())
+    sums = np.bincount(which, d, minlength=BINS)
+    counts = np.maximum(np.bincount(which, minlength=BINS), 1)
+    return _left(d - (sums / counts)[which], d)
+
+
+def clipped(a: np.ndarray, b: np.ndarray) -> float:
+    """A = clip(B) at A's own extremes."""
+    return _left(a - np.clip(b, a.min(), a.max()), a - b)
+
+
+def reordered(a: np.ndarray, b: np.ndarray) -> float:
+    """A is B with the slices of one axis in another order: each slice of A set against
+    its nearest slice of B."""
+    best = 1.0
+    for axis in range(a.ndim):
+        n = a.shape[axis]
+        if n < 2 or n > 512:
+            continue
+        sa = np.moveaxis(a, axis, 0).reshape(n, -1)
+        sb = np.moveaxis(b, axis, 0).reshape(n, -1)
+        dist = ((sa * sa).sum(1)[:, None] + (sb * sb).sum(1)[None, :] - 2 * sa @ sb.T).clip(0)
+        best = min(best, float(np.sqrt(dist.min(axis=1).sum())) / max(float(np.linalg.norm(a - b)), 1e-300))
+    return best
+
+
+def shifted(a: np.ndarray, b: np.ndarray) -> float:
+    """A is B shifted by a few positions along one axis (the ends left out of the fit)."""
+    best = 1.0
+    for axis in range(a.ndim):
+        n = a.shape[axis]
+        for k in (*SHIFTS, *(-s for s in SHIFTS)):
+            if n <= 2 * abs(k):
+                continue
+            inner = slice(abs(k), n - abs(k))
+            pa = np.take(a, range(n)[inner], axis=axis)
+            pb = np.take(np.roll(b, k, axis=axis), range(n)[inner], axis=axis)
+            best = min(best, _left(pa - pb, pa - np.take(b, range(n)[inner], axis=axis)))
+    return best
+
+
+def scaled(a: np.ndarray, b: np.ndarray) -> float:
+    s = float(np.vdot(a, b) / max(float(np.vdot(b, b)), 1e-300))
+    return _left(a - s * b, a - b)
+
+
+TESTS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "scale": scaled,
+    "offset": offset,
+    "normalisation": normalised,
+    "activation": function_of_b,
+    "clip": clipped,
+    "reorder": reordered,
+    "position": shifted,
+}
+
+
+def representable(a: np.ndarray, operator: str) -> bool:
+    """A's finite values all exact in the format a precision round trip cast through."""
+    fmt = NARROW.get(operator)
+    if fmt is None:
+        return False
+    finite = a[np.isfinite(a)].astype(np.float32)
+    return bool(finite.size) and bool(np.all(finite.astype(fmt).astype(np.float32) == finite))
+
+
+def carries(family: str, operator: str, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the output carries the relation of ``family`` (families without a test here
+    are decided elsewhere and carry it)."""
+    if family == "precision":
+        return representable(a, operator)
+    test = TESTS.get(family)
+    if test is None:
+        return True
+    if a.shape != b.shape or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return True  # no fit to make: the family stands (nameable, so counted for recall)
+    with np.errstate(all="ignore"):
+        return test(a.astype(np.float64), b.astype(np.float64)) <= SHARE
