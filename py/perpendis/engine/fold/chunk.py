@@ -90,6 +90,8 @@ class Differing:
     rel: np.ndarray  # |a - b| / |b|
     n_equal: int  # equal values of differing bits: +0 against -0 (or int64 neighbours float64 cannot tell apart)
     finite: np.ndarray | None  # both sides finite; None: all of them are
+    nan_a: np.ndarray | None  # A and B NaN (None when all are finite)
+    nan_b: np.ndarray | None
     dist: np.ndarray  # ULP distance
     defined: np.ndarray  # where the distance is defined
 
@@ -112,9 +114,13 @@ def differing(diff: np.ndarray, start: int, ra: np.ndarray, rb: np.ndarray, dtyp
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = absd / absb
     # A finite difference needs both sides finite; only when some is not are the sides checked.
-    finite = None if np.isfinite(signed).all() else np.isfinite(va) & np.isfinite(vb)
+    finite = nan_a = nan_b = None
+    if not np.isfinite(signed).all():
+        finite, nan_a, nan_b = np.isfinite(va) & np.isfinite(vb), np.isnan(va), np.isnan(vb)
     dist, defined = bits.ulp_distance(da, db, fmt)
-    return Differing(diff, diff + start, da, db, va, vb, signed, absd, absb, rel, n_equal, finite, dist, defined)
+    return Differing(
+        diff, diff + start, da, db, va, vb, signed, absd, absb, rel, n_equal, finite, nan_a, nan_b, dist, defined
+    )
 
 
 def chunk_partial(
@@ -168,8 +174,8 @@ def _where_they_differ(p: Partial, d: Differing, fmt: Format) -> None:
     p.n_diff = int(d.at.size)
     p.first_diff = Pick(0.0, int(d.flat[0]), int(d.da[0]), int(d.db[0]))
     defined = None
-    if d.finite is not None:
-        nan_a, nan_b = np.isnan(d.va), np.isnan(d.vb)
+    if d.nan_a is not None and d.nan_b is not None:
+        nan_a, nan_b = d.nan_a, d.nan_b
         nan_mismatch = nan_a != nan_b
         inf_mismatch = (np.isinf(d.va) | np.isinf(d.vb)) & ~nan_a & ~nan_b
         p.n_nan, p.nan_flat = int(nan_mismatch.sum()), d.flat[nan_mismatch][:INDEX_CAP].tolist()
@@ -224,7 +230,7 @@ def _tolerance_test(
 ) -> None:
     """The tolerance test of real values: the failures among the differing elements and the
     bit-equal NaNs the rule fails, and the smallest tolerance that passes."""
-    both_nan = None if d.finite is None else np.isnan(d.va) & np.isnan(d.vb)
+    both_nan = None if d.nan_a is None else d.nan_a & d.nan_b
     failed, p.n_print_limited = failing(d.absd, d.absb, both_nan, d.da, d.db, fmt, tol, lossy)
     if failed.any() or same_nan.size:
         judged = judged_difference(d.absd[failed], d.da[failed], d.db[failed], fmt, tol)
