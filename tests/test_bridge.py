@@ -111,7 +111,8 @@ def test_a_new_comparison_forgets_the_kept_pair_before_its_bytes_arrive():
 
 
 def test_a_helper_folds_a_share_as_the_helper_does_natively():
-    from perpendis.engine.compare import CHUNK, prepare
+    from perpendis.engine.compare import prepare
+    from perpendis.engine.fold.chunk import CHUNK
     from perpendis.inputs.tensor import from_numpy
 
     rng = np.random.default_rng(4)

@@ -22,7 +22,7 @@ from perpendis.checkpoints.rename import preset
 from perpendis.checkpoints.run import begin_checkpoints
 from perpendis.checkpoints.shared import CheckpointFold
 from perpendis.cli.main import main
-from perpendis.engine.compare import CHUNK
+from perpendis.engine.fold.chunk import CHUNK
 from perpendis.errors import InputError
 from safetensors.numpy import save_file
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.engine import compare as compare_mod
-from perpendis.engine.compare import aligned_chunks, compare, compare_chunks
+from perpendis.engine.compare import compare, compare_chunks
+from perpendis.engine.fold import partial as declared
+from perpendis.engine.fold.chunk import aligned_chunks
 from perpendis.inputs import formats
 from perpendis.inputs.tensor import Tensor, from_numpy
 from perpendis.numerics import bits
@@ -191,7 +192,7 @@ def test_any_chunking_gives_the_same_report(seed, chunk):
 def test_percentiles_from_a_bounded_sample(monkeypatch):
     a, b, _ = noisy_pair(n=200_000, share=0.5, seed=5)
     exact = compare(t(a), t(b)).stats
-    monkeypatch.setattr(compare_mod, "ERROR_SAMPLE_CAP", 5000)
+    monkeypatch.setattr(declared, "ERROR_SAMPLE_CAP", 5000)
     fmt = bits.format_of("float32")
     sampled = compare_chunks(
         t(a).describe(), t(b).describe(), fmt, a.shape, aligned_chunks(a, b, 10_000), tolerance=resolve(fmt)

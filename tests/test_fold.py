@@ -21,18 +21,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perpendis.engine.compare import (
-    CHUNK,
-    ExactSum,
-    Ranks,
-    Sample,
-    _sample_of,
-    aligned_chunks,
-    compare_chunks,
-    partial_from_bytes,
-    partial_to_bytes,
-    prepare,
-)
+from perpendis.engine.compare import compare_chunks, prepare
+from perpendis.engine.fold.chunk import CHUNK, aligned_chunks
+from perpendis.engine.fold.codec import partial_from_bytes, partial_to_bytes
+from perpendis.engine.fold.exact import ExactSum
+from perpendis.engine.fold.quantiles import Ranks
+from perpendis.engine.fold.reservoir import Sample, sample_of
 from perpendis.inputs.tensor import from_numpy
 from perpendis.numerics.tolerance import resolve
 from perpendis.service import api
@@ -85,7 +79,7 @@ def finish(core: CoreWorker, helpers: list[HelperWorker], parts: list, select_fa
         return json.loads(core.answer_fold(None))
     # Both columns' order statistics are known by now: none is selected again.
     selected_again = AssertionError("an order statistic was selected again")
-    with mock.patch("perpendis.engine.compare.select", side_effect=selected_again):
+    with mock.patch("perpendis.engine.fold.reservoir.select", side_effect=selected_again):
         return json.loads(core.answer_fold(View(found.tobytes())))
 
 
@@ -192,7 +186,7 @@ def test_quantiles_selected_by_a_helper_give_the_report_folded_in_one_place(
 def test_a_helper_is_sent_all_errors_when_a_sample_was_cut(bug_pair, monkeypatch):
     """Past the sample's cap, the merged errors are not the helper's and the core's put
     together: the helper is sent the merged ones."""
-    monkeypatch.setattr("perpendis.engine.compare.ERROR_SAMPLE_CAP", 300_000)
+    monkeypatch.setattr("perpendis.engine.fold.partial.ERROR_SAMPLE_CAP", 300_000)
     monkeypatch.setattr(fold_module, "OFFLOAD_MIN", 100_000)
     whole = api.handle(request(), bug_pair)
     offered = offers(monkeypatch)
@@ -214,7 +208,7 @@ def test_order_statistics_found_elsewhere_are_used_as_they_are(monkeypatch):
     assert sample.order_statistics(1, [0, 3]) == {0: 1.0, 3: 4.0}
     assert sample.order_statistics(2, [4]) == {4: 0.5}
     # Now known: neither is selected again, and another worker's values are taken as given.
-    monkeypatch.setattr("perpendis.engine.compare.select", lambda values, ranks: pytest.fail("selected again"))
+    monkeypatch.setattr("perpendis.engine.fold.reservoir.select", lambda values, ranks: pytest.fail("selected again"))
     assert sample.order_statistics(1, [3, 0]) == {3: 4.0, 0: 1.0}
     sample.found[2] = {1: -7.0}
     assert sample.order_statistics(2, [1]) == {1: -7.0}
@@ -319,7 +313,7 @@ def test_samples_do_not_depend_on_how_the_elements_were_chunked():
 
 def test_a_sample_keeps_the_rows_of_smallest_priority_uniformly():
     flat = np.arange(1_000_000, dtype=np.int64)
-    sample = _sample_of(4096, flat, flat.astype(np.float64))
+    sample = sample_of(4096, flat, flat.astype(np.float64))
     rows = sample.rows()
     assert sample.count == flat.size and len(rows) == 4096
     assert np.all(np.diff(rows[:, 0]) > 0)  # kept in index order
@@ -330,7 +324,7 @@ def test_a_sample_keeps_the_rows_of_smallest_priority_uniformly():
 
 def test_a_sample_over_its_cap_is_cut_once_for_its_rows_and_columns():
     flat = np.arange(14_000, dtype=np.int64)
-    halves = [_sample_of(10_000, flat[i::2], flat[i::2] * 2.0, flat[i::2] * 3.0) for i in (0, 1)]
+    halves = [sample_of(10_000, flat[i::2], flat[i::2] * 2.0, flat[i::2] * 3.0) for i in (0, 1)]
     sample = halves[0].merge(halves[1], 10_000)  # all 14 000 rows kept: within half as many again as the cap
     assert sample.kept == 14_000
     with mock.patch.object(Sample, "_cut", autospec=True, side_effect=Sample._cut) as cut:
@@ -340,7 +334,7 @@ def test_a_sample_over_its_cap_is_cut_once_for_its_rows_and_columns():
     np.testing.assert_array_equal(second, rows[:, 2])
     np.testing.assert_array_equal(rows[:, 1] * 1.5, rows[:, 2])
     # The same rows as one sample of all of them keeps (in another order: group by group).
-    expected = _sample_of(10_000, flat, flat * 2.0, flat * 3.0).rows()
+    expected = sample_of(10_000, flat, flat * 2.0, flat * 3.0).rows()
     np.testing.assert_array_equal(rows[np.argsort(rows[:, 0])], expected)
 
 

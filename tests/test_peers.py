@@ -254,7 +254,8 @@ def _complex_fold_paths(a: np.ndarray, b: np.ndarray, preset: str, chunks: tuple
     from functools import reduce
 
     from perpendis.engine import stream
-    from perpendis.engine.compare import compare, partial_from_bytes, partial_to_bytes, prepare
+    from perpendis.engine.compare import compare, prepare
+    from perpendis.engine.fold.codec import partial_from_bytes, partial_to_bytes
     from perpendis.inputs.formats.buffer import view_reader
     from perpendis.inputs.tensor import from_numpy
 
@@ -293,7 +294,7 @@ def test_complex_values_are_judged_whole_through_every_fold():
 
 
 def test_a_shares_boundary_never_splits_a_complex_value():
-    from perpendis.engine.compare import CHUNK
+    from perpendis.engine.fold.chunk import CHUNK
 
     assert CHUNK % 2 == 0
     rng = np.random.default_rng(0)

@@ -20,7 +20,8 @@ from hypothesis.extra import numpy as hnp
 from perpendis import service
 from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
 from perpendis.engine import stream
-from perpendis.engine.compare import CHUNK, compare
+from perpendis.engine.compare import compare
+from perpendis.engine.fold.chunk import CHUNK
 from perpendis.errors import InputError
 from perpendis.inputs.load import load_path
 from perpendis.service import planner

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import wait_for_all_cores
-from perpendis.engine.compare import CHUNK
+from perpendis.engine.fold.chunk import CHUNK
 from perpendis.service import api, fold
 from test_page_stream import assert_close, open_files
 

@@ -15,7 +15,10 @@ from dataclasses import asdict, dataclass
 from functools import reduce
 from typing import Any
 
-from ..engine.compare import CHUNK, Partial, Prepared, Share
+from ..engine.compare import Prepared
+from ..engine.fold.chunk import CHUNK
+from ..engine.fold.partial import Partial
+from ..engine.fold.share import Share
 from ..engine.stream import Source, Stop, _chunks, prepare_sources
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader

@@ -32,7 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.compare import Partial, Prepared, Share, partial_from_bytes, partial_to_bytes
+from ..engine.compare import Prepared
+from ..engine.fold.codec import partial_from_bytes, partial_to_bytes
+from ..engine.fold.partial import Partial
+from ..engine.fold.share import Share
 from ..engine.stream import Source
 from ..errors import InputError
 from ..inputs.formats.buffer import BytesLike, Reader, as_view

@@ -38,7 +38,10 @@ from ..numerics.bits import Format, format_of
 from ..numerics.tolerance import resolve
 from ..report.model import Report
 from .align import align, compared_format, convert
-from .compare import CHUNK, Chunk, Partial, Prepared, Share, prepare_chunks
+from .compare import Prepared, prepare_chunks
+from .fold.chunk import CHUNK, Chunk
+from .fold.partial import Partial
+from .fold.share import Share
 
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]

@@ -41,7 +41,8 @@ from .task import (
 )
 
 if TYPE_CHECKING:
-    from .compare import Chunk, Prepared
+    from .compare import Prepared
+    from .fold.chunk import Chunk
 
 OFFER_MIN_CLASSES = 10
 OFFER_MIN_ROWS = 2

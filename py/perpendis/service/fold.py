@@ -39,7 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.compare import CHUNK, ERROR_COLUMNS, Partial, Prepared, Ranks, Share, partial_from_bytes
+from ..engine.compare import Prepared
+from ..engine.fold.chunk import CHUNK
+from ..engine.fold.codec import partial_from_bytes
+from ..engine.fold.partial import Partial
+from ..engine.fold.quantiles import ERROR_COLUMNS, Ranks
+from ..engine.fold.share import Share
 from ..errors import InputError
 from ..inputs.formats.buffer import BytesLike, as_view
 from .helper import OFFLOADED

@@ -15,7 +15,11 @@ import json
 
 import numpy as np
 
-from ..engine.compare import ERROR_COLUMNS, Partial, Ranks, Share, partial_to_bytes, select
+from ..engine.fold.codec import partial_to_bytes
+from ..engine.fold.order import select
+from ..engine.fold.partial import Partial
+from ..engine.fold.quantiles import ERROR_COLUMNS, Ranks
+from ..engine.fold.share import Share
 from ..inputs.formats.buffer import BytesLike, Reader, as_view
 
 OFFLOADED = ERROR_COLUMNS["rel"]

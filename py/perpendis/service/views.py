@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.compare import CHUNK, make_element, relative
+from ..engine.fold.chunk import CHUNK, relative
+from ..engine.fold.numbers import make_element
 from ..errors import InputError
 from ..numerics import bits
 from ..numerics.tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
