@@ -5,7 +5,7 @@ blocks with their downsample branches, pool, fc) at a batch size that makes abou
 of float32 per side.  Side B is side A with rounding noise that grows with depth, the
 way two correct runtimes drift apart, rounded to float32.  The figure is the time from
 pressing Compare to the table being shown, in the real built site in Debian's Chromium;
-the same request through ``perpendis.api`` natively is printed beside it.  Not a test:
+the same request through ``perpendis.service.api`` natively is printed beside it.  Not a test:
 nothing asserts, timings on a shared machine are noisy.
 
 Usage: ``python bench/bisect_page.py [--megabytes 100] [--runs 1]``

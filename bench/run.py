@@ -254,7 +254,7 @@ self.postProgress = (fraction) => self.postMessage({ type: "progress", fraction 
 self.utf8 = (object, key) => new TextEncoder().encode(object[key]);  // a JS string as UTF-8, never a Python str
 const ready = loadPyodide({
   indexURL: PYODIDE_URL, lockFileURL: PYODIDE_URL + "pyodide-lock.json", packages: ["numpy", "perpendis"],
-}).then((py) => { py.runPython("import numpy, perpendis.api, perpendis.engine.stream"); return py; });
+}).then((py) => { py.runPython("import numpy, perpendis.service.api, perpendis.engine.stream"); return py; });
 self.onmessage = async (event) => {
   try {
     const py = await ready;
@@ -333,7 +333,7 @@ PY_STREAM = """
 import json, time
 import numpy as np
 from js import readSlice, postProgress
-from perpendis import stream
+from perpendis.engine import stream
 reading = [0.0]
 def reader(blob):
     def read(offset, length):
