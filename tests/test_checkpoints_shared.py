@@ -209,3 +209,26 @@ def test_file_cut_short_after_the_scan_is_an_error_row_whoever_folds(tmp_path):
 def test_pack_round_trip(parts):
     arrays = [np.frombuffer(p, dtype=np.uint8) for p in parts]
     assert [bytes(v) for v in unpack(pack(arrays))] == parts
+
+
+def test_local_folder_folds_the_units_the_queue_deals_and_stops_when_cancelled(tmp_path, monkeypatch):
+    from perpendis.checkpoints import shared
+    from perpendis.checkpoints.schedule import LocalFolder, run_units
+
+    monkeypatch.setattr(shared, "UNIT_BYTES", 8 * 2**20)
+    folders = write_big(tmp_path)
+    request, files = request_of(folders)
+    native = compare_checkpoints(folder(folders[0]), folder(folders[1]))
+    session = Session()
+    service.serve(request, {}, files, workers=2, session=session)
+    fold = session.checkpoints
+    assert len(fold.units) > 2
+    local = LocalFolder(fold)
+    asked = []
+    assert run_units(fold, local, cancelled=lambda: asked.append(1) or len(asked) > 1) is False
+    assert local.waiting == [] and len(asked) == 2 and fold.queue.next(False) is None
+    assert any(pair.left for pair in fold.pairs)  # the units after the first were never folded
+    session = Session()
+    service.serve(request, {}, files, workers=2, session=session)
+    assert run_units(session.checkpoints, LocalFolder(session.checkpoints)) is True
+    assert handle.answer_checkpoints(session=session)["checkpoints"] == native.to_dict()
