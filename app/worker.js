@@ -5,6 +5,8 @@
 
 // build.py writes app/boot.js itself over the next line (inline_boot): one request fewer.
 importScripts("boot.js");
+// build.py writes app/protocol.js over the next line too: the protocol's tables (PROTOCOL).
+importScripts("protocol.js");
 
 // Long pasted texts travel as UTF-8 bytes: Pyodide turns a JS string into a Python str
 // several times slower than Python decodes the same text from a buffer.
@@ -15,8 +17,8 @@ const UTF8 = new TextEncoder();
 // transferred buffer into a NumPy array in one memcpy, puts long texts back as str, reads
 // unread files a slice at a time (readSlice, app/boot.js), and runs the request through the
 // service layer; a big comparison it shares with the helpers is stepped through its
-// FoldCoordinator (docs/contracts.md, "Parallel fold"). Only named methods are called here,
-// with plain data: JSON strings, byte views, Blobs.
+// FoldCoordinator (docs/contracts.md, "Parallel fold"). Only the methods of PROTOCOL.core
+// (app/protocol.js) are called here, with plain data: JSON strings, byte views, Blobs.
 let core = null;
 
 // Helpers on the other CPU cores fold shares of big comparisons (app/fold_worker.js). They
@@ -57,25 +59,26 @@ class Helper {
 
   /** Has the helper grow its heap for its share of a comparison of inputs of `bytes`. */
   reserve(bytes) {
-    if (this.ready) this.#worker.postMessage({ reserve: bytes });
+    if (this.ready) this.#worker.postMessage({ method: "reserve", bytes });
   }
 
   /** Gives back the buffer of an answer, once read, for the helper to write a later one into. */
   giveBack(bytes) {
-    if (this.ready && bytes) this.#worker.postMessage({ spare: bytes.buffer }, [bytes.buffer]);
+    if (this.ready && bytes) this.#worker.postMessage({ method: "spare", buffer: bytes.buffer }, [bytes.buffer]);
   }
 
   /** Resolves with the share's partial as bytes (a Uint8Array), or undefined when this helper could not fold it.
    * `job` holds buffers {a, b} (transferred) with the share's bytes at {at: [[offset, length] x2]},
    * or the unread files {files, void}. */
   fold(share, job) {
-    return this.#ask({ share, ...job }, job.a ? [...new Set([job.a, job.b])] : []);
+    if (!job.a) return this.#ask("fold_files", { share, ...job }, []);
+    return this.#ask("fold", { share, ...job }, [...new Set([job.a, job.b])]);
   }
 
   /** Resolves with the partials (bytes, a Uint8Array) of a unit of a checkpoint comparison, whose
    * tensors the helper reads from `files` (Blobs) itself, at `reads`, or undefined when it could not fold them. */
   foldCheckpoint(job, files, reads) {
-    return this.#ask({ checkpoint: job, files, reads }, []);
+    return this.#ask("fold_checkpoint", { job, files, reads }, []);
   }
 
   /** Resolves with the order statistics at `ranks` (JSON) of `values` (float64, transferred)
@@ -83,15 +86,16 @@ class Helper {
    * `ranks` are those of the errors `values` (another share's), and the statistics are of
    * these and the errors of the share this helper folded last. */
   select(ranks, values, pooled = false) {
-    return this.#ask({ ranks, values, pooled }, [values]);
+    return this.#ask("select", { ranks, values, pooled }, [values]);
   }
 
-  #ask(job, transfer) {
+  // Sends method `method` of PROTOCOL.helper (app/protocol.js) with its fields.
+  #ask(method, fields, transfer) {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       if (!this.ready) return resolve(undefined);
       this.#jobs.set(id, resolve);
-      this.#worker.postMessage({ id, ...job }, transfer);
+      this.#worker.postMessage({ id, method, ...fields }, transfer);
     });
   }
 
@@ -291,27 +295,22 @@ function messagesSeen() {
   });
 }
 
-// A checkpoint comparison shared with the helpers (perpendis.checkpoints.shared): its units
-// are dealt to whichever worker is free. A helper is given the unread files its unit's
-// tensors lie in, and two units at a time, so it never waits while this worker folds; this
-// worker folds the units no helper can read, takes the helpers' partials in between its
-// own, and folds any unit whose helper failed. Each worker reads a unit's bytes before
-// folding it; a unit whose bytes cannot be read so is folded reading the files (which says why).
+// A checkpoint comparison shared with the helpers (perpendis.checkpoints.shared): Python deals
+// its units (CheckpointFold's UnitQueue) to whichever worker is free and asks for one. A
+// helper is given the unread files its unit's tensors lie in, and two units at a time, so it
+// never waits while this worker folds; this worker folds the units no helper can read, takes
+// the helpers' partials in between its own, and folds any unit a helper gave back (it failed).
+// Each worker reads a unit's bytes before folding it; a unit whose bytes cannot be read so is
+// folded reading the files (which says why).
 async function foldCheckpoints(units, available, blobs) {
   const files = new Map(blobs);
-  const queue = units.map((_, index) => index);
-  const mine = []; // units a helper failed to fold
-  const next = (helped) => {
-    if (!helped && mine.length) return mine.shift();
-    const at = helped ? queue.findIndex((index) => units[index]) : 0;
-    return at < 0 || !queue.length ? undefined : queue.splice(at, 1)[0];
-  };
+  const next = (helped) => core.next_checkpoint_unit(helped) ?? undefined;
   const unitFiles = (unit) => unit.files.map((key) => files.get(key));
   const feed = async (helper) => {
     for (let index = next(true); index !== undefined; index = next(true)) {
       const unit = units[index];
       const bytes = await helper.foldCheckpoint(unit.job, unitFiles(unit), unit.reads);
-      if (!bytes) mine.push(index);
+      if (!bytes) core.give_back_checkpoint_unit(index);
       else {
         core.take_checkpoint_unit(index, bytes);
         helper.giveBack(bytes);
@@ -392,7 +391,7 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  core = pyodide.pyimport("perpendis.service.bridge").CoreWorker(self.readSlice);
+  core = protocolProxy(pyodide.pyimport("perpendis.service.bridge").CoreWorker(self.readSlice), PROTOCOL.core);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   let starting = HELPERS;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1, --starting === 0)));

@@ -36,9 +36,10 @@ from perpendis.checkpoints import compare_checkpoints, folder  # noqa: E402
 
 import build  # noqa: E402
 
-# The core worker's WebAssembly heap, through the Python object it holds (``core``).
+# The core worker's WebAssembly heap, through the Python object it holds (``core.bridge``).
 HEAP_JS = (
-    "() => core.serve.__func__.__globals__.get('__builtins__').get('__import__')('pyodide_js')._module.HEAP8.length"
+    "() => core.bridge.serve.__func__.__globals__.get('__builtins__').get('__import__')('pyodide_js')"
+    "._module.HEAP8.length"
 )
 
 TIMEOUT_MS = 3_600_000

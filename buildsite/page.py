@@ -21,7 +21,7 @@ SERVICE_WORKER = ROOT / "app" / "sw.js"
 SERVICE_WORKER_FILES_LINE = 'const BUILD = { version: "unbuilt", files: [] }; // build.py: files'
 # Scripts build.py writes into the classic scripts that import them (inline_scripts), each over
 # its one importScripts line, innermost first: (importing script, imported script), in app/.
-INLINED = (("boot.js", "archives.js"), ("worker.js", "boot.js"))
+INLINED = (("boot.js", "archives.js"), ("worker.js", "boot.js"), ("worker.js", "protocol.js"))
 # The page's modules, bundled into one file by esbuild (package.json): all of them but the
 # core's client, which stays a module of its own (index.html loads it first, and the page,
 # the tests and the benchmarks must share its one instance).
@@ -64,7 +64,7 @@ def import_line(script: str) -> str:
 
 def inline_scripts(app: Path) -> None:
     """Write each script of ``INLINED`` into the one importing it (``app/archives.js`` into
-    ``app/boot.js``, then that into ``app/worker.js``) in place of its ``importScripts``
+    ``app/boot.js``, then that and ``app/protocol.js`` into ``app/worker.js``) in place of its ``importScripts``
     line. A classic worker loads an imported script synchronously, so each such line cost
     one round trip before Pyodide's own scripts were even asked for. Classic scripts share
     one global scope, so the worker behaves the same. The fold helpers

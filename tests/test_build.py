@@ -782,7 +782,7 @@ def test_the_page_loads_the_client_and_one_bundle_of_its_other_modules(site: Pat
     assert (site / "app" / "client.js").read_text() == (source / "client.js").read_text()
     # Every module the sources import is in the bundle, and none is left beside it.
     modules = {p.relative_to(source).as_posix() for p in source.rglob("*.js")}
-    classic = {"client.js", "page.js", "worker.js", "boot.js", "archives.js", "fold_worker.js", "sw.js"}
+    classic = {"client.js", "page.js", "worker.js", "boot.js", "archives.js", "fold_worker.js", "protocol.js", "sw.js"}
     for module in sorted(modules - classic):
         assert not (site / "app" / module).exists(), module
         assert f"// app/{module}\n" in bundle, module

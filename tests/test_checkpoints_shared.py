@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis import service
 from perpendis.checkpoints import compare_checkpoints, folder, parse_rule
-from perpendis.checkpoints.shared import fold_unit_job, pack, unpack
+from perpendis.checkpoints.shared import UnitQueue, fold_unit_job, pack, unpack
 from perpendis.service import handle
+from perpendis.service.bridge import CoreWorker
 from perpendis.service.session import Session
 from safetensors.numpy import save_file
 
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
 import make_conversion
 from test_checkpoints_page import RENAME, request_of
+from worker_fakes import View, read_slice
 
 
 def read_ahead(unit, files):
@@ -79,6 +81,67 @@ def write_big(root: Path) -> tuple[Path, Path]:
         save_file({k: tensors[k] for k in names[:150]}, root / side / "one.safetensors")
         save_file({k: tensors[k] for k in names[150:]}, root / side / "two.safetensors")
     return root / "a", root / "b"
+
+
+def dealt_answer(request, files, broken=lambda index: False):
+    """The answer as app/worker.js's foldCheckpoints gets it: every worker asks Python
+    (``next_checkpoint_unit``) for its next unit when free, one helper with two units in
+    flight, its partials taken in between the core's own units; a ``broken`` unit is given
+    back by the helper and folded by the core.  Says which worker folded which unit."""
+    session = Session()
+    units = service.serve(request, {}, files, workers=2, session=session)["checkpoint_units"]
+    core, folded_by = CoreWorker(read_slice, session), {}
+
+    def here(index):
+        unit = units[index]
+        views = None if unit is None else [View(v) for v in read_ahead(unit, files)]
+        core.call("fold_checkpoint_unit", index, views)
+        folded_by[index] = "core"
+
+    def helped(index):
+        if index is None:
+            return None
+        if broken(index):
+            core.call("give_back_checkpoint_unit", index)
+        else:
+            unit = units[index]
+            data = fold_unit_job(unit["job"], [files[key] for key in unit["files"]], read_ahead(unit, files))
+            core.call("take_checkpoint_unit", index, View(data))
+            folded_by[index] = "helper"
+        return core.call("next_checkpoint_unit", True)
+
+    flight = [core.call("next_checkpoint_unit", True) for _ in range(2)]
+    while (index := core.call("next_checkpoint_unit", False)) is not None:
+        here(index)
+        flight = [helped(index) for index in flight]
+    while any(index is not None for index in flight):
+        flight = [helped(index) for index in flight]
+    while (index := core.call("next_checkpoint_unit", False)) is not None:
+        here(index)
+    return json.loads(core.call("answer_checkpoints")), units, folded_by
+
+
+def test_units_dealt_by_python_to_whichever_worker_asks(tmp_path, monkeypatch):
+    from perpendis.checkpoints import shared
+
+    monkeypatch.setattr(shared, "UNIT_BYTES", 8 * 2**20)
+    folders = write_big(tmp_path)
+    request, files = request_of(folders)
+    native = compare_checkpoints(folder(folders[0]), folder(folders[1]))
+    answer, units, folded_by = dealt_answer(request, files, broken=lambda index: index == 1)
+    assert answer["ok"] and answer["checkpoints"] == native.to_dict()
+    assert sorted(folded_by) == list(range(len(units)))  # each unit folded once
+    assert folded_by[1] == "core" and "helper" in folded_by.values()
+    assert answer["shared"] == {"units": len(units), "by_helpers": list(folded_by.values()).count("helper")}
+
+
+def test_the_queue_gives_a_helper_only_units_it_can_read_and_the_core_what_helpers_gave_back():
+    queue = UnitQueue([False, True, False, True, True])
+    assert [queue.next(True), queue.next(False), queue.next(True)] == [1, 0, 3]
+    queue.give_back(3)
+    assert [queue.next(False), queue.next(True), queue.next(True), queue.next(False), queue.next(False)] == [
+        3, 4, None, 2, None]  # fmt: skip
+    assert queue.next(True) is None
 
 
 def test_big_and_many_small_tensors(tmp_path, monkeypatch):
@@ -146,3 +209,26 @@ def test_file_cut_short_after_the_scan_is_an_error_row_whoever_folds(tmp_path):
 def test_pack_round_trip(parts):
     arrays = [np.frombuffer(p, dtype=np.uint8) for p in parts]
     assert [bytes(v) for v in unpack(pack(arrays))] == parts
+
+
+def test_local_folder_folds_the_units_the_queue_deals_and_stops_when_cancelled(tmp_path, monkeypatch):
+    from perpendis.checkpoints import shared
+    from perpendis.checkpoints.schedule import LocalFolder, run_units
+
+    monkeypatch.setattr(shared, "UNIT_BYTES", 8 * 2**20)
+    folders = write_big(tmp_path)
+    request, files = request_of(folders)
+    native = compare_checkpoints(folder(folders[0]), folder(folders[1]))
+    session = Session()
+    service.serve(request, {}, files, workers=2, session=session)
+    fold = session.checkpoints
+    assert len(fold.units) > 2
+    local = LocalFolder(fold)
+    asked = []
+    assert run_units(fold, local, cancelled=lambda: asked.append(1) or len(asked) > 1) is False
+    assert local.waiting == [] and len(asked) == 2 and fold.queue.next(False) is None
+    assert any(pair.left for pair in fold.pairs)  # the units after the first were never folded
+    session = Session()
+    service.serve(request, {}, files, workers=2, session=session)
+    assert run_units(session.checkpoints, LocalFolder(session.checkpoints)) is True
+    assert handle.answer_checkpoints(session=session)["checkpoints"] == native.to_dict()

@@ -48,7 +48,7 @@ import ctypes
 import ctypes.util
 import mmap
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -60,6 +60,7 @@ from ..inputs.formats.buffer import Reader
 from .pairs import Task, compare_pair
 from .report import TensorRow
 from .run import Begun, Job, task_bytes
+from .schedule import Folded, Unit, run_units
 from .shared import CheckpointFold, fold_unit_job
 
 UNIT_BYTES = 256 * 2**20
@@ -256,13 +257,50 @@ def check_visible(client: Any, paths: list[str]) -> None:
             )
 
 
+class DaskFolder:
+    """A :class:`~perpendis.checkpoints.schedule.Folder` on a Dask cluster: each unit one task,
+    submitted at once; a unit of whole pairs comes back as their rows (:func:`rows_at`), any
+    other as its pieces' partials (:func:`fold_unit_at`)."""
+
+    helper = True  # the queue deals it the units sent out: every kind, planned with ALL_KINDS
+
+    def __init__(self, client: Any, keys: dict[str, dict[str, str]], options: dict[str, Any]) -> None:
+        from distributed import as_completed
+
+        self.client, self.keys, self.options = client, keys, options
+        self.running = as_completed()  # holds the futures alone: each partial is let go once taken in
+        self.which: dict[str, tuple[int, bool]] = {}  # future key → unit, whether it makes rows
+
+    def submit(self, unit: Unit) -> None:
+        client, whole, job = self.client, unit.whole, unit.job
+        if whole is not None:
+            future = client.submit(rows_at, whole, _paths_of(whole, self.keys), self.options, pure=False)
+        else:
+            future = client.submit(fold_unit_at, job["job"], job["files"], job["reads"], pure=False)
+        self.which[future.key] = (unit.index, whole is not None)
+        self.running.add(future)
+
+    def finished(self) -> Iterator[tuple[int, Folded]]:
+        for future in self.running:
+            index, rows = self.which[future.key]
+            try:
+                data = future.result()
+            except InputError as err:
+                yield index, err
+                continue
+            except Exception as err:  # the scheduler could not unpickle the task, say
+                raise _not_installed(err) from None
+            yield index, [TensorRow.from_dict(r) for r in data] if rows else data
+
+    def cancel(self) -> None:
+        self.client.cancel(list(self.running.futures))
+
+
 def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], None]:
     """A :class:`~perpendis.checkpoints.run.Runner` folding on ``client``'s cluster, in units
     of ``unit_bytes`` (by default :func:`unit_size` for the work and the cluster's threads)."""
 
     def run(job: Job) -> None:
-        from distributed import as_completed
-
         if job.a.paths is None or job.b.paths is None:
             raise InputError("a Dask cluster reads checkpoints from files on disk; these were given as readers")
         keys = {"a": _absolute(job.a.paths), "b": _absolute(job.b.paths)}
@@ -271,36 +309,10 @@ def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], N
             threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
             size = unit_size(sum(task_bytes(t) for t in job.tasks), threads)
         fold = CheckpointFold.plan(Begun(job, _unused), keys, size, kinds=ALL_KINDS)
-        jobs = [unit for unit in fold.unit_jobs() if unit is not None]  # every kind is sent out
-        files = sorted({path for unit in jobs for path in unit["files"]})
+        files = sorted({path for unit in fold.unit_jobs() if unit is not None for path in unit["files"]})
         if files:
             check_visible(client, files)
-        running = as_completed()  # holds the futures alone: each partial is let go once taken in
-        which: dict[str, tuple[int, bool]] = {}  # future key → unit, whether it makes rows
-        for index, unit in enumerate(jobs):
-            whole = fold.whole_pairs(index)
-            if whole is not None:
-                future = client.submit(rows_at, whole, _paths_of(whole, keys), dict(job.options), pure=False)
-            else:
-                future = client.submit(fold_unit_at, unit["job"], unit["files"], unit["reads"], pure=False)
-            which[future.key] = (index, whole is not None)
-            running.add(future)
-        for future in running:
-            if job.cancelled is not None and job.cancelled():
-                client.cancel([future, *running.futures])
-                return
-            index, rows = which[future.key]
-            try:
-                data = future.result()
-            except InputError as err:
-                fold.fail_unit(index, err)
-                continue
-            except Exception as err:  # the scheduler could not unpickle the task, say
-                raise _not_installed(err) from None
-            if rows:
-                fold.take_rows(index, [TensorRow.from_dict(r) for r in data])
-            else:
-                fold.take_unit(index, data)
+        run_units(fold, DaskFolder(client, keys, dict(job.options)), job.cancelled)
 
     return run
 

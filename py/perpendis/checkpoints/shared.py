@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -72,6 +73,32 @@ class _Piece:
     nbytes: int
 
 
+class UnitQueue:
+    """Which unit each worker folds next: the one place the units are dealt, whoever folds
+    them (the page's helpers and its core's worker, or a Dask cluster's workers).
+
+    A worker asks when it is free.  A helper is given the first unit left that it can read
+    (:attr:`CheckpointFold.helped`); the core's worker first any unit a helper gave back
+    (it failed), then the first unit left of any kind, so units are folded roughly in
+    order and the big pairs' shares come in together."""
+
+    def __init__(self, helped: Sequence[bool]) -> None:
+        self.helped = list(helped)
+        self.left: list[int] = list(range(len(self.helped)))
+        self.given_back: deque[int] = deque()
+
+    def next(self, helper: bool) -> int | None:
+        """The unit a helper (``helper``) or the core's worker folds next; None: none left for it."""
+        if not helper and self.given_back:
+            return self.given_back.popleft()
+        at = next((k for k, index in enumerate(self.left) if self.helped[index]), None) if helper else 0
+        return None if at is None or not self.left else self.left.pop(at)
+
+    def give_back(self, index: int) -> None:
+        """A helper could not fold unit ``index``: the core's worker folds it."""
+        self.given_back.append(index)
+
+
 @dataclass
 class CheckpointFold:
     """The units of one checkpoint comparison, and the rows as units are folded or taken in."""
@@ -82,6 +109,7 @@ class CheckpointFold:
     units: list[list[_Piece]] = field(default_factory=list)
     helped: list[bool] = field(default_factory=list)
     by_helpers: int = 0  # units whose partials a helper folded
+    queue: UnitQueue = field(default_factory=lambda: UnitQueue([]))  # who folds which unit next
 
     @classmethod
     def plan(
@@ -127,6 +155,7 @@ class CheckpointFold:
                 kind = helpable
         if batch:
             fold._close(batch, kind)
+        fold.queue = UnitQueue(fold.helped)
         return fold
 
     def _close(self, batch: list[_Piece], helpable: bool | None) -> None:

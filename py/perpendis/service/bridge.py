@@ -13,6 +13,10 @@ Everything Python does for them lives here, where ruff and pytest see it:
     Folds one share (from bytes, or from two unread files) and selects order statistics,
     through :class:`perpendis.service.helper.Helper`.
 
+Each class's methods are those of its table in :mod:`perpendis.service.protocol`, and the
+workers call them through :meth:`CoreWorker.call` and :meth:`HelperWorker.call`, which
+dispatch through that table.
+
 A JavaScript byte view is anything with ``byteLength`` and ``assign_to(array)`` (Pyodide's
 proxy of a ``Uint8Array``); a ``Blob`` anything with ``size`` (and ``name`` for a file),
 read through the ``read_slice(blob, offset, length)`` function the worker passes in.
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from . import heap
+from . import heap, protocol
 
 if TYPE_CHECKING:
     from ..inputs.formats.buffer import Reader
@@ -100,6 +104,10 @@ class CoreWorker:
         self._session = session
         self.held: dict[str, np.ndarray] = {}  # a shared fold's payloads: share_places looks in them
         self.ahead: dict[int, np.ndarray] = {}  # files read ahead (op "prefetch"), by the page's number
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Method ``method`` of :data:`perpendis.service.protocol.CORE`, with ``args``."""
+        return protocol.dispatch(self, protocol.CORE, method, args)
 
     @property
     def session(self) -> Session:
@@ -181,6 +189,15 @@ class CoreWorker:
     def select_kept_columns(self) -> None:
         self.session.fold.select_kept_columns()
 
+    def next_checkpoint_unit(self, helper: bool) -> int | None:
+        """The unit of the shared checkpoint comparison a worker folds next: a helper (which
+        reads only some kinds of file) or the core's worker; None when none is left for it."""
+        return self.session.checkpoints.queue.next(helper)
+
+    def give_back_checkpoint_unit(self, index: int) -> None:
+        """A helper could not fold unit ``index``: the core's worker folds it next."""
+        self.session.checkpoints.queue.give_back(index)
+
     def fold_checkpoint_unit(self, index: int, views: Iterable[Any] | None = None) -> None:
         """Fold unit ``index`` of the shared checkpoint comparison here, from the bytes of
         its reads (byte views) when the worker read them."""
@@ -211,10 +228,15 @@ class HelperWorker:
         self.read_slice = read_slice
         self.helper: Helper = Helper()
 
+    def call(self, method: str, *args: Any) -> Any:
+        """Method ``method`` of :data:`perpendis.service.protocol.HELPER`, with ``args``."""
+        return protocol.dispatch(self, protocol.HELPER, method, args)
+
     def fold(self, share_json: str, a: Any, b: Any) -> np.ndarray:
         return self.helper.fold(share_json, from_js(a), from_js(b))
 
     def fold_files(self, share_json: str, void_json: str, blob_a: Any, blob_b: Any) -> np.ndarray:
+        """The partial of one share of two unread files, read a slice at a time."""
         files = [
             ((lambda offset, length, blob=blob: from_js(self.read_slice(blob, offset, length))), int(blob.size))
             for blob in (blob_a, blob_b)
@@ -230,6 +252,7 @@ class HelperWorker:
         return fold_unit_job(job_json, files, None if views is None else [from_js(v) for v in views])
 
     def select(self, ranks_json: str, values: Any, pooled: bool) -> np.ndarray:
+        """Order statistics of ``values`` (float64 bytes), pooled with this helper's last share's or not."""
         select = self.helper.select_pooled if pooled else self.helper.select
         return select(ranks_json, from_js(values))
 

@@ -23,6 +23,7 @@ from typing import Any
 from ..checkpoints.rename import parse_rule
 from ..checkpoints.report import CheckpointReport
 from ..checkpoints.run import Checkpoint, begin_checkpoints, local_runner
+from ..checkpoints.schedule import LocalFolder, run_units
 from ..checkpoints.shared import CheckpointFold
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
@@ -102,8 +103,7 @@ def answer(
         fold = CheckpointFold.plan(begun, keys)
         if any(fold.helped):
             return fold
-        for index in range(len(fold.units)):
-            fold.fold_unit(index)
+        run_units(fold, LocalFolder(fold))
         return answer_of(fold.report())
     local_runner(begun.job)
     return answer_of(begun.finish())
