@@ -16,6 +16,7 @@ from functools import reduce
 from typing import Any
 
 from ..engine.compare import CHUNK, Partial, Prepared, Share
+from ..engine.options import ComparisonOptions
 from ..engine.stream import Source, Stop, _chunks, prepare_sources
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
@@ -97,7 +98,7 @@ def prepare_pair(task: Task, sa: Source, sb: Source, options: Mapping[str, Any],
         return _row(task, sa, sb, "investigate", message)
     if quantised_side(sa, sb) is not None:  # judged against its grid, here: no fold
         return grid_row(task, sa, sb, _row(task, sa, sb, "converted", ""))
-    return prepare_sources(sa, sb, cancelled=cancelled, **options)
+    return prepare_sources(sa, sb, ComparisonOptions.of(options), cancelled=cancelled)
 
 
 def compare_pair(

@@ -145,10 +145,10 @@ def check_export_main(argv: Sequence[str]) -> int:
     args = _check_parser().parse_args(argv)
     try:
         from ..layers.capture.check import bisect_runs_of
+        from .options import comparison_options
 
         feeds = read_inputs(args.input)
-        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
-        result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, **options)
+        result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, comparison_options(args))
     except InputError as err:
         print(f"perpendis check-export: {err}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ from ..inputs.tensor import Tensor
 from ..layers.bisect import bisect, model_info, path_entries, path_info
 from ..report.model import Report
 from . import routes
-from .options import add_pair_options, add_tolerance_options, task_option
+from .options import add_pair_options, add_tolerance_options, comparison_options
 
 # Every command: its usage and what it does, for the main --help ("": the plain comparison).
 COMMANDS = {
@@ -120,10 +120,7 @@ def _streamed(args: argparse.Namespace) -> Report | None:
     if args.b is None or args.ref is not None or not stream.should_stream(args.a, args.b, forced=args.stream):
         return None
     a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
-    return stream.compare_sources(
-        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
-        check_dtype=args.check_dtype,
-    )
+    return stream.compare_sources(a, b, comparison_options(args))
 
 
 def report_of(args: argparse.Namespace) -> Report:
@@ -137,10 +134,7 @@ def report_of(args: argparse.Namespace) -> Report:
 
 def _in_memory(args: argparse.Namespace) -> Report:
     a, b, ref = _inputs(args)
-    return compare(
-        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
-        check_dtype=args.check_dtype,
-    )
+    return compare(a, b, comparison_options(args), ref=ref)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,9 +262,9 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
         b = path_entries(args.b)
         names_a, names_b = [e.name for e in a], [e.name for e in b]
         info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
-        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
+        options = comparison_options(args)
         pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
-        result = bisect(a, b, workers=_workers(), **pairing, **options)
+        result = bisect(a, b, options, workers=_workers(), **pairing)
         if args.isolate:
             from ..layers.capture.isolate import isolate
 

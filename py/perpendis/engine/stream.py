@@ -35,10 +35,10 @@ from ..inputs.formats.limits import NPY_HEADER_PREFIX
 from ..inputs.formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
 from ..inputs.tensor import Tensor, from_numpy
 from ..numerics.bits import Format, format_of
-from ..numerics.tolerance import resolve
 from ..report.model import Report
 from .align import align, compared_format, convert
 from .compare import CHUNK, Chunk, Partial, Prepared, Share, prepare_chunks
+from .options import DEFAULT, ComparisonOptions
 
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]
@@ -158,15 +158,15 @@ def _chunks(
         yield start, convert(a.values(start, count), a.fmt, fmt), convert(b.values(start, count), b.fmt, fmt)
 
 
-def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, **options: Any) -> Report:
+def compare_sources(
+    a: Source, b: Source, options: ComparisonOptions = DEFAULT, *, progress: Progress | None = None, **reading: Any
+) -> Report:
     """The report of A against B, read chunk by chunk: equal to :func:`compare.compare`'s.
 
-    ``progress(fraction)`` is called after each chunk; ``options`` are those of
-    :func:`prepare_sources`, and ``check_dtype`` as :func:`compare.compare`'s.
+    ``progress(fraction)`` is called after each chunk; ``options`` as :func:`compare.compare`'s,
+    ``reading`` (``chunk``, ``cancelled``) as :func:`prepare_sources`'s.
     """
-    check_dtype = options.pop("check_dtype", True)
-    prepared = prepare_sources(a, b, **options)
-    prepared.check_dtype = check_dtype
+    prepared = prepare_sources(a, b, options, **reading)
     report = prepared.finish(prepared.fold(progress=progress))
     if progress is not None and a.size == 0:
         progress(1.0)
@@ -174,24 +174,15 @@ def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, *
 
 
 def prepare_sources(
-    a: Source,
-    b: Source,
-    *,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
-    cancelled: Stop | None = None,
-    chunk: int = CHUNK,
-    task: Any = None,
+    a: Source, b: Source, options: ComparisonOptions = DEFAULT, *, cancelled: Stop | None = None, chunk: int = CHUNK
 ) -> Prepared:
     """:func:`compare_sources` up to its fold, which can then run here or in shares.
 
     ``cancelled()`` is asked before each read and, once true, stops the comparison with
     :class:`Cancelled`.  ``chunk`` (values per chunk, even so that complex pairs stay
     whole) sets how much is read at once; at the default the report equals the in-memory
-    one exactly.  ``task`` is as for :func:`compare.compare` (the classes axis last: whole
-    rows are read again in blocks once the fold is done).
+    one exactly.  ``options`` are as for :func:`compare.compare` (a task check's classes axis
+    last: whole rows are read again in blocks once the fold is done).
     """
     if chunk < 2 or chunk % 2:
         raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
@@ -201,7 +192,7 @@ def prepare_sources(
             "element, so their shapes must be equal; compare them in memory to transpose or broadcast"
         )
     fmt = compared_format(a.fmt, b.fmt)
-    tol = resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    tol = options.tolerance(fmt)
     if a.header.is_complex and b.header.is_complex:  # the same shape: the pairs stay whole
         tol = replace(tol, complex=True)
     prepared = prepare_chunks(
@@ -211,10 +202,11 @@ def prepare_sources(
         a.shape,
         lambda first, last: _chunks(a, b, fmt, chunk, cancelled, first, last),
         tolerance=tol,
-        depth=depth,
+        depth=options.depth,
         notes=align(a.sample(), b.sample(), tol).notes,
-        task=task,
+        task=options.task,
     )
+    prepared.check_dtype = options.check_dtype
     return prepared
 
 

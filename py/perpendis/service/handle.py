@@ -132,7 +132,7 @@ def _run(
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
         from .checkpoints import answer as checkpoints_answer
 
-        answer = checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress, workers)
+        answer = checkpoints_answer(request.inputs, request.rename, request.options.to_dict(), files, progress, workers)
         if isinstance(answer, dict):
             return answer
         session.checkpoints = answer
@@ -157,13 +157,14 @@ def _streamed(
     (``stream``): each helper reads its share of them itself."""
     from ..engine.stream import prepare_sources
 
-    prepared = prepare_sources(job.a, job.b, **request.options.pair_engine())
+    prepared = prepare_sources(job.a, job.b, request.options)
     coordinator = FoldCoordinator.offer(
-        prepared, workers, lambda partial: report_answer(prepared.finish(partial), streamed=True), progress,
+        prepared, workers, lambda partial: report_answer(prepared.finish(partial), text=request.text, streamed=True),
+        progress,
         stage="streaming",
     )
     if coordinator is not None:
         session.fold = coordinator
         return {"fold_jobs": coordinator.helper_jobs(), "stream": {**job.keys, "void": json.dumps(request.void_format)}}
     streaming = None if progress is None else (lambda fraction: progress("streaming", fraction))
-    return report_answer(prepared.finish(prepared.fold(progress=streaming)), streamed=True)
+    return report_answer(prepared.finish(prepared.fold(progress=streaming)), text=request.text, streamed=True)
