@@ -30,6 +30,7 @@ from ..checkpoints.distributed import (
 )
 from ..checkpoints.rename import PRESETS, preset
 from ..errors import InputError
+from . import exits
 from .options import add_tolerance_options
 
 
@@ -167,12 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 planned=bar.planned,
                 resume=resume,
             )
-    except InputError as err:
-        print("perpendis checkpoints: " + " ".join(str(err).split()), file=sys.stderr)
-        return 2
     finally:
         bar.close()
         if resume is not None:
             resume.close()
     print(report.to_json(indent=1) if args.json else report.to_text(), end="\n" if args.json else "")
-    return 1 if report.must_investigate else 0
+    return exits.judged(report.must_investigate)

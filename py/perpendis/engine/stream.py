@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader, view_reader
 from ..inputs.formats.limits import NPY_HEADER_PREFIX
-from ..inputs.formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
+from ..inputs.formats.npy import NpyHeader, decode_chunk, read_header
 from ..inputs.tensor import Tensor, from_numpy
 from ..numerics.bits import Format, format_of
 from ..report.model import Report
@@ -240,23 +240,3 @@ def map_reader(path: str | Path) -> tuple[Reader, int]:
             return view_reader(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
-
-
-def _npy_size(path: str | Path) -> int | None:
-    """The size of ``path`` if it is a readable file starting with the ``.npy`` magic, else None."""
-    try:
-        with Path(path).open("rb") as file:
-            return os.fstat(file.fileno()).st_size if file.read(len(MAGIC)) == MAGIC else None
-    except OSError:
-        return None
-
-
-def should_stream(path_a: str | Path, path_b: str | Path, *, forced: bool = False) -> bool:
-    """Whether the CLI streams two paths: two ``.npy`` files together over :data:`STREAM_MIN_BYTES`,
-    or any two ``.npy`` files when ``forced`` (``--stream``)."""
-    sizes = [_npy_size(path_a), _npy_size(path_b)]
-    if None in sizes:
-        if forced:
-            raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
-        return False
-    return forced or sum(sizes) >= STREAM_MIN_BYTES
