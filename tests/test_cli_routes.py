@@ -7,6 +7,7 @@ checkpoint fixture's script.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -175,3 +176,56 @@ def test_a_missing_optional_module_names_its_extra(monkeypatch, capsys):
     monkeypatch.setattr(cli, "compare", without_onnxruntime)
     assert main([str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]) == 2
     assert "pip install 'perpendis[onnx]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["bisect", "nowhere.npz", "{models}/cnn.capture.torch.npz"], "perpendis bisect: cannot read nowhere.npz"),
+        (["bisect", "{models}/cnn.capture.torch.npz", "{models}/cnn.capture.ort.npz", "--atol", "-1"],
+         "perpendis bisect: atol must be a finite number >= 0, got -1.0 (atol)"),
+        (["capture", "{models}/cnn.onnx", "--input", "x.npy", "-o", "out.txt"],
+         "perpendis capture: save the capture as .safetensors or .npz, not out.txt (-o)"),
+        (["checkpoints", "nowhere", "{models}"], "perpendis checkpoints: "),
+        (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--preset", "fp17"], "perpendis: unknown tolerance preset"),
+        (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--depth", "0"], "perpendis: depth must be a number > 0"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_for_every_command(argv, line, capsys):
+    """Each command raises; ``main`` alone turns bad input into one line named by the command and exit 2."""
+    assert main([arg.format(models=MODELS) for arg in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_crash_in_bisect_exits_3_with_one_line(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in the bisect")
+
+    monkeypatch.setattr(cli, "bisect", broken)
+    captures = [str(MODELS / "cnn.capture.torch.npz"), str(MODELS / "cnn.capture.ort.npz")]
+    assert main(["bisect", *captures]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ZeroDivisionError: a bug in the bisect" in err
+
+
+def test_the_cli_streams_by_the_planners_rule(monkeypatch, tmp_path, capsys):
+    """Two .npy files reaching the planner's threshold are streamed (the page's rule), and
+    below it read whole; the report is the same either way."""
+    from perpendis.engine import stream
+    from perpendis.service import planner
+
+    b = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
+    np.save(tmp_path / "a.npy", b * np.float32(1.0001))
+    np.save(tmp_path / "b.npy", b)
+    paths = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]
+    sizes = [(tmp_path / name).stat().st_size for name in ("a.npy", "b.npy")]
+    streamed = []
+    real = stream.compare_sources
+    monkeypatch.setattr(stream, "compare_sources", lambda *a, **k: streamed.append(1) or real(*a, **k))
+    assert main([*paths, "--json"]) in (0, 1)
+    whole = json.loads(capsys.readouterr().out)
+    assert not streamed and not planner.streams([(None, size) for size in sizes])
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", sum(sizes))
+    assert main([*paths, "--json"]) in (0, 1)
+    assert streamed == [1] and json.loads(capsys.readouterr().out)["verdict"] == whole["verdict"]
