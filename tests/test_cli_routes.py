@@ -187,6 +187,8 @@ def test_a_missing_optional_module_names_its_extra(monkeypatch, capsys):
         (["capture", "{models}/cnn.onnx", "--input", "x.npy", "-o", "out.txt"],
          "perpendis capture: save the capture as .safetensors or .npz, not out.txt (-o)"),
         (["checkpoints", "nowhere", "{models}"], "perpendis checkpoints: "),
+        (["checkpoints", "{models}", "{models}", "--atol", "-1", "--single"],
+         "perpendis checkpoints: atol must be a finite number >= 0, got -1.0 (atol)"),
         (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--preset", "fp17"], "perpendis: unknown tolerance preset"),
         (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--depth", "0"], "perpendis: depth must be a number > 0"),
     ],

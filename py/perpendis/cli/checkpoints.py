@@ -31,7 +31,7 @@ from ..checkpoints.distributed import (
 from ..checkpoints.rename import PRESETS, preset
 from ..errors import InputError
 from . import exits
-from .options import add_tolerance_options
+from .options import add_tolerance_options, comparison_options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -150,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bar = _Bar(not args.no_progress)
     resume = None
     try:
+        asked = comparison_options(args)
         rules = [rule for name in args.rename_preset for rule in preset(name)] + [parse_rule(r) for r in args.rename]
         a, b = folder(args.a), folder(args.b)
         resume = Resume(args.resume) if args.resume else None
@@ -159,10 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 a,
                 b,
                 rules=rules,
-                preset=args.preset,
-                atol=args.atol,
-                rtol=args.rtol,
-                depth=args.depth,
+                preset=asked.preset,
+                atol=asked.atol,
+                rtol=asked.rtol,
+                depth=asked.depth,
                 runner=runner,
                 done=bar.done,
                 planned=bar.planned,

@@ -132,7 +132,7 @@ def _run(
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
         from .checkpoints import answer as checkpoints_answer
 
-        answer = checkpoints_answer(request.inputs, request.rename, request.options.to_dict(), files, progress, workers)
+        answer = checkpoints_answer(request.inputs, request.rename, request.options, files, progress, workers)
         if isinstance(answer, dict):
             return answer
         session.checkpoints = answer
