@@ -19,6 +19,7 @@ import pytest
 from perpendis.cli import checkpoints as cli_checkpoints
 from perpendis.cli import main as cli
 from perpendis.cli.main import COMMANDS, main
+from perpendis.service import judge
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / "py"
@@ -106,7 +107,7 @@ def test_a_crash_exits_3_with_one_line_and_the_traceback_only_with_debug(monkeyp
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in Perpendis")
 
-    monkeypatch.setattr(cli, "compare", broken)
+    monkeypatch.setattr(judge, "prepare", broken)  # the service's judging of the pair the CLI asked about
     inputs = [str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]
     assert main(inputs) == 3
     err = capsys.readouterr().err
@@ -173,7 +174,7 @@ def test_a_missing_optional_module_names_its_extra(monkeypatch, capsys):
         import onnxruntime_is_not_installed  # noqa: F401  (a real ModuleNotFoundError)
 
     monkeypatch.setattr(cli, "EXTRAS", {**cli.EXTRAS, "onnxruntime_is_not_installed": "onnx"})
-    monkeypatch.setattr(cli, "compare", without_onnxruntime)
+    monkeypatch.setattr(judge, "prepare", without_onnxruntime)
     assert main([str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]) == 2
     assert "pip install 'perpendis[onnx]'" in capsys.readouterr().err
 
@@ -223,11 +224,28 @@ def test_the_cli_streams_by_the_planners_rule(monkeypatch, tmp_path, capsys):
     paths = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]
     sizes = [(tmp_path / name).stat().st_size for name in ("a.npy", "b.npy")]
     streamed = []
-    real = stream.compare_sources
-    monkeypatch.setattr(stream, "compare_sources", lambda *a, **k: streamed.append(1) or real(*a, **k))
+    real = stream.prepare_sources
+    monkeypatch.setattr(stream, "prepare_sources", lambda *a, **k: streamed.append(1) or real(*a, **k))
     assert main([*paths, "--json"]) in (0, 1)
     whole = json.loads(capsys.readouterr().out)
     assert not streamed and not planner.streams([(None, size) for size in sizes])
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", sum(sizes))
     assert main([*paths, "--json"]) in (0, 1)
     assert streamed == [1] and json.loads(capsys.readouterr().out)["verdict"] == whole["verdict"]
+
+
+def test_the_cli_and_the_page_get_the_same_answer_from_the_service(capsys):
+    """The plain command builds a typed request for the service's one entry (``serve``), as
+    the page's worker sends its dict: the report is the same, and only the CLI's carries text."""
+    from perpendis import service
+    from perpendis.service.session import Session
+
+    a, b = MODELS / "cnn.ort.npy", MODELS / "cnn.torch.npy"
+    page = service.serve({"op": "compare", "inputs": {"a": {"name": a.name, "data": "p0"},
+                                                     "b": {"name": b.name, "data": "p1"}}, "options": {"depth": 2}},
+                         {"p0": a.read_bytes(), "p1": b.read_bytes()}, session=Session())
+    code = main([str(a), str(b), "--json", "--depth", "2"])
+    assert json.loads(capsys.readouterr().out) == page["report"] and "text" not in page
+    assert code == (0 if page["report"]["verdict"] in ("identical", "rounding") else 1)
+    main([str(a), str(b), "--depth", "2"])
+    assert capsys.readouterr().out.startswith(page["report"]["verdict"].upper())

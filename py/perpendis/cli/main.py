@@ -10,14 +10,15 @@ tolerance options and exit codes (1: some layer must be investigated).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..engine import stream
-from ..engine.compare import compare
 from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path
@@ -25,6 +26,9 @@ from ..inputs.tensor import Tensor
 from ..layers.bisect import bisect, model_info, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
+from ..service.handle import serve
+from ..service.requests import CompareRequest
+from ..service.session import Session
 from . import exits, routes
 from .options import add_pair_options, add_tolerance_options, comparison_options
 
@@ -115,9 +119,10 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
     return a, b, ref
 
 
-def _streamed(args: argparse.Namespace) -> Report | None:
-    """The report of two .npy files read chunk by chunk, or None when they are compared in memory:
-    the service's planner decides (:func:`perpendis.service.planner.streams`), unless ``--stream`` forces it."""
+def _streamed(args: argparse.Namespace) -> CompareRequest | None:
+    """The request of two .npy files read chunk by chunk through memory maps, or None when
+    they are compared in memory: the service's planner decides
+    (:func:`perpendis.service.planner.streams`), unless ``--stream`` forces it."""
     if args.stream and (args.b is None or args.ref is not None):
         raise InputError("--stream compares two .npy files A and B, without --ref; leave it out to load them whole")
     if args.b is None or args.ref is not None or "-" in (args.a, args.b):
@@ -127,9 +132,8 @@ def _streamed(args: argparse.Namespace) -> Report | None:
         raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
     if not (args.stream or planner.streams(sized)):
         return None
-    a, b = (stream.open_source(*reader, Path(path).name, side) for reader, path, side in zip(
-        sized, (args.a, args.b), ("A", "B"), strict=True))
-    return stream.compare_sources(a, b, comparison_options(args))
+    inputs = {side: {"name": Path(path).name, "data": side} for side, path in (("a", args.a), ("b", args.b))}
+    return CompareRequest(inputs, comparison_options(args), {}, text=True, stream=args.stream)
 
 
 def _sized(path: str) -> tuple[Reader, int]:
@@ -141,18 +145,35 @@ def _sized(path: str) -> tuple[Reader, int]:
         return (lambda offset, length: b""), 0
 
 
-def report_of(args: argparse.Namespace) -> Report:
-    """The report the plain command prints, from its parsed options (``--open`` shows it too,
-    when no built page is at hand); the files are streamed when they are big."""
+def answer_of(args: argparse.Namespace) -> tuple[dict[str, Any], Session]:
+    """The service's answer to the plain command (the text report asked for), and the session
+    that holds its report: the CLI builds the typed request and the service answers it as it
+    answers the page, streaming big files by the planner's rule.  Bad input is raised again
+    from the answer, for :func:`main` to say."""
     hint = routes.for_paths(args.a, args.b)
     if hint is not None:
         raise InputError(hint)
-    return _streamed(args) or _in_memory(args)
+    request, files = _streamed(args), {}
+    if request is not None:
+        files = {side: _sized(path) for side, path in (("a", args.a), ("b", args.b))}
+    else:
+        a, b, ref = _inputs(args)
+        inputs = {"a": a, "b": b, **({} if ref is None else {"ref": ref})}
+        request = CompareRequest(inputs, comparison_options(args), {}, text=True)
+    session = Session()
+    answer = serve(request, {}, files, session=session)
+    if not answer["ok"]:
+        error = answer["error"]
+        side = {"a": "A", "b": "B"}.get(error["side"], error["side"])
+        raise InputError(error["message"], where=error["where"], side=side)
+    return answer, session
 
 
-def _in_memory(args: argparse.Namespace) -> Report:
-    a, b, ref = _inputs(args)
-    return compare(a, b, comparison_options(args), ref=ref)
+def report_of(args: argparse.Namespace) -> Report:
+    """The report the plain command prints, from its parsed options (``--open`` shows it,
+    when no built page is at hand)."""
+    answer, session = answer_of(args)
+    return session.report() if session.pair is not None else Report.from_dict(answer["report"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,12 +228,12 @@ def _dispatch(argv: list[str]) -> int:
 
         return open_main(argv, report_of)
     args = _parser().parse_args(argv)
-    report = report_of(args)
+    answer, _ = answer_of(args)
     if args.json:
-        print(report.to_json())
+        print(json.dumps(answer["report"], allow_nan=False))
     else:
-        print(report.to_markdown() if args.markdown else report.to_text(), end="")
-    return exits.of_verdict(report.verdict)
+        print(answer["markdown"] if args.markdown else answer["text"], end="")
+    return exits.of_verdict(answer["report"]["verdict"])
 
 
 def _bisect_parser() -> argparse.ArgumentParser:

@@ -67,7 +67,7 @@ SESSION = Session()
 
 
 def serve(
-    request: Mapping[str, Any],
+    request: Mapping[str, Any] | Request,
     payloads: Mapping[str, Any],
     files: Files | None = None,
     progress: Progress | None = None,
@@ -85,12 +85,17 @@ def serve(
     :class:`~perpendis.service.fold.FoldCoordinator` then says what the helpers fold, and
     its :meth:`~perpendis.service.fold.FoldCoordinator.answer` is the answer.  A request
     naming an unknown op is a bug in the worker (:class:`ValueError`), as is any exception
-    other than :class:`~perpendis.errors.InputError`: they propagate.
+    other than :class:`~perpendis.errors.InputError`: they propagate.  A front end in Python
+    (the CLI) passes the typed request it built instead of a dict: the same planner, ops and
+    boundary answer it.
     """
     session.fold = session.checkpoints = None
-    result = answering(
-        lambda: {"ok": True, **_run(session, requests.parse(request), payloads, files or {}, progress, workers, ahead)}
-    )
+
+    def run() -> dict[str, Any]:
+        typed = request if isinstance(request, Request) else requests.parse(request)
+        return {"ok": True, **_run(session, typed, payloads, files or {}, progress, workers, ahead)}
+
+    result = answering(run)
     if "fold_jobs" in result and session.fold is not None:
         session.fold.head = {k: v for k, v in result.items() if k not in ("fold_jobs", "stream")}
     return result

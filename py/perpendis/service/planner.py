@@ -125,7 +125,10 @@ def _streamable(request: Request, files: Files) -> bool:
         return False
     specs = [request.inputs.get(side) for side in ("a", "b")]
     keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
-    return all(k in files for k in keys) and streams([files[k] for k in keys])
+    if not all(k in files for k in keys):
+        return False
+    sized = [files[k] for k in keys]
+    return streams(sized) or (request.stream and npy_files(sized))
 
 
 def plan(

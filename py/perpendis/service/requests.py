@@ -78,6 +78,8 @@ class CompareRequest:
     mapping: Mapping[str, str] = field(default_factory=dict)
     only: Any = ()
     text: bool = False
+    stream: bool = False
+    """Stream two ``.npy`` files of any size (the CLI's ``--stream``); the page never forces it."""
 
     def bisect_engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`, when compared pair by pair."""
