@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "py"))
 
 from perpendis.engine import stream
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.tensor import from_numpy
 
 
@@ -62,14 +63,14 @@ def main() -> None:
 
             def run(task: object) -> object:
                 sa, sb = stream.map_file(paths[0], "A"), stream.map_file(paths[1], "B")
-                return stream.compare_sources(sa, sb, task=task)
+                return stream.compare_sources(sa, sb, ComparisonOptions(task=task))
 
             plain_s, plain = _timed(lambda: run(None))
             task_s, report = _timed(lambda: run("logits"))
     else:
         ta, tb = from_numpy(a, "A"), from_numpy(b, "B")
         plain_s, plain = _timed(lambda: compare(ta, tb))
-        task_s, report = _timed(lambda: compare(ta, tb, task="logits"))
+        task_s, report = _timed(lambda: compare(ta, tb, ComparisonOptions(task="logits")))
     t = report.task
     print(f"plain report      {plain_s:8.2f} s   verdict {plain.verdict}")
     print(f"with task check   {task_s:8.2f} s   verdict {report.verdict}")

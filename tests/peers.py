@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.tensor import Tensor, from_numpy
 from perpendis.numerics.bits import format_of
 
@@ -185,14 +186,14 @@ def perpendis_says(
     ref = None if ref64 is None else from_numpy(np.array(ref64, dtype=np.float64), "ref")
     sides = perpendis_tensor(a, dtype, "a"), perpendis_tensor(b, dtype, "b")
     if fast:
-        prepared = prepare(*sides, ref=ref, preset=preset, **kwargs)  # type: ignore[arg-type]
+        prepared = prepare(*sides, ComparisonOptions(preset=preset, **kwargs), ref=ref)  # type: ignore[arg-type]
         report = prepared.report
         if prepared.a is not None:
             fmt = format_of(report.compared_as)
             rmse = getattr(prepared, "rmse", None)  # absent before the dynamo preset
             _numbers(report, prepared.fold(), fmt, prepared._shape(), prepared.tol, *([rmse] if rmse else []))
     else:
-        report = compare(*sides, preset=preset, ref=ref, **kwargs)  # type: ignore[arg-type]
+        report = compare(*sides, ComparisonOptions(preset=preset, **kwargs), ref=ref)  # type: ignore[arg-type]
     t = report.tolerance
     if t is None:
         return Said(False)

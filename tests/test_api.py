@@ -26,11 +26,12 @@ def pair():
     return a, b
 
 
-def compare_files(a, b, options=None):
+def compare_files(a, b, options=None, text=True):
     request = {
         "op": "compare",
         "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}},
         "options": options or {},
+        "text": text,
     }
     return api.handle(request, {"a": npy_bytes(a), "b": memoryview(npy_bytes(b))})
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.engine.compare import compare as compare_tensors
+from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.tensor import as_tensor
 from perpendis.testing import ComparisonError, PassedReport, assert_same, bit_identical, compare, rounding_close
@@ -52,8 +53,8 @@ def pairs(draw):
 def test_the_bit_check_says_identical_exactly_when_the_full_analysis_does(pair):
     a, b, preset = pair
     ta, tb = as_tensor(a, "actual"), as_tensor(b, "expected")
-    full = compare_tensors(ta, tb, preset=preset)
-    assert bit_identical(ta, tb, preset, None, None, 1.0) == (full.verdict == "identical")
+    full = compare_tensors(ta, tb, ComparisonOptions(preset))
+    assert bit_identical(ta, tb, ComparisonOptions(preset)) == (full.verdict == "identical")
     try:
         assert_same(a, b, preset=preset)
         passed = True
@@ -158,8 +159,8 @@ def rounding_pairs(draw, max_side=24):
 def test_the_rounding_check_passes_only_pairs_the_full_analysis_passes(pair):
     a, b, preset, depth = pair
     ta, tb = as_tensor(a, "actual"), as_tensor(b, "expected")
-    full = compare_tensors(ta, tb, preset=preset, depth=depth)
-    fast = rounding_close(ta, tb, preset, None, None, depth)
+    full = compare_tensors(ta, tb, ComparisonOptions(preset, depth=depth))
+    fast = rounding_close(ta, tb, ComparisonOptions(preset, depth=depth))
     if fast:
         assert full.verdict in ("rounding", "identical"), (full.verdict, [f.kind for f in full.findings])
     try:
@@ -206,8 +207,8 @@ def test_a_few_structured_excursions_pass_as_the_full_analysis_passes_them(patte
     else:
         a, b = _structured(pattern, dtype)
     ta, tb = as_tensor(a, "actual"), as_tensor(b, "expected")
-    full = compare_tensors(ta, tb, atol=1.0, rtol=0.05)  # a tolerance every pair here passes
-    fast = rounding_close(ta, tb, None, 1.0, 0.05, 1.0)
+    full = compare_tensors(ta, tb, ComparisonOptions(atol=1.0, rtol=0.05))  # a tolerance every pair here passes
+    fast = rounding_close(ta, tb, ComparisonOptions(None, 1.0, 0.05))
     # One row 28 u off with nothing else differing is a bias the diagnosis names: the check
     # must leave it to the full analysis; the others are rounding with a few larger ones.
     assert fast == (pattern != "alone")

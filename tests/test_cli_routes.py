@@ -7,6 +7,7 @@ checkpoint fixture's script.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from perpendis.cli import checkpoints as cli_checkpoints
 from perpendis.cli import main as cli
 from perpendis.cli.main import COMMANDS, main
+from perpendis.service import judge
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = ROOT / "py"
@@ -105,7 +107,7 @@ def test_a_crash_exits_3_with_one_line_and_the_traceback_only_with_debug(monkeyp
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in Perpendis")
 
-    monkeypatch.setattr(cli, "compare", broken)
+    monkeypatch.setattr(judge, "prepare", broken)  # the service's judging of the pair the CLI asked about
     inputs = [str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]
     assert main(inputs) == 3
     err = capsys.readouterr().err
@@ -172,6 +174,78 @@ def test_a_missing_optional_module_names_its_extra(monkeypatch, capsys):
         import onnxruntime_is_not_installed  # noqa: F401  (a real ModuleNotFoundError)
 
     monkeypatch.setattr(cli, "EXTRAS", {**cli.EXTRAS, "onnxruntime_is_not_installed": "onnx"})
-    monkeypatch.setattr(cli, "compare", without_onnxruntime)
+    monkeypatch.setattr(judge, "prepare", without_onnxruntime)
     assert main([str(MODELS / "cnn.ort.npy"), str(MODELS / "cnn.torch.npy")]) == 2
     assert "pip install 'perpendis[onnx]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["bisect", "nowhere.npz", "{models}/cnn.capture.torch.npz"], "perpendis bisect: cannot read nowhere.npz"),
+        (["bisect", "{models}/cnn.capture.torch.npz", "{models}/cnn.capture.ort.npz", "--atol", "-1"],
+         "perpendis bisect: atol must be a finite number >= 0, got -1.0 (atol)"),
+        (["capture", "{models}/cnn.onnx", "--input", "x.npy", "-o", "out.txt"],
+         "perpendis capture: save the capture as .safetensors or .npz, not out.txt (-o)"),
+        (["checkpoints", "nowhere", "{models}"], "perpendis checkpoints: "),
+        (["checkpoints", "{models}", "{models}", "--atol", "-1", "--single"],
+         "perpendis checkpoints: atol must be a finite number >= 0, got -1.0 (atol)"),
+        (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--preset", "fp17"], "perpendis: unknown tolerance preset"),
+        (["{models}/cnn.ort.npy", "{models}/cnn.torch.npy", "--depth", "0"], "perpendis: depth must be a number > 0"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_for_every_command(argv, line, capsys):
+    """Each command raises; ``main`` alone turns bad input into one line named by the command and exit 2."""
+    assert main([arg.format(models=MODELS) for arg in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_crash_in_bisect_exits_3_with_one_line(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in the bisect")
+
+    monkeypatch.setattr(cli, "bisect", broken)
+    captures = [str(MODELS / "cnn.capture.torch.npz"), str(MODELS / "cnn.capture.ort.npz")]
+    assert main(["bisect", *captures]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ZeroDivisionError: a bug in the bisect" in err
+
+
+def test_the_cli_streams_by_the_planners_rule(monkeypatch, tmp_path, capsys):
+    """Two .npy files reaching the planner's threshold are streamed (the page's rule), and
+    below it read whole; the report is the same either way."""
+    from perpendis.engine import stream
+    from perpendis.service import planner
+
+    b = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
+    np.save(tmp_path / "a.npy", b * np.float32(1.0001))
+    np.save(tmp_path / "b.npy", b)
+    paths = [str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]
+    sizes = [(tmp_path / name).stat().st_size for name in ("a.npy", "b.npy")]
+    streamed = []
+    real = stream.prepare_sources
+    monkeypatch.setattr(stream, "prepare_sources", lambda *a, **k: streamed.append(1) or real(*a, **k))
+    assert main([*paths, "--json"]) in (0, 1)
+    whole = json.loads(capsys.readouterr().out)
+    assert not streamed and not planner.streams([(None, size) for size in sizes])
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", sum(sizes))
+    assert main([*paths, "--json"]) in (0, 1)
+    assert streamed == [1] and json.loads(capsys.readouterr().out)["verdict"] == whole["verdict"]
+
+
+def test_the_cli_and_the_page_get_the_same_answer_from_the_service(capsys):
+    """The plain command builds a typed request for the service's one entry (``serve``), as
+    the page's worker sends its dict: the report is the same, and only the CLI's carries text."""
+    from perpendis import service
+    from perpendis.service.session import Session
+
+    a, b = MODELS / "cnn.ort.npy", MODELS / "cnn.torch.npy"
+    page = service.serve({"op": "compare", "inputs": {"a": {"name": a.name, "data": "p0"},
+                                                     "b": {"name": b.name, "data": "p1"}}, "options": {"depth": 2}},
+                         {"p0": a.read_bytes(), "p1": b.read_bytes()}, session=Session())
+    code = main([str(a), str(b), "--json", "--depth", "2"])
+    assert json.loads(capsys.readouterr().out) == page["report"] and "text" not in page
+    assert code == (0 if page["report"]["verdict"] in ("identical", "rounding") else 1)
+    main([str(a), str(b), "--depth", "2"])
+    assert capsys.readouterr().out.startswith(page["report"]["verdict"].upper())

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from perpendis.engine.compare import compare, compare_chunks
 from perpendis.engine.fold import partial as declared
 from perpendis.engine.fold.chunk import aligned_chunks
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs import formats
 from perpendis.inputs.tensor import Tensor, from_numpy
 from perpendis.numerics import bits
@@ -106,24 +107,25 @@ def test_relative_difference_is_zero_where_both_are_zero():
 
 def test_min_tolerance_is_the_boundary():
     a, b, _ = noisy_pair(seed=3)
-    r = compare(t(a), t(b), preset="fp32-cpu")
+    r = compare(t(a), t(b), ComparisonOptions(preset="fp32-cpu"))
     need_atol = r.min_tolerance.atol_at_rtol
-    assert compare(t(a), t(b), atol=need_atol, rtol=1e-3).tolerance.passed
-    assert not compare(t(a), t(b), atol=need_atol * 0.99, rtol=0.0).tolerance.passed or need_atol == 0
+    assert compare(t(a), t(b), ComparisonOptions(atol=need_atol, rtol=1e-3)).tolerance.passed
+    tighter = ComparisonOptions(atol=need_atol * 0.99, rtol=0.0)
+    assert not compare(t(a), t(b), tighter).tolerance.passed or need_atol == 0
     big = a * np.float32(1.001)
-    r = compare(t(big), t(b), rtol=0.0, atol=1e-5)
+    r = compare(t(big), t(b), ComparisonOptions(rtol=0.0, atol=1e-5))
     need_rtol = r.min_tolerance.rtol_at_atol
-    assert compare(t(big), t(b), atol=1e-5, rtol=need_rtol).tolerance.passed
-    assert not compare(t(big), t(b), atol=1e-5, rtol=need_rtol * 0.99).tolerance.passed
+    assert compare(t(big), t(b), ComparisonOptions(atol=1e-5, rtol=need_rtol)).tolerance.passed
+    assert not compare(t(big), t(b), ComparisonOptions(atol=1e-5, rtol=need_rtol * 0.99)).tolerance.passed
 
 
 def test_min_rtol_passes_over_a_difference_of_exactly_atol_against_zero():
     """That pair's ratio (|a-b| - atol) / |b| is 0/0: it needs no rtol, and must not make the answer NaN."""
     a = np.array([0.25, 1.5, 2.0, 4.0], dtype=np.float32)
     b = np.array([0.0, 1.0, 2.0, 4.0], dtype=np.float32)
-    r = compare(t(a), t(b), atol=0.25, rtol=0.0)
+    r = compare(t(a), t(b), ComparisonOptions(atol=0.25, rtol=0.0))
     assert r.min_tolerance.rtol_at_atol == pytest.approx((0.5 - 0.25) / 1.0)
-    assert compare(t(a), t(b), atol=0.25, rtol=r.min_tolerance.rtol_at_atol).tolerance.passed
+    assert compare(t(a), t(b), ComparisonOptions(atol=0.25, rtol=r.min_tolerance.rtol_at_atol)).tolerance.passed
 
 
 def test_integers_compare_exactly():
@@ -287,7 +289,7 @@ def test_a_mixed_precision_pair_is_judged_against_the_reference_in_the_narrower_
     look thousands of times worse than A."""
     a, b = model_output(f"{model}.torch.npy"), model_output(f"{model}.ort16.npy")
     ref = model_output(f"{model}.ref64.npy")
-    r = compare(a, b, ref=ref, check_dtype=False)
+    r = compare(a, b, ComparisonOptions(check_dtype=False), ref=ref)
     assert r.compared_as == "float16"
     assert r.reference.a_max_ulp <= 1  # A rounded to float16 is the float64 run rounded, give or take a step
     assert r.reference.equivalent and r.reference.ratio < 4

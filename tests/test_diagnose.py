@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.load import load_path, load_text
 from perpendis.inputs.tensor import Tensor, from_numpy
 from perpendis.report.headline import main_finding
@@ -83,7 +84,7 @@ def test_depth_decides_what_counts_as_rounding():
     assert shallow.tolerance.passed and found["deep_rounding"].severity == "info"
     assert "not_rounding" not in found and "set depth" in found["deep_rounding"].message
     assert shallow.verdict == "rounding"
-    deep = compare(t(a), t(b), depth=64)
+    deep = compare(t(a), t(b), ComparisonOptions(depth=64))
     assert "rounding" in kinds(deep) and "deep_rounding" not in kinds(deep)
 
 
@@ -119,7 +120,7 @@ def test_lossy_text_input_is_a_warning():
 def test_numpy_default_warns_in_findings():
     b = np.array([0.0, 1.0, 2.0], dtype=np.float64)
     a = b + np.array([1e-17, 0, 0])
-    r = compare(t(a), t(b), preset="numpy-default")
+    r = compare(t(a), t(b), ComparisonOptions(preset="numpy-default"))
     assert kinds(r)["tolerance_warning"].severity == "warning"
     assert r.verdict == "investigate"  # a legitimate 1e-17 at zero fails with atol 0
 

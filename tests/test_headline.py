@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.parse import parse_text
 from perpendis.inputs.tensor import from_numpy
 
@@ -29,7 +30,7 @@ def test_float_hex_strings_of_float32_values_are_read_as_float32_and_identical()
 
 def test_values_no_float32_holds_keep_their_dtype_and_are_judged_in_the_narrower():
     (listed,) = parse_text(repr((X.astype(np.float64) + 1e-12).tolist()))
-    r = compare(listed, from_numpy(X, "b"), check_dtype=False)
+    r = compare(listed, from_numpy(X, "b"), ComparisonOptions(check_dtype=False))
     assert r.a["dtype"] == "float64"
     assert r.headline.startswith("A is float64 and B is float32, so both were judged in float32, the narrower format.")
     # By default the mismatch leads, with whether the values agree to float32's rounding.
@@ -58,7 +59,7 @@ def test_equal_default_prints_of_different_tensors_are_identical_only_at_their_p
 def test_fp16_against_fp32_is_judged_in_the_narrower_format_in_one_sentence():
     b = X
     a = X.astype(np.float16)
-    r = compare(from_numpy(a, "a"), from_numpy(b, "b"), check_dtype=False)
+    r = compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(check_dtype=False))
     assert r.verdict == "identical" or r.verdict == "rounding"
     first = r.headline.split(". ")[0] + "."
     assert first == "A is float16 and B is float32, so both were judged in float16, the narrower format."

@@ -90,6 +90,7 @@ def test_without_a_built_site_it_opens_the_report_as_one_page(tmp_path, monkeypa
 def test_every_option_given_reaches_the_page():
     """The manifest's options are what the page's core parses into the engine's arguments
     (the page hands them over as its tolerance state)."""
+    from perpendis.cli.options import comparison_options
     from perpendis.service import requests
 
     parse = open_page._parser().parse_args
@@ -97,7 +98,7 @@ def test_every_option_given_reaches_the_page():
     options = open_page.page_options(args)
     assert options == {"preset": "fp16", "atol": 0.5, "rtol": 0.25, "depth": 3.0}
     request = requests.parse({"op": "compare", "inputs": {}, "options": options})
-    assert request.options.engine() == options
+    assert request.options == comparison_options(args)  # what the command line itself compares with
     assert open_page.page_options(parse([str(A), str(B), "--open"])) == {}
 
 

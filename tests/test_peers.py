@@ -18,6 +18,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from perpendis.engine.options import ComparisonOptions
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}
@@ -156,7 +157,7 @@ def test_an_infinity_against_a_number_fails_and_no_tolerance_passes_it():
     a = np.array([0.5674, 1.0], dtype=np.float16)
     b = np.array([-np.inf, 1.0], dtype=np.float16)
     for preset in (None, "fp16", "torch-default", "numpy-default", "numpy-allclose", "polygraphy", "dynamo"):
-        report = compare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset)
+        report = compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset=preset))
         t = report.tolerance
         assert (t.passed, t.n_fail, report.min_tolerance.n_unreachable) == (False, 1, 1), preset
         assert t.worst_fail.flat == 0 and t.worst_fail.abs_diff == math.inf
@@ -169,7 +170,7 @@ def test_opposite_infinities_fail_even_with_a_huge_tolerance():
     from perpendis.inputs.tensor import from_numpy
 
     a, b = np.array([np.inf, 1.0]), np.array([-np.inf, 1.0])
-    report = compare(from_numpy(a, "a"), from_numpy(b, "b"), atol=1e300, rtol=1e300)
+    report = compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(atol=1e300, rtol=1e300))
     assert not report.tolerance.passed and report.tolerance.n_fail == 1
 
 
@@ -179,7 +180,7 @@ def test_equal_nan_false_fails_bit_equal_nans_and_the_default_passes_them():
 
     a = np.array([1.0, np.nan, 2.0], dtype=np.float32)
     for preset, fails in (("fp32-cpu", 0), ("numpy-default", 0), ("torch-default", 1), ("numpy-allclose", 1)):
-        report = compare(from_numpy(a, "a"), from_numpy(a.copy(), "b"), preset=preset)
+        report = compare(from_numpy(a, "a"), from_numpy(a.copy(), "b"), ComparisonOptions(preset=preset))
         assert report.identical and report.tolerance.n_fail == fails, preset
         assert report.tolerance.passed == (fails == 0)
         if fails:
@@ -207,9 +208,9 @@ def test_two_dtypes_are_refused_by_the_presets_of_peers_that_refuse_them():
 
     a, b = np.ones(3, dtype=np.float32), np.ones(3, dtype=np.float16)
     for preset in ("torch-default", "dynamo"):
-        t = compare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset).tolerance
+        t = compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset=preset)).tolerance
         assert not t.passed and t.n_fail == 0 and "refuses A as float32 against B as float16" in t.refused
-    assert compare(from_numpy(a, "a"), from_numpy(b, "b"), preset="numpy-default").tolerance.passed
+    assert compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset="numpy-default")).tolerance.passed
     with pytest.raises(AssertionError, match="dtype"):
         torch.testing.assert_close(torch.from_numpy(a), torch.from_numpy(b))
 
@@ -221,7 +222,7 @@ def test_a_split_fold_applies_the_presets_rule():
 
     a = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float16)
     b = np.array([1.0, np.nan, -np.inf, 2.0005], dtype=np.float16)
-    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"), preset="torch-default")
+    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset="torch-default"))
     (share,) = prepared.shares(1)
     whole, split = prepared.fold(), share.fold(*prepared.share_bytes(share))
     assert (split.n_fail, split.n_unreachable) == (whole.n_fail, whole.n_unreachable) == (2, 2)
@@ -263,7 +264,7 @@ def _complex_fold_paths(a: np.ndarray, b: np.ndarray, preset: str, chunks: tuple
         worst = None if t.worst_fail is None else (t.worst_fail.flat, t.worst_fail.abs_diff)
         return t.passed, t.n_fail, t.fraction_fail, t.first_fail and t.first_fail.flat, worst
 
-    out = [said(compare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset).tolerance)]
+    out = [said(compare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset=preset)).tolerance)]
     files = []
     for x in (a, b):
         buffer = io.BytesIO()
@@ -271,8 +272,8 @@ def _complex_fold_paths(a: np.ndarray, b: np.ndarray, preset: str, chunks: tuple
         files.append(view_reader(buffer.getvalue()))
     for chunk in chunks:
         sides = [stream.open_source(*f, side=s) for f, s in zip(files, "ab", strict=True)]
-        out.append(said(stream.compare_sources(*sides, preset=preset, chunk=chunk).tolerance))
-    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"), preset=preset)
+        out.append(said(stream.compare_sources(*sides, ComparisonOptions(preset=preset), chunk=chunk).tolerance))
+    prepared = prepare(from_numpy(a, "a"), from_numpy(b, "b"), ComparisonOptions(preset=preset))
     parts = [partial_from_bytes(partial_to_bytes(s.fold(*prepared.share_bytes(s)))) for s in prepared.shares(3)]
     out.append(said(prepared.finish(reduce(lambda x, y: x.merge(y), parts)).tolerance))
     return out

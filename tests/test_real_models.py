@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs import formats
 from perpendis.inputs.parse import parse_text
 from perpendis.inputs.tensor import Tensor
@@ -32,7 +33,7 @@ def load(name: str) -> Tensor:
 
 def judged(pair: dict, **options) -> Report:
     ref = load(pair["ref"]) if "ref" in pair else None
-    return compare(load(pair["a"]), load(pair["b"]), ref=ref, **options)
+    return compare(load(pair["a"]), load(pair["b"]), ComparisonOptions(**options), ref=ref)
 
 
 def kinds(report: Report, severity: str = "error") -> set[str]:

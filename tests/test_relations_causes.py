@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.engine.compare import compare, compare_values
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.load import load_text
 
 ROOT = Path(__file__).parent.parent
@@ -33,7 +34,7 @@ def test_the_pages_bug_example_with_a_looser_tolerance_names_no_weight_slice(tol
     no weight slice or off-by-one, so the finding names the region and no cause."""
     example = json.loads((ROOT / "app" / "examples" / "bug.json").read_text())
     (a,), (b,) = load_text(example["a"]), load_text(example["b"])
-    r = compare(a, b, **tolerance)
+    r = compare(a, b, ComparisonOptions(**tolerance))
     region = next(f for f in r.findings if f.kind == "region")
     assert region.where["axis"] == 0 and region.causes == []
     assert "no known cause fits" in region.message

@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.tensor import from_numpy
 from perpendis.report.headline import main_finding
 from perpendis.report.model import Report
@@ -106,7 +107,8 @@ _SEVERITY = ["error", "warning", "info"]
 _B = np.random.default_rng(0).standard_normal(64).astype(np.float32)
 # One ULP up everywhere, judged by numpy's default: errors, a warning about the preset and info.
 _MIXED = compare(
-    from_numpy(np.nextafter(_B, np.float32(np.inf)), "a"), from_numpy(_B, "b"), preset="numpy-default"
+    from_numpy(np.nextafter(_B, np.float32(np.inf)), "a"), from_numpy(_B, "b"),
+    ComparisonOptions(preset="numpy-default"),
 ).findings
 
 

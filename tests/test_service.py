@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from perpendis import service
 from perpendis.engine import stream
+from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.formats.buffer import view_reader
 from perpendis.service import planner, requests
@@ -41,8 +42,8 @@ def test_each_op_parses_to_its_own_frozen_request():
         "reserve": requests.parse({"op": "reserve", "bytes": 10}),
         "bisect_order": requests.parse({"op": "bisect_order", "order": ["x"]}),
     }
-    assert parsed["compare"].options.engine() == {"preset": None, "atol": 1e-3, "rtol": None, "depth": 2}
-    assert requests.parse({"op": "rejudge"}).options.engine() == {"preset": None, "atol": None, "rtol": None}
+    assert parsed["compare"].options == ComparisonOptions(atol=1e-3, depth=2)
+    assert requests.parse({"op": "rejudge"}).options == ComparisonOptions()
     assert parsed["element"] == requests.ElementRequest(3)
     assert parsed["reserve"].bytes == 10 and parsed["bisect_order"].order == ["x"]
     for request in parsed.values():
@@ -69,6 +70,52 @@ def test_bad_fields_are_refused_once_with_the_message_the_page_shows(request_, m
     with pytest.raises(InputError, match=message):
         requests.parse(request_)
     assert message in service.serve(request_, {})["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "named", "known"),
+    [
+        ({"op": "compare", "inputs": {}, "options": {"atoll": 1e-3}}, "'atoll'", "atol, check_dtype, depth"),
+        ({"op": "rejudge", "options": {"preset": "fp16", "mapping": {}}}, "'mapping'", "preset, rtol, task"),
+        ({"op": "checkpoints", "inputs": {}, "options": {"only": ["x"]}}, "'only'", "rename, rtol"),
+        ({"op": "runs", "inputs": {"runs": {"r": {}, "s": {}}}, "options": {"referense": "r"}}, "'referense'",
+         "only, preset, reference"),
+        ({"op": "element", "flat": 3, "falt": 4}, "'falt'", "op, id, flat"),
+        ({"op": "compare", "inputs": {}, "option": {"atol": 1}}, "'option'", "inputs, options, text"),
+    ],
+)
+def test_unknown_keys_are_refused_naming_the_key_and_the_known_ones(request_, named, known):
+    with pytest.raises(InputError) as refused:
+        requests.parse(request_)
+    assert named in refused.value.message and known in refused.value.message
+    answer = service.serve(request_, {}, session=Session())
+    assert not answer["ok"] and named in answer["error"]["message"]
+
+
+def test_a_misspelt_atol_no_longer_compares_at_the_default_tolerance():
+    a, b = npy(np.float32([1.0, 2.0])), npy(np.float32([1.0, 2.001]))
+    inputs = {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}
+    good = service.serve({"op": "compare", "inputs": inputs, "options": {"atol": 1e-2}}, {"a": a, "b": b},
+                         session=Session())
+    assert good["ok"] and good["report"]["tolerance"]["atol"] == 1e-2
+    typo = service.serve({"op": "compare", "inputs": inputs, "options": {"atoll": 1e-2}}, {"a": a, "b": b},
+                         session=Session())
+    assert not typo["ok"] and "unknown option 'atoll'" in typo["error"]["message"]
+
+
+def test_the_text_report_is_built_only_when_asked():
+    a, b = npy(np.float32([1.0, 2.0, 3.0])), npy(np.float32([1.0, 2.0, 3.0001]))
+    raw = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}}
+    session = Session()
+    page = service.serve(raw, {"a": a, "b": b}, session=session)
+    assert page["ok"] and "text" not in page and page["markdown"].startswith("**Perpendis")
+    asked = service.serve({**raw, "text": True}, {"a": a, "b": b}, session=session)
+    assert asked["text"] == session.report().to_text() and asked["report"] == page["report"]
+    rejudged = service.serve({"op": "rejudge", "options": {"atol": 1.0}, "text": True}, {}, session=session)
+    assert rejudged["text"].startswith(rejudged["report"]["verdict"].upper())
+    assert "text" not in service.serve({"op": "rejudge", "options": {}}, {}, session=session)
+    bad = service.serve({**raw, "text": "yes"}, {"a": a, "b": b}, session=session)
+    assert bad["error"]["message"] == "text must be true or false, got 'yes'"
 
 
 def test_an_unknown_op_is_a_bug_in_the_worker_not_bad_input():

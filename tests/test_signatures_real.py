@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.load import load_path
 from perpendis.report.headline import main_finding
 
@@ -27,7 +28,7 @@ def report(case: dict):
     (a,), (b,) = load_path(HERE / case["a"]), load_path(HERE / case["b"])
     # A legitimate pair of two dtypes (float16 against float32) is judged in the narrower
     # format only when asked: by default the mismatch itself is the finding.
-    return compare(a, b, preset=case["preset"], check_dtype=case.get("check_dtype", True))
+    return compare(a, b, ComparisonOptions(preset=case["preset"], check_dtype=case.get("check_dtype", True)))
 
 
 def test_the_sets_are_what_the_issue_asks_for():

@@ -22,6 +22,7 @@ from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
 from perpendis.engine import stream
 from perpendis.engine.compare import compare
 from perpendis.engine.fold.chunk import CHUNK
+from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.load import load_path
 from perpendis.service import planner
@@ -50,11 +51,11 @@ def _sees_layout(report: dict) -> bool:
 
 def in_memory(path_a: Path, path_b: Path, **options):
     [a], [b] = load_path(path_a), load_path(path_b)
-    return compare(a, b, **options)
+    return compare(a, b, ComparisonOptions(**options))
 
 
-def streamed(path_a: Path, path_b: Path, **options):
-    return stream.compare_sources(stream.map_file(path_a, "a"), stream.map_file(path_b, "b"), **options)
+def streamed(path_a: Path, path_b: Path, *options, **reading):
+    return stream.compare_sources(stream.map_file(path_a, "a"), stream.map_file(path_b, "b"), *options, **reading)
 
 
 def perturbed(a: np.ndarray, rng: np.random.Generator, fraction: float) -> np.ndarray:
@@ -182,7 +183,8 @@ def test_options_reach_the_tolerance_test(tmp_path):
     b = perturbed(a, rng, 0.5)
     pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", b)
     for options in ({"atol": 0.0, "rtol": 0.0}, {"preset": "fp16"}, {"atol": 1e-3, "rtol": 0.0, "depth": 4.0}):
-        assert streamed(pa, pb, **options).to_dict() == in_memory(pa, pb, **options).to_dict()
+        asked = ComparisonOptions(**options)
+        assert streamed(pa, pb, asked).to_dict() == in_memory(pa, pb, **options).to_dict()
 
 
 def test_fortran_order_is_refused_with_the_fix(tmp_path):
@@ -310,8 +312,9 @@ def test_worker_streams_two_big_npy_files_and_says_so(tmp_path, monkeypatch):
     pa, pb = save(tmp_path, "a.npy", a), save(tmp_path, "b.npy", perturbed(a, rng, 0.3))
     files = {"p0": file_reader(pa), "p1": file_reader(pb)}
     stages = []
-    result = service.serve(worker_request(atol=1e-7), {}, files, lambda stage, f: stages.append((stage, f)))
-    expected = api.handle(worker_request(atol=1e-7), {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
+    asked = {**worker_request(atol=1e-7), "text": True}  # the text report, as the CLI asks for it
+    result = service.serve(asked, {}, files, lambda stage, f: stages.append((stage, f)))
+    expected = api.handle(asked, {"p0": pa.read_bytes(), "p1": pb.read_bytes()})
     assert result["streamed"] is True and result["ok"]
     assert result["report"] == expected["report"] and result["text"] == expected["text"]
     assert stages == [("streaming", 1.0)]

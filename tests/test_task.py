@@ -16,6 +16,7 @@ import perpendis
 import pytest
 from perpendis.engine import task as task_module
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.engine.stream import compare_sources, map_file, prepare_sources
 from perpendis.errors import InputError
 from perpendis.inputs.tensor import from_numpy
@@ -217,17 +218,18 @@ def test_classes_on_another_axis_equals_them_moved_last():
 def test_blocks_and_streamed_chunks_merge_to_the_same_result(tmp_path, monkeypatch):
     runs = _runs("lm")
     a, b = runs["ort_positions"].numpy(), runs["torch"].numpy()
-    whole = compare(from_numpy(a, "A"), from_numpy(b, "B"), task="logits")
+    whole = compare(from_numpy(a, "A"), from_numpy(b, "B"), ComparisonOptions(task="logits"))
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     monkeypatch.setattr(task_module, "BLOCK_ELEMENTS", 3 * 512 + 100)  # blocks of 3 rows
     monkeypatch.setattr("perpendis.engine.task_judge.BLOCK_ELEMENTS", 3 * 512 + 100)
-    blocks = compare(from_numpy(a, "A"), from_numpy(b, "B"), task="logits")
+    blocks = compare(from_numpy(a, "A"), from_numpy(b, "B"), ComparisonOptions(task="logits"))
     sources = (map_file(tmp_path / "a.npy", "A"), map_file(tmp_path / "b.npy", "B"))
-    streamed = compare_sources(*sources, task="logits", chunk=1000)  # chunks that cut rows, judged as they pass
+    # Chunks that cut rows, judged as they pass.
+    streamed = compare_sources(*sources, ComparisonOptions(task="logits"), chunk=1000)
     assert streamed.task == whole.task
     # Folded in shares by helpers, the rows are read again after the fold: the same result.
-    prepared = prepare_sources(*sources, task="logits", chunk=1000)
+    prepared = prepare_sources(*sources, ComparisonOptions(task="logits"), chunk=1000)
     partial = prepared.fold()
     assert prepared.task_rows is not None
     prepared.task_rows = None
@@ -306,7 +308,8 @@ def test_the_service_takes_the_task_option_in_memory_streamed_and_on_rejudge(mon
         data[side] = buffer.getvalue()
     inputs = {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}}
     session = Session()
-    asked = service.serve({"op": "compare", "inputs": inputs, "options": {"task": {"axis": -1}}}, data, session=session)
+    request = {"op": "compare", "inputs": inputs, "options": {"task": {"axis": -1}}, "text": True}
+    asked = service.serve(request, data, session=session)
     expected = perpendis.compare(runs["ort_swap"], runs["torch"], task="logits").task
     assert asked["ok"] and asked["report"]["task"]["flips"] == expected.flips
     assert "prediction (logits" in asked["text"]

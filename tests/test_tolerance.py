@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.engine.compare import compare
+from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.tensor import from_numpy
 from perpendis.numerics.bits import format_of
@@ -89,7 +90,8 @@ def test_torch_default_passes_exactly_when_assert_close_does(dtype, seed, log_no
         torch_passed = True
     except AssertionError:
         torch_passed = False
-    report = compare(from_numpy(actual.numpy(), "a"), from_numpy(expected.numpy(), "b"), preset="torch-default")
+    torch_default = ComparisonOptions(preset="torch-default")
+    report = compare(from_numpy(actual.numpy(), "a"), from_numpy(expected.numpy(), "b"), torch_default)
     assert report.tolerance.passed == torch_passed
 
 
@@ -104,7 +106,7 @@ def test_numpy_default_passes_exactly_when_assert_allclose_does(seed, log_noise)
         numpy_passed = True
     except AssertionError:
         numpy_passed = False
-    report = compare(from_numpy(actual, "a"), from_numpy(desired, "b"), preset="numpy-default")
+    report = compare(from_numpy(actual, "a"), from_numpy(desired, "b"), ComparisonOptions(preset="numpy-default"))
     assert report.tolerance.passed == numpy_passed
 
 

@@ -22,13 +22,13 @@ import numpy as np
 
 from .diagnosis.diagnose import ROUNDING_SHARE
 from .diagnosis.signatures.model import ROUNDOFF_FACTOR
-from .engine.compare import check_depth
 from .engine.compare import compare as compare_tensors
 from .engine.compare import compare_values as compare
+from .engine.options import ComparisonOptions
 from .errors import InputError
 from .inputs.tensor import Tensor, as_tensor
 from .numerics import bits
-from .numerics.tolerance import failing, resolve
+from .numerics.tolerance import failing
 from .report.explain import explain
 from .report.model import Report
 from .report.task_text import task_lines
@@ -56,15 +56,15 @@ class PassedReport:
 
     __slots__ = ("_args", "_report")
 
-    def __init__(self, a: Tensor, b: Tensor, options: dict[str, Any]) -> None:
-        self._args: tuple[Tensor, Tensor, dict[str, Any]] | None = (a, b, options)
+    def __init__(self, a: Tensor, b: Tensor, options: ComparisonOptions) -> None:
+        self._args: tuple[Tensor, Tensor, ComparisonOptions] | None = (a, b, options)
         self._report: Report | None = None
 
     @property
     def report(self) -> Report:
         if self._report is None:
             a, b, options = self._args  # type: ignore[misc]
-            self._report, self._args = compare_tensors(a, b, **options), None
+            self._report, self._args = compare_tensors(a, b, options), None
         return self._report
 
     def __getattr__(self, name: str) -> Any:
@@ -74,17 +74,14 @@ class PassedReport:
         return repr(self.report)
 
 
-def bit_identical(a: Tensor, b: Tensor, preset: str | None, atol: float | None, rtol: float | None,
-                  depth: float) -> bool:
+def bit_identical(a: Tensor, b: Tensor, options: ComparisonOptions) -> bool:
     """Whether the full analysis of A against B would say "identical" (and so pass),
     decided without it: same format, same shape, the same raw bits.
 
     The full analysis calls a pair identical exactly then (whatever the tolerance: bit-equal
     NaNs a preset fails as ``equal_nan=False`` are still identical), and never when the
-    shapes or dtypes differ. Bad options are refused as the full analysis refuses them.
+    shapes or dtypes differ. ``options`` were checked when made, as the full analysis needs.
     """
-    check_depth(depth)
-    resolve(a.fmt, preset=preset, atol=atol, rtol=rtol)  # an unknown preset, a negative atol: InputError
     if a.format != b.format or a.shape != b.shape or a.is_complex != b.is_complex:
         return False
     return bool(np.array_equal(bits.raw_bits(a.array, a.fmt), bits.raw_bits(b.array, b.fmt)))
@@ -93,8 +90,7 @@ def bit_identical(a: Tensor, b: Tensor, preset: str | None, atol: float | None, 
 OUTLIER_FACTOR = 4.0  # how far past the rounding bound the few elements outside the share may lie
 
 
-def rounding_close(a: Tensor, b: Tensor, preset: str | None, atol: float | None, rtol: float | None,
-                   depth: float) -> bool:
+def rounding_close(a: Tensor, b: Tensor, options: ComparisonOptions) -> bool:
     """Whether A and B differ by rounding only, so the full analysis would pass them,
     decided in a few vectorised passes: same float format and shape, every element finite
     on both sides and within the tolerance (the engine's own test), and measured against
@@ -111,8 +107,7 @@ def rounding_close(a: Tensor, b: Tensor, preset: str | None, atol: float | None,
     structured few-ULP pairs. NaN and infinity, even equal on both sides, take the full
     analysis; signed zeros are equal values here, as they are to the tolerance.
     """
-    check_depth(depth)
-    tol = resolve(a.fmt, preset=preset, atol=atol, rtol=rtol)
+    tol, depth = options.tolerance(a.fmt), options.depth
     fmt = a.fmt
     if (a.format != b.format or a.shape != b.shape or a.is_complex or b.is_complex or not fmt.is_float
             or not (a.lossless and b.lossless) or a.size == 0):
@@ -163,12 +158,12 @@ def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = 
     if fail_on == "prediction" and task is None:
         task = "auto"
     ta, tb = as_tensor(a, SOURCES[0]), as_tensor(b, SOURCES[1])
-    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth, "task": task, "check_dtype": check_dtype}
-    if ref is None and bit_identical(ta, tb, preset, atol, rtol, depth):
+    options = ComparisonOptions(preset, atol, rtol, depth, check_dtype, task)
+    if ref is None and bit_identical(ta, tb, options):
         return PassedReport(ta, tb, options)  # type: ignore[return-value]
-    if ref is None and task is None and rounding_close(ta, tb, preset, atol, rtol, depth):
+    if ref is None and options.task is None and rounding_close(ta, tb, options):
         return PassedReport(ta, tb, options)  # type: ignore[return-value]
-    report = compare_tensors(ta, tb, ref=None if ref is None else as_tensor(ref, "reference"), **options)
+    report = compare_tensors(ta, tb, options, ref=None if ref is None else as_tensor(ref, "reference"))
     if fail_on == "prediction":
         if report.task is None:
             raise InputError(f"fail_on='prediction' needs a task check, and there was none: {report.notes[-1:]}")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs import formats
 from perpendis.layers.bisect import bisect, bisect_runs, pair_names
 
@@ -199,7 +200,7 @@ def test_new_tolerance_judges_every_layer_again_and_keeps_the_open_layer(ready_p
     page.get_by_test_id("atol").fill("0")
     page.get_by_test_id("rtol").fill("0")
     page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
-    native = bisect(capture("cnn", "torch"), capture("cnn", "ort"), atol=0.0, rtol=0.0)
+    native = bisect(capture("cnn", "torch"), capture("cnn", "ort"), ComparisonOptions(atol=0.0, rtol=0.0))
     assert native.first_failing is not None
     first = page.get_by_test_id("first-failing").locator("xpath=..")
     first.wait_for(timeout=TIMEOUT_MS)

@@ -12,6 +12,7 @@ import shutil
 
 import numpy as np
 from made import numpy_text
+from perpendis.engine.options import ComparisonOptions
 from perpendis.layers.bisect import bisect
 from test_page_bisect import CAPTURES, TIMEOUT_MS, bisect_captures, capture, rows
 
@@ -102,7 +103,7 @@ def test_bisect_rows_reorder_by_drag_and_keyboard(ready_page):
     page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]').remove()")
     page.get_by_test_id("preset").select_option("fp16")
     page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
-    relaxed = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"), preset="fp16")
+    relaxed = bisect(capture("cnn", "torch"), capture("cnn", "ort_bug"), ComparisonOptions(preset="fp16"))
     page.wait_for_function(
         "n => document.querySelectorAll('[data-testid=depth-point]').length === n", arg=len(order), timeout=TIMEOUT_MS
     )

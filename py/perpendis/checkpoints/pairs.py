@@ -19,6 +19,7 @@ from ..engine.compare import Prepared
 from ..engine.fold.chunk import CHUNK
 from ..engine.fold.partial import Partial
 from ..engine.fold.share import Share
+from ..engine.options import ComparisonOptions
 from ..engine.stream import Source, Stop, _chunks, prepare_sources
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
@@ -100,7 +101,7 @@ def prepare_pair(task: Task, sa: Source, sb: Source, options: Mapping[str, Any],
         return _row(task, sa, sb, "investigate", message)
     if quantised_side(sa, sb) is not None:  # judged against its grid, here: no fold
         return grid_row(task, sa, sb, _row(task, sa, sb, "converted", ""))
-    return prepare_sources(sa, sb, cancelled=cancelled, **options)
+    return prepare_sources(sa, sb, ComparisonOptions.of(options), cancelled=cancelled)
 
 
 def compare_pair(

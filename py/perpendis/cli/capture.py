@@ -9,7 +9,6 @@ input.  Exit 0 clean, 1 when a layer must be investigated, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from ..errors import InputError, blame
 from ..inputs.load import load_path
+from . import exits
 
 
 def read_inputs(items: Sequence[str]) -> list[np.ndarray] | dict[str, np.ndarray]:
@@ -69,16 +69,12 @@ def _capture_parser() -> argparse.ArgumentParser:
 
 def capture_main(argv: Sequence[str]) -> int:
     args = _capture_parser().parse_args(argv)
-    try:
-        from ..layers.capture.onnx import capture_onnx
+    from ..layers.capture.onnx import capture_onnx
 
-        if args.output.suffix not in (".safetensors", ".npz"):
-            raise InputError(f"save the capture as .safetensors or .npz, not {args.output.name}", where="-o")
-        run = capture_onnx(args.model, read_inputs(args.input), provider=args.provider)
-        run.save(args.output)
-    except InputError as err:
-        print(f"perpendis capture: {err}", file=sys.stderr)
-        return 2
+    if args.output.suffix not in (".safetensors", ".npz"):
+        raise InputError(f"save the capture as .safetensors or .npz, not {args.output.name}", where="-o")
+    run = capture_onnx(args.model, read_inputs(args.input), provider=args.provider)
+    run.save(args.output)
     print(f"{len(run)} values of {args.model.name} saved to {args.output}")
     return 0
 
@@ -143,17 +139,13 @@ def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.
 
 def check_export_main(argv: Sequence[str]) -> int:
     args = _check_parser().parse_args(argv)
-    try:
-        from ..layers.capture.check import bisect_runs_of
+    from ..layers.capture.check import bisect_runs_of
+    from .options import comparison_options
 
-        feeds = read_inputs(args.input)
-        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
-        result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, **options)
-    except InputError as err:
-        print(f"perpendis check-export: {err}", file=sys.stderr)
-        return 2
+    feeds = read_inputs(args.input)
+    result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, comparison_options(args))
     print(result.to_json(indent=1) if args.json else result.to_text(), end="\n" if args.json else "")
-    return 1 if result.must_investigate else 0
+    return exits.judged(result.must_investigate)
 
 
 def main(argv: Sequence[str]) -> int:

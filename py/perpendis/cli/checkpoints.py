@@ -30,7 +30,8 @@ from ..checkpoints.distributed import (
 )
 from ..checkpoints.rename import PRESETS, preset
 from ..errors import InputError
-from .options import add_tolerance_options
+from . import exits
+from .options import add_tolerance_options, comparison_options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -149,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bar = _Bar(not args.no_progress)
     resume = None
     try:
+        asked = comparison_options(args)
         rules = [rule for name in args.rename_preset for rule in preset(name)] + [parse_rule(r) for r in args.rename]
         a, b = folder(args.a), folder(args.b)
         resume = Resume(args.resume) if args.resume else None
@@ -158,21 +160,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 a,
                 b,
                 rules=rules,
-                preset=args.preset,
-                atol=args.atol,
-                rtol=args.rtol,
-                depth=args.depth,
+                preset=asked.preset,
+                atol=asked.atol,
+                rtol=asked.rtol,
+                depth=asked.depth,
                 runner=runner,
                 done=bar.done,
                 planned=bar.planned,
                 resume=resume,
             )
-    except InputError as err:
-        print("perpendis checkpoints: " + " ".join(str(err).split()), file=sys.stderr)
-        return 2
     finally:
         bar.close()
         if resume is not None:
             resume.close()
     print(report.to_json(indent=1) if args.json else report.to_text(), end="\n" if args.json else "")
-    return 1 if report.must_investigate else 0
+    return exits.judged(report.must_investigate)

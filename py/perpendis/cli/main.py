@@ -10,21 +10,27 @@ tolerance options and exit codes (1: some layer must be investigated).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..engine import stream
-from ..engine.compare import compare
 from ..errors import InputError, blame
+from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path
 from ..inputs.tensor import Tensor
 from ..layers.bisect import bisect, model_info, path_entries, path_info
 from ..report.model import Report
-from . import routes
-from .options import add_pair_options, add_tolerance_options, task_option
+from ..service import planner
+from ..service.handle import serve
+from ..service.requests import CompareRequest
+from ..service.session import Session
+from . import exits, routes
+from .options import add_pair_options, add_tolerance_options, comparison_options
 
 # Every command: its usage and what it does, for the main --help ("": the plain comparison).
 COMMANDS = {
@@ -113,34 +119,61 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
     return a, b, ref
 
 
-def _streamed(args: argparse.Namespace) -> Report | None:
-    """The report of two .npy files read chunk by chunk, or None when they are compared in memory."""
+def _streamed(args: argparse.Namespace) -> CompareRequest | None:
+    """The request of two .npy files read chunk by chunk through memory maps, or None when
+    they are compared in memory: the service's planner decides
+    (:func:`perpendis.service.planner.streams`), unless ``--stream`` forces it."""
     if args.stream and (args.b is None or args.ref is not None):
         raise InputError("--stream compares two .npy files A and B, without --ref; leave it out to load them whole")
-    if args.b is None or args.ref is not None or not stream.should_stream(args.a, args.b, forced=args.stream):
+    if args.b is None or args.ref is not None or "-" in (args.a, args.b):
         return None
-    a, b = stream.map_file(args.a, "A"), stream.map_file(args.b, "B")
-    return stream.compare_sources(
-        a, b, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
-        check_dtype=args.check_dtype,
-    )
+    sized = [_sized(path) for path in (args.a, args.b)]
+    if args.stream and not planner.npy_files(sized):
+        raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
+    if not (args.stream or planner.streams(sized)):
+        return None
+    inputs = {side: {"name": Path(path).name, "data": side} for side, path in (("a", args.a), ("b", args.b))}
+    return CompareRequest(inputs, comparison_options(args), {}, text=True, stream=args.stream)
 
 
-def report_of(args: argparse.Namespace) -> Report:
-    """The report the plain command prints, from its parsed options (``--open`` shows it too,
-    when no built page is at hand); the files are streamed when they are big."""
+def _sized(path: str) -> tuple[Reader, int]:
+    """A reader over a memory map of ``path`` and its size; a file that cannot be read is
+    left for the in-memory path to report, as it reports every input."""
+    try:
+        return stream.map_reader(path)
+    except InputError:
+        return (lambda offset, length: b""), 0
+
+
+def answer_of(args: argparse.Namespace) -> tuple[dict[str, Any], Session]:
+    """The service's answer to the plain command (the text report asked for), and the session
+    that holds its report: the CLI builds the typed request and the service answers it as it
+    answers the page, streaming big files by the planner's rule.  Bad input is raised again
+    from the answer, for :func:`main` to say."""
     hint = routes.for_paths(args.a, args.b)
     if hint is not None:
         raise InputError(hint)
-    return _streamed(args) or _in_memory(args)
+    request, files = _streamed(args), {}
+    if request is not None:
+        files = {side: _sized(path) for side, path in (("a", args.a), ("b", args.b))}
+    else:
+        a, b, ref = _inputs(args)
+        inputs = {"a": a, "b": b, **({} if ref is None else {"ref": ref})}
+        request = CompareRequest(inputs, comparison_options(args), {}, text=True)
+    session = Session()
+    answer = serve(request, {}, files, session=session)
+    if not answer["ok"]:
+        error = answer["error"]
+        side = {"a": "A", "b": "B"}.get(error["side"], error["side"])
+        raise InputError(error["message"], where=error["where"], side=side)
+    return answer, session
 
 
-def _in_memory(args: argparse.Namespace) -> Report:
-    a, b, ref = _inputs(args)
-    return compare(
-        a, b, ref=ref, preset=args.preset, atol=args.atol, rtol=args.rtol, depth=args.depth, task=task_option(args),
-        check_dtype=args.check_dtype,
-    )
+def report_of(args: argparse.Namespace) -> Report:
+    """The report the plain command prints, from its parsed options (``--open`` shows it,
+    when no built page is at hand)."""
+    answer, session = answer_of(args)
+    return session.report() if session.pair is not None else Report.from_dict(answer["report"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,12 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _dispatch(argv)
         sys.stdout.flush()  # here, so that a closed pipe is met inside the try
         return code
+    except InputError as err:  # the one place bad input becomes exit 2, for every command
+        return exits.bad_input(err, argv[0] if argv[:1] and argv[0] in COMMANDS else "")
     except BrokenPipeError:
         # Python's own advice: point stdout at devnull, so its flush at exit raises nothing.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # what a shell reports for a process ended by SIGPIPE
+        return exits.BROKEN_PIPE
     except KeyboardInterrupt:
-        return 130
+        return exits.INTERRUPTED
     except Exception as exc:
         return _failed(exc, debug)
 
@@ -169,17 +204,17 @@ def _failed(exc: Exception, debug: bool) -> int:
     if missing in EXTRAS:
         print(f"perpendis: this needs {missing}, which the [{EXTRAS[missing]}] extra installs: "
               f"pip install 'perpendis[{EXTRAS[missing]}]'", file=sys.stderr)
-        return 2
+        return exits.BAD_INPUT
     if debug:
         traceback.print_exc()
     hint = "" if debug else "; rerun with --debug for the traceback"
     print(f"perpendis: internal error, please report it: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
-    return 3
+    return exits.INTERNAL
 
 
 def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["bisect"]:
-        return bisect_main(argv[1:])
+        return _bisect(argv[1:])
     if argv[:1] == ["checkpoints"]:
         from .checkpoints import main as checkpoints_main
 
@@ -193,16 +228,12 @@ def _dispatch(argv: list[str]) -> int:
 
         return open_main(argv, report_of)
     args = _parser().parse_args(argv)
-    try:
-        report = report_of(args)
-    except InputError as err:
-        print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
-        return 2
+    answer, _ = answer_of(args)
     if args.json:
-        print(report.to_json())
+        print(json.dumps(answer["report"], allow_nan=False))
     else:
-        print(report.to_markdown() if args.markdown else report.to_text(), end="")
-    return 0 if report.verdict in ("identical", "rounding") else 1
+        print(answer["markdown"] if args.markdown else answer["text"], end="")
+    return exits.of_verdict(answer["report"]["verdict"])
 
 
 def _bisect_parser() -> argparse.ArgumentParser:
@@ -257,27 +288,27 @@ def _workers() -> int:
         return max(1, min(4, os.cpu_count() or 1))
 
 
-def bisect_main(argv: Sequence[str] | None = None) -> int:
-    """Exit 0 when every paired layer agrees up to rounding, 1 when one must be investigated,
-    2 on bad input."""
-    args = _bisect_parser().parse_args(argv)
-    try:
-        if args.isolate and args.model is None:
-            raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
-        a = path_entries(args.a)
-        b = path_entries(args.b)
-        names_a, names_b = [e.name for e in a], [e.name for e in b]
-        info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
-        options = {"preset": args.preset, "atol": args.atol, "rtol": args.rtol, "depth": args.depth}
-        pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
-        result = bisect(a, b, workers=_workers(), **pairing, **options)
-        if args.isolate:
-            from ..layers.capture.isolate import isolate
+def bisect_main(argv: Sequence[str]) -> int:
+    """``perpendis bisect ARGV``, exit code and all: 0 when every paired layer agrees up to
+    rounding, 1 when one must be investigated, 2 on bad input."""
+    return main(["bisect", *argv])
 
-            isolate(result, args.model, a, b, options)
-    except InputError as exc:
-        print(f"perpendis bisect: {exc}", file=sys.stderr)
-        return 2
+
+def _bisect(argv: Sequence[str]) -> int:
+    args = _bisect_parser().parse_args(argv)
+    if args.isolate and args.model is None:
+        raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
+    a = path_entries(args.a)
+    b = path_entries(args.b)
+    names_a, names_b = [e.name for e in a], [e.name for e in b]
+    info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
+    options = comparison_options(args)
+    pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
+    result = bisect(a, b, options, workers=_workers(), **pairing)
+    if args.isolate:
+        from ..layers.capture.isolate import isolate
+
+        isolate(result, args.model, a, b, options)
     first = result.first_failing
     if args.json:
         print(result.to_json(indent=1))
@@ -285,4 +316,4 @@ def bisect_main(argv: Sequence[str] | None = None) -> int:
             print(f"first failing layer: {first.a_name}", file=sys.stderr)
     else:
         print(result.to_text(verbose=args.verbose), end="")
-    return 1 if result.must_investigate else 0
+    return exits.judged(result.must_investigate)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InputError
+from . import exits
 
 if TYPE_CHECKING:
     from ..report.model import Report
@@ -215,23 +216,19 @@ def open_report(args: argparse.Namespace, report_of: Callable[[argparse.Namespac
           "page. For the interactive page, run `python build.py` in a checkout and pass --site DIST.", flush=True)
     if not args.no_browser and not webbrowser.open(page.as_uri()):
         print("No browser could be started here: open the file above in one.", flush=True)
-    return 0 if report.verdict in ("identical", "rounding") else 1
+    return exits.of_verdict(report.verdict)
 
 
 def main(argv: Sequence[str], report_of: Callable[[argparse.Namespace], Report]) -> int:
     args = _parser().parse_args(argv)
+    inputs = _inputs(args)
+    site = built_site(args.site)
+    if site is None:
+        return open_report(args, report_of)
     try:
-        inputs = _inputs(args)
-        site = built_site(args.site)
-        if site is None:
-            return open_report(args, report_of)
         server, url = make_server(site, inputs, page_options(args), port=args.port)
-    except InputError as err:
-        print("perpendis: " + " ".join(str(err).split()), file=sys.stderr)
-        return 2
     except OSError as err:  # the port asked for is taken
-        print(f"perpendis: cannot serve on 127.0.0.1:{args.port}: {err.strerror}", file=sys.stderr)
-        return 2
+        raise InputError(f"cannot serve on 127.0.0.1:{args.port}: {err.strerror}") from None
     print(f"Perpendis with {args.a.name} and {args.b.name} preloaded: {url}", flush=True)
     print("Served to this machine only (127.0.0.1); press Ctrl-C to stop.", flush=True)
     if not args.no_browser and not webbrowser.open(url):

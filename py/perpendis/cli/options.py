@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..engine.options import ComparisonOptions
 from ..numerics.tolerance import PRESETS
 
 
@@ -42,6 +43,15 @@ def add_task_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--top-k", type=int, metavar="K", help="the k of the top-k overlap, beside 5 (implies --classes-axis -1)"
     )
+
+
+def comparison_options(args: argparse.Namespace) -> ComparisonOptions:
+    """The typed options of every command's parsed arguments, checked once (a bad value: exit 2).
+
+    Commands without the pair options (``bisect``, ``check-export``) have no task check and
+    always check dtypes."""
+    task = task_option(args) if hasattr(args, "classes_axis") else None
+    return ComparisonOptions(args.preset, args.atol, args.rtol, args.depth, getattr(args, "check_dtype", True), task)
 
 
 def task_option(args: argparse.Namespace) -> dict[str, int] | None:

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
 from ..inputs.adopt import adopt_dtype
 from ..inputs.tensor import Tensor, as_tensor
 from ..numerics.bits import Format, format_of
@@ -33,6 +32,7 @@ from .fold.chunk import CHUNK, Chunk, aligned_chunks, fold
 from .fold.numbers import numbers, print_limited_note
 from .fold.partial import Partial
 from .fold.share import Share
+from .options import DEFAULT, ComparisonOptions
 from .reference import dynamo_rmse, reference
 from .task import TaskSpec, task_spec
 
@@ -215,30 +215,14 @@ def _keeps_parts(aligned: Aligned) -> bool:
     return aligned.shape is not None and (perm is None or perm[-1] == len(perm) - 1)  # type: ignore[index,arg-type]
 
 
-def check_depth(depth: Any) -> None:
-    """:class:`InputError` unless ``depth`` is a number > 0."""
-    if not (isinstance(depth, int | float) and math.isfinite(depth) and depth > 0):
-        raise InputError(f"depth must be a number > 0 (roughly the number of roundings between A and B), got {depth!r}")
-
-
 def prepare(
-    a: Tensor,
-    b: Tensor,
-    *,
-    tolerance: Tolerance | None = None,
+    a: Tensor, b: Tensor, options: ComparisonOptions = DEFAULT, *, tolerance: Tolerance | None = None,
     ref: Tensor | None = None,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
-    task: Any = None,
-    check_dtype: bool = True,
 ) -> Prepared:
     """Everything of :func:`compare` before the fold over the elements."""
-    check_depth(depth)
     a, b, adopted = adopt_dtype(a, b)
     fmt = compared_format(a.fmt, b.fmt)
-    tol = tolerance or resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    tol = tolerance or options.tolerance(fmt)
     aligned = align(a, b, tol)
     if a.is_complex and b.is_complex and _keeps_parts(aligned):
         tol = replace(tol, complex=True)
@@ -246,7 +230,7 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
-    prepared = Prepared(report, tol, depth, task=task_spec(task), check_dtype=check_dtype)
+    prepared = Prepared(report, tol, options.depth, task=options.task, check_dtype=options.check_dtype)
     if ref is not None:
         report.reference = reference(a, b, ref, aligned)
         if tol.rule.rmse and ref.format == "float64" and report.reference is not None:
@@ -261,30 +245,20 @@ def prepare(
 def compare(
     a: Tensor,
     b: Tensor,
+    options: ComparisonOptions = DEFAULT,
     *,
     tolerance: Tolerance | None = None,
     ref: Tensor | None = None,
     progress: Callable[[float], object] | None = None,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
     keep_aligned: bool = True,
-    task: Any = None,
-    check_dtype: bool = True,
 ) -> Report:
     """The full, diagnosed report for A against B (B is the reference of the tolerance test).
 
-    ``tolerance`` wins when given; otherwise ``preset``/``atol``/``rtol`` are resolved for
-    the compared format.  ``depth`` scales what counts as rounding-like error (roughly the
-    number of roundings that separate the two computations).  ``keep_aligned`` is as for
-    :meth:`Prepared.finish`.  ``task`` asks whether the difference changes the prediction
-    (``"logits"``, an axis, ``{"axis": -1, "k": 10}``: :func:`perpendis.engine.task.task_spec`).
-    ``check_dtype`` (as torch.testing's): a dtype mismatch is an error; off, two float
-    formats are judged as rounding in the narrower one.
+    ``tolerance`` wins when given; otherwise ``options`` (:class:`~perpendis.engine.options.ComparisonOptions`:
+    preset, atol, rtol, depth, dtype check, task check) are resolved for the compared
+    format.  ``keep_aligned`` is as for :meth:`Prepared.finish`.
     """
-    prepared = prepare(a, b, tolerance=tolerance, ref=ref, preset=preset, atol=atol, rtol=rtol, depth=depth,
-                       task=task, check_dtype=check_dtype)
+    prepared = prepare(a, b, options, tolerance=tolerance, ref=ref)
     if prepared.a is None:
         if progress is not None:
             progress(1.0)
@@ -310,14 +284,6 @@ def compare_values(
     prediction changes (``task="logits"``, see :func:`compare`); ``check_dtype`` as
     :func:`compare`'s. Unreadable input (an unsupported dtype, say) raises
     :class:`~perpendis.errors.InputError`."""
-    return compare(
-        as_tensor(a, sources[0]),
-        as_tensor(b, sources[1]),
-        ref=None if ref is None else as_tensor(ref, "reference"),
-        preset=preset,
-        atol=atol,
-        rtol=rtol,
-        depth=depth,
-        task=task,
-        check_dtype=check_dtype,
-    )
+    options = ComparisonOptions(preset, atol, rtol, depth, check_dtype, task)
+    reference = None if ref is None else as_tensor(ref, "reference")
+    return compare(as_tensor(a, sources[0]), as_tensor(b, sources[1]), options, ref=reference)

@@ -32,16 +32,16 @@ import numpy as np
 from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader, view_reader
 from ..inputs.formats.limits import NPY_HEADER_PREFIX
-from ..inputs.formats.npy import MAGIC, NpyHeader, decode_chunk, read_header
+from ..inputs.formats.npy import NpyHeader, decode_chunk, read_header
 from ..inputs.tensor import Tensor, from_numpy
 from ..numerics.bits import Format, format_of
-from ..numerics.tolerance import resolve
 from ..report.model import Report
 from .align import align, compared_format, convert
 from .compare import Prepared, prepare_chunks
 from .fold.chunk import CHUNK, Chunk
 from .fold.partial import Partial
 from .fold.share import Share
+from .options import DEFAULT, ComparisonOptions
 
 Progress = Callable[[float], object]
 Stop = Callable[[], bool]
@@ -161,15 +161,15 @@ def _chunks(
         yield start, convert(a.values(start, count), a.fmt, fmt), convert(b.values(start, count), b.fmt, fmt)
 
 
-def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, **options: Any) -> Report:
+def compare_sources(
+    a: Source, b: Source, options: ComparisonOptions = DEFAULT, *, progress: Progress | None = None, **reading: Any
+) -> Report:
     """The report of A against B, read chunk by chunk: equal to :func:`compare.compare`'s.
 
-    ``progress(fraction)`` is called after each chunk; ``options`` are those of
-    :func:`prepare_sources`, and ``check_dtype`` as :func:`compare.compare`'s.
+    ``progress(fraction)`` is called after each chunk; ``options`` as :func:`compare.compare`'s,
+    ``reading`` (``chunk``, ``cancelled``) as :func:`prepare_sources`'s.
     """
-    check_dtype = options.pop("check_dtype", True)
-    prepared = prepare_sources(a, b, **options)
-    prepared.check_dtype = check_dtype
+    prepared = prepare_sources(a, b, options, **reading)
     report = prepared.finish(prepared.fold(progress=progress))
     if progress is not None and a.size == 0:
         progress(1.0)
@@ -177,24 +177,15 @@ def compare_sources(a: Source, b: Source, *, progress: Progress | None = None, *
 
 
 def prepare_sources(
-    a: Source,
-    b: Source,
-    *,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
-    cancelled: Stop | None = None,
-    chunk: int = CHUNK,
-    task: Any = None,
+    a: Source, b: Source, options: ComparisonOptions = DEFAULT, *, cancelled: Stop | None = None, chunk: int = CHUNK
 ) -> Prepared:
     """:func:`compare_sources` up to its fold, which can then run here or in shares.
 
     ``cancelled()`` is asked before each read and, once true, stops the comparison with
     :class:`Cancelled`.  ``chunk`` (values per chunk, even so that complex pairs stay
     whole) sets how much is read at once; at the default the report equals the in-memory
-    one exactly.  ``task`` is as for :func:`compare.compare` (the classes axis last: whole
-    rows are read again in blocks once the fold is done).
+    one exactly.  ``options`` are as for :func:`compare.compare` (a task check's classes axis
+    last: whole rows are read again in blocks once the fold is done).
     """
     if chunk < 2 or chunk % 2:
         raise ValueError(f"chunk must be an even number of values >= 2, got {chunk}")
@@ -204,7 +195,7 @@ def prepare_sources(
             "element, so their shapes must be equal; compare them in memory to transpose or broadcast"
         )
     fmt = compared_format(a.fmt, b.fmt)
-    tol = resolve(fmt, preset=preset, atol=atol, rtol=rtol)
+    tol = options.tolerance(fmt)
     if a.header.is_complex and b.header.is_complex:  # the same shape: the pairs stay whole
         tol = replace(tol, complex=True)
     prepared = prepare_chunks(
@@ -214,10 +205,11 @@ def prepare_sources(
         a.shape,
         lambda first, last: _chunks(a, b, fmt, chunk, cancelled, first, last),
         tolerance=tol,
-        depth=depth,
+        depth=options.depth,
         notes=align(a.sample(), b.sample(), tol).notes,
-        task=task,
+        task=options.task,
     )
+    prepared.check_dtype = options.check_dtype
     return prepared
 
 
@@ -251,23 +243,3 @@ def map_reader(path: str | Path) -> tuple[Reader, int]:
             return view_reader(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
-
-
-def _npy_size(path: str | Path) -> int | None:
-    """The size of ``path`` if it is a readable file starting with the ``.npy`` magic, else None."""
-    try:
-        with Path(path).open("rb") as file:
-            return os.fstat(file.fileno()).st_size if file.read(len(MAGIC)) == MAGIC else None
-    except OSError:
-        return None
-
-
-def should_stream(path_a: str | Path, path_b: str | Path, *, forced: bool = False) -> bool:
-    """Whether the CLI streams two paths: two ``.npy`` files together over :data:`STREAM_MIN_BYTES`,
-    or any two ``.npy`` files when ``forced`` (``--stream``)."""
-    sizes = [_npy_size(path_a), _npy_size(path_b)]
-    if None in sizes:
-        if forced:
-            raise InputError("--stream compares two .npy files; leave it out to compare other inputs in memory")
-        return False
-    return forced or sum(sizes) >= STREAM_MIN_BYTES

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.compare import compare
+from ..engine.options import DEFAULT, ComparisonOptions
 from ..engine.stream import map_reader
 from ..errors import InputError, blame
 from ..inputs.formats import polygraphy
@@ -157,13 +158,13 @@ def path_entries(path: Path) -> list[Entry]:
     return as_entries(load_path(path))
 
 
-def _compare_pair(a: Entry, b: Entry, options: Mapping[str, Any]) -> tuple[Report, dict[str, float | None]]:
+def _compare_pair(a: Entry, b: Entry, options: ComparisonOptions) -> tuple[Report, dict[str, float | None]]:
     with blame("a", a.name):
         ta = a.load()
     with blame("b", b.name):
         tb = b.load()
     # Every pair's report is kept: holding its aligned tensors too would keep every layer decoded.
-    return compare(ta, tb, **options, keep_aligned=False), similarity(ta, tb)
+    return compare(ta, tb, options, keep_aligned=False), similarity(ta, tb)
 
 
 def similarity(a: Tensor, b: Tensor) -> dict[str, float | None]:
@@ -199,12 +200,9 @@ def similarity(a: Tensor, b: Tensor) -> dict[str, float | None]:
 def bisect(
     a: Iterable[Tensor | Entry],
     b: Iterable[Tensor | Entry],
+    options: ComparisonOptions = DEFAULT,
     *,
     mapping: Mapping[str, str] | None = None,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    depth: float = 1.0,
     only: Sequence[str] = (),
     info_a: Mapping[str, Mapping[str, Any]] | None = None,
     info_b: Mapping[str, Mapping[str, Any]] | None = None,
@@ -218,8 +216,9 @@ def bisect(
     such as a graph output renamed to ``output``.  ``only`` keeps the pairs whose A name
     matches one of these shell-style patterns (``layer3.*``, ``*.conv?``): a capture of
     thousands of tensors is narrowed to the part under suspicion, the others neither
-    decoded nor compared.  The tolerance options are resolved per pair by
-    :func:`~perpendis.engine.compare.compare`, since layers may differ in format.  ``info_a``
+    decoded nor compared.  ``options`` are resolved per pair by
+    :func:`~perpendis.engine.compare.compare`, since layers may differ in format (a task
+    check, for one pair's prediction, is left out).  ``info_a``
     and ``info_b`` describe each side's tensors (module path, op type: what a capture
     file or an ONNX model records) for pairing by the exporter's metadata; ``by_values``
     lets tensors no rule pairs be paired by shape and agreeing values (:mod:`.pairing`).
@@ -252,7 +251,7 @@ def bisect(
             f"no paired layer is named like {' or '.join(patterns)} (A holds {few(ea[i].name for i, _, _ in pairs)})",
             where="only",
         )
-    options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}
+    options = options.without_task()
     compared = [
         Pair(
             ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b),
@@ -329,7 +328,7 @@ def mark_mispaired(pairs: list[Pair]) -> None:
 
 
 def _reports(
-    ea: list[Entry], eb: list[Entry], picked: list, options: Mapping[str, Any], workers: int
+    ea: list[Entry], eb: list[Entry], picked: list, options: ComparisonOptions, workers: int
 ) -> list[tuple[Report, dict[str, float | None]]]:
     """Each picked pair's report, in order; ``workers`` threads natively (NumPy lets go of the
     GIL in its loops), one where there are no threads (Pyodide) or progress is reported."""
@@ -372,8 +371,10 @@ def _picked(name: str, patterns: list[str]) -> bool:
 # Several runs against one reference
 
 
-def bisect_runs(runs: Mapping[str, Iterable[Tensor | Entry]], reference: str, **options: Any) -> RunsReport:
-    """Bisect every run against ``reference``; ``options`` are those of :func:`bisect`."""
+def bisect_runs(
+    runs: Mapping[str, Iterable[Tensor | Entry]], reference: str, options: ComparisonOptions = DEFAULT, **pairing: Any
+) -> RunsReport:
+    """Bisect every run against ``reference``; ``options`` and ``pairing`` are those of :func:`bisect`."""
     if reference not in runs:
         raise InputError(f"reference run {reference!r} is not among the runs {few(runs)}")
     ref = as_entries(runs[reference])
@@ -383,7 +384,7 @@ def bisect_runs(runs: Mapping[str, Iterable[Tensor | Entry]], reference: str, **
     for run, entries in runs.items():
         if run == reference:
             continue
-        result = bisect(ref, entries, **options)
+        result = bisect(ref, entries, options, **pairing)
         row: list[dict[str, Any] | None] = [None] * len(layers)
         for p in result.pairs:
             row[layers.index(p.a_name)] = {"name": p.b_name, "verdict": p.verdict, "max_ulp": p.report.max_ulp}

@@ -26,7 +26,10 @@ def _load_one(spec: Mapping[str, Any], payloads: Mapping[str, Any], void_format:
 
 
 def load(spec: object, payloads: Mapping[str, Any], side: str, void_format: str | None = None) -> list[Tensor]:
-    """The tensors of one input (or of a list of inputs), with errors tagged by side."""
+    """The tensors of one input (or of a list of inputs), with errors tagged by side; a
+    :class:`Tensor` is an input a front end in Python has read already (the CLI)."""
+    if isinstance(spec, Tensor):
+        return [spec]
     with blame(side):
         if is_empty(spec):
             raise InputError(f"box {side.upper()} is empty: paste a tensor or drop a file")

@@ -98,9 +98,8 @@ def open_pair(
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pairs):
         raise InputError(f"index must be a pair number from 0 to {len(pairs) - 1}, got {index!r}")
     ea, eb = pairs[index]
-    options = {k: v for k, v in bisected.options.items() if k not in ("mapping", "only", "info_a", "info_b")}
-    session.pair = KeptPair(ea.load(), eb.load(), None, options)
-    return judge_kept_pair(session, progress, workers)
+    session.pair = KeptPair(ea.load(), eb.load(), None, bisected.options["options"].without_task())
+    return judge_kept_pair(session, progress, workers, request.text)
 
 
 def reorder(

@@ -25,6 +25,7 @@ from ..checkpoints.report import CheckpointReport
 from ..checkpoints.run import Checkpoint, begin_checkpoints, local_runner
 from ..checkpoints.schedule import LocalFolder, run_units
 from ..checkpoints.shared import CheckpointFold
+from ..engine.options import ComparisonOptions
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
 from .planner import WHOLE_MAX_BYTES
@@ -67,7 +68,7 @@ def _checkpoint(
 def answer(
     inputs: Mapping[str, Any],
     rename: list[str],
-    options: Mapping[str, Any],
+    options: ComparisonOptions,
     files: Mapping[str, tuple[Reader, int]],
     progress: Callable[[str, float], object] | None = None,
     workers: int = 1,
@@ -92,10 +93,10 @@ def answer(
         a,
         b,
         rules=[parse_rule(r) for r in rename if r.strip()],
-        preset=options.get("preset"),
-        atol=options.get("atol"),
-        rtol=options.get("rtol"),
-        depth=options.get("depth", 1.0),
+        preset=options.preset,
+        atol=options.atol,
+        rtol=options.rtol,
+        depth=options.depth,
         planned=planned,
         done=advanced,
     )

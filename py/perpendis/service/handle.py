@@ -67,7 +67,7 @@ SESSION = Session()
 
 
 def serve(
-    request: Mapping[str, Any],
+    request: Mapping[str, Any] | Request,
     payloads: Mapping[str, Any],
     files: Files | None = None,
     progress: Progress | None = None,
@@ -85,12 +85,17 @@ def serve(
     :class:`~perpendis.service.fold.FoldCoordinator` then says what the helpers fold, and
     its :meth:`~perpendis.service.fold.FoldCoordinator.answer` is the answer.  A request
     naming an unknown op is a bug in the worker (:class:`ValueError`), as is any exception
-    other than :class:`~perpendis.errors.InputError`: they propagate.
+    other than :class:`~perpendis.errors.InputError`: they propagate.  A front end in Python
+    (the CLI) passes the typed request it built instead of a dict: the same planner, ops and
+    boundary answer it.
     """
     session.fold = session.checkpoints = None
-    result = answering(
-        lambda: {"ok": True, **_run(session, requests.parse(request), payloads, files or {}, progress, workers, ahead)}
-    )
+
+    def run() -> dict[str, Any]:
+        typed = request if isinstance(request, Request) else requests.parse(request)
+        return {"ok": True, **_run(session, typed, payloads, files or {}, progress, workers, ahead)}
+
+    result = answering(run)
     if "fold_jobs" in result and session.fold is not None:
         session.fold.head = {k: v for k, v in result.items() if k not in ("fold_jobs", "stream")}
     return result
@@ -132,7 +137,7 @@ def _run(
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
         from .checkpoints import answer as checkpoints_answer
 
-        answer = checkpoints_answer(request.inputs, request.rename, request.options.engine(), files, progress, workers)
+        answer = checkpoints_answer(request.inputs, request.rename, request.options, files, progress, workers)
         if isinstance(answer, dict):
             return answer
         session.checkpoints = answer
@@ -157,13 +162,14 @@ def _streamed(
     (``stream``): each helper reads its share of them itself."""
     from ..engine.stream import prepare_sources
 
-    prepared = prepare_sources(job.a, job.b, **request.options.pair_engine())
+    prepared = prepare_sources(job.a, job.b, request.options)
     coordinator = FoldCoordinator.offer(
-        prepared, workers, lambda partial: report_answer(prepared.finish(partial), streamed=True), progress,
+        prepared, workers, lambda partial: report_answer(prepared.finish(partial), text=request.text, streamed=True),
+        progress,
         stage="streaming",
     )
     if coordinator is not None:
         session.fold = coordinator
         return {"fold_jobs": coordinator.helper_jobs(), "stream": {**job.keys, "void": json.dumps(request.void_format)}}
     streaming = None if progress is None else (lambda fraction: progress("streaming", fraction))
-    return report_answer(prepared.finish(prepared.fold(progress=streaming)), streamed=True)
+    return report_answer(prepared.finish(prepared.fold(progress=streaming)), text=request.text, streamed=True)

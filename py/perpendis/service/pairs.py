@@ -49,15 +49,15 @@ def compare_boxes(
     ref = None
     if not boxes.is_empty(inputs.get("ref")):
         ref = boxes.single(boxes.load(inputs["ref"], payloads, "ref", void.get("ref")), "ref")
-    session.pair = KeptPair(a, b, ref, request.options.pair_engine(), notes)
+    session.pair = KeptPair(a, b, ref, request.options, notes)
     choices = {side: boxes.void_choices(inputs.get(side), payloads) for side in SIDES}
     extras = {"void_choices": {k: v for k, v in choices.items() if v}, "one_box": one_box}
-    return {**judge_kept_pair(session, progress, workers), **extras}
+    return {**judge_kept_pair(session, progress, workers, request.text), **extras}
 
 
 def rejudge(
     session: Session, request: RejudgeRequest, payloads: Mapping[str, Any], progress: Progress | None, workers: int
 ) -> dict[str, Any]:
     session.report()
-    session.pair.options = request.options.pair_engine()
-    return judge_kept_pair(session, progress, workers)
+    session.pair.options = request.options
+    return judge_kept_pair(session, progress, workers, request.text)

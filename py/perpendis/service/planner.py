@@ -27,7 +27,7 @@ not with the service.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +105,20 @@ def _side_readers(request: Request, payloads: Mapping[str, Any], files: Files) -
     return readers
 
 
+def npy_files(sized: Sequence[tuple[Reader, int]]) -> bool:
+    """Whether every input, ``(read, size)``, starts with the ``.npy`` magic: only those stream."""
+    return all(size >= len(MAGIC) and bytes(read(0, len(MAGIC))) == MAGIC for read, size in sized)
+
+
+def streams(sized: Sequence[tuple[Reader, int]]) -> bool:
+    """The one rule of when A and B are compared chunk by chunk, for the page and the CLI alike:
+    two ``.npy`` files of :data:`~perpendis.engine.stream.STREAM_MIN_BYTES` or more together
+    (smaller ones are read whole, which lets the page ask about elements afterwards)."""
+    from ..engine import stream
+
+    return sum(size for _, size in sized) >= stream.STREAM_MIN_BYTES and npy_files(sized)
+
+
 def _streamable(request: Request, files: Files) -> bool:
     """Whether a request compares two ``.npy`` files big enough to stream, and nothing else."""
     if not isinstance(request, CompareRequest) or request.inputs.get("ref"):
@@ -113,12 +127,8 @@ def _streamable(request: Request, files: Files) -> bool:
     keys = [spec.get("data") if isinstance(spec, Mapping) else None for spec in specs]
     if not all(k in files for k in keys):
         return False
-    from ..engine import stream
-
     sized = [files[k] for k in keys]
-    return sum(size for _, size in sized) >= stream.STREAM_MIN_BYTES and all(
-        size >= len(MAGIC) and bytes(read(0, len(MAGIC))) == MAGIC for read, size in sized
-    )
+    return streams(sized) or (request.stream and npy_files(sized))
 
 
 def plan(

@@ -4,8 +4,11 @@
 protocol").  It checks every field whose check needs nothing but the request (its type,
 its shape, a choice among names) and raises :class:`InputError` with the message the
 page shows; a field checked against the kept pair (an element index, an axis number) is
-checked by the operation, once, since only it knows the pair.  An unknown ``op`` is a
-bug in the worker, not bad input: :class:`ValueError`.
+checked by the operation, once, since only it knows the pair.  A key no op reads, at the
+top or in ``options``, is refused with the keys that are read: a misspelt ``atoll`` must
+not compare silently at the default tolerance.  The comparison options are
+:class:`~perpendis.engine.options.ComparisonOptions`, checked as they are made.  An
+unknown ``op`` is a bug in the worker, not bad input: :class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -14,46 +17,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.task import TaskSpec, task_spec
+from ..engine.options import ComparisonOptions
 from ..errors import InputError
 
 SIDES = ("a", "b", "ref")
+PAIRING = ("void_format", "mapping", "only")
+"""The keys of ``options`` beside the comparison options that a compare or a bisect reads."""
 
 
-@dataclass(frozen=True)
-class Options:
-    """The tolerance options of a comparison: a preset, or atol and rtol, and the diagnosis depth;
-    ``task`` (a comparison of one pair only) asks whether the prediction changes."""
+def _options(request: Mapping[str, Any], *extra: str) -> ComparisonOptions:
+    """The request's comparison options; ``extra`` names the other keys of ``options`` its op reads."""
+    return ComparisonOptions.of(request.get("options"), extra)
 
-    preset: str | None = None
-    atol: float | None = None
-    rtol: float | None = None
-    depth: float | None = None
-    task: TaskSpec | None = None
 
-    @classmethod
-    def of(cls, request: Mapping[str, Any]) -> Options:
-        options = request.get("options") or {}
-        return cls(
-            options.get("preset"), options.get("atol"), options.get("rtol"), options.get("depth"),
-            task_spec(options.get("task")),
+def _known(request: Mapping[str, Any], op: str) -> None:
+    """:class:`InputError` naming a key of the request its op does not read (a typo such as
+    ``atoll`` would otherwise be dropped without a word), and the keys it does read."""
+    known = ("op", "id", *FIELDS_OF[op])
+    unknown = sorted(str(k) for k in request if k not in known)
+    if unknown:
+        raise InputError(
+            f"unknown key {', '.join(map(repr, unknown))} in a {op!r} request; it takes {', '.join(known)}",
+            where=unknown[0],
         )
 
-    def pair_engine(self) -> dict[str, Any]:
-        """:meth:`engine` plus the task check, for a comparison of one pair (a bisect has none)."""
-        return {**self.engine(), "task": self.task}
 
-    def engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.engine.compare.prepare` (``depth`` only when given)."""
-        out: dict[str, Any] = {"preset": self.preset, "atol": self.atol, "rtol": self.rtol}
-        if self.depth is not None:
-            out["depth"] = self.depth
-        return out
+def _option(request: Mapping[str, Any], key: str) -> Any:
+    """``options[key]`` of a request whose options :func:`_options` has checked to be a mapping."""
+    return (request.get("options") or {}).get(key)
 
 
 def _void_formats(request: Mapping[str, Any]) -> dict[str, str]:
     """``options.void_format``: per side, the format anonymous void ``.npy`` elements are read as."""
-    chosen = (request.get("options") or {}).get("void_format") or {}
+    chosen = _option(request, "void_format") or {}
     valid = isinstance(chosen, Mapping) and all(k in SIDES and isinstance(v, str) for k, v in chosen.items())
     if not valid:
         raise InputError('void_format must map sides to formats, e.g. {"a": "float8_e5m2"}', where="void_format")
@@ -61,7 +57,7 @@ def _void_formats(request: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _mapping(request: Mapping[str, Any]) -> dict[str, str]:
-    mapping = (request.get("options") or {}).get("mapping") or {}
+    mapping = _option(request, "mapping") or {}
     if not (
         isinstance(mapping, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())
     ):
@@ -73,24 +69,29 @@ def _mapping(request: Mapping[str, Any]) -> dict[str, str]:
 class CompareRequest:
     """Compare box A with box B (and a reference): ``inputs`` holds each box's spec.
     ``mapping`` and ``only`` are for boxes that turn out to hold several tensors, compared
-    pair by pair."""
+    pair by pair.  ``text`` asks for the plain-text report beside the JSON (the CLI prints it;
+    the page never reads it, so it is not built for the page)."""
 
     inputs: Mapping[str, Any]
-    options: Options
+    options: ComparisonOptions
     void_format: Mapping[str, str]
     mapping: Mapping[str, str] = field(default_factory=dict)
     only: Any = ()
+    text: bool = False
+    stream: bool = False
+    """Stream two ``.npy`` files of any size (the CLI's ``--stream``); the page never forces it."""
 
     def bisect_engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`, when compared pair by pair."""
-        return {**self.options.engine(), "mapping": dict(self.mapping), "only": self.only}
+        return {"options": self.options, "mapping": dict(self.mapping), "only": self.only}
 
 
 @dataclass(frozen=True)
 class RejudgeRequest:
-    """Judge the kept pair again with other options."""
+    """Judge the kept pair again with other options (``text`` as :class:`CompareRequest`'s)."""
 
-    options: Options
+    options: ComparisonOptions
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,21 +131,22 @@ class BisectRequest:
     """Compare two captures pair by pair (layer by layer)."""
 
     inputs: Mapping[str, Any]
-    options: Options
+    options: ComparisonOptions
     void_format: Mapping[str, str]
     mapping: Mapping[str, str] = field(default_factory=dict)
     only: Any = ()
 
     def engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
-        return {**self.options.engine(), "mapping": dict(self.mapping), "only": self.only}
+        return {"options": self.options, "mapping": dict(self.mapping), "only": self.only}
 
 
 @dataclass(frozen=True)
 class BisectPairRequest:
-    """Make pair ``index`` of the last bisect the kept pair."""
+    """Make pair ``index`` of the last bisect the kept pair (``text`` as :class:`CompareRequest`'s)."""
 
     index: object
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class CheckpointsRequest:
     """Two checkpoints (folders of files handed over unread), compared tensor by tensor."""
 
     inputs: Mapping[str, Any]
-    options: Options
+    options: ComparisonOptions
     rename: list[str]
 
 
@@ -195,15 +197,22 @@ Request = (
 )
 
 
-def _bisect(request: Mapping[str, Any]) -> BisectRequest:
-    options = request.get("options") or {}
+def _bisect(request: Mapping[str, Any], *extra: str) -> BisectRequest:
     return BisectRequest(
         request.get("inputs") or {},
-        Options.of(request),
+        _options(request, *PAIRING, *extra),
         _void_formats(request),
         _mapping(request),
-        options.get("only") or [],
+        _option(request, "only") or [],
     )
+
+
+def _text(request: Mapping[str, Any]) -> bool:
+    """``text``: whether the answer carries the plain-text report too (default: it does not)."""
+    text = request.get("text", False)
+    if not isinstance(text, bool):
+        raise InputError(f"text must be true or false, got {text!r}", where="text")
+    return text
 
 
 def _order(request: Mapping[str, Any]) -> BisectOrderRequest:
@@ -217,14 +226,16 @@ def _runs(request: Mapping[str, Any]) -> RunsRequest:
     runs = (request.get("inputs") or {}).get("runs")
     if not isinstance(runs, Mapping) or len(runs) < 2:
         raise InputError("give at least two runs, one of them the reference")
-    return RunsRequest(runs, (request.get("options") or {}).get("reference"), _bisect(request))
+    bisect = _bisect(request, "reference")
+    return RunsRequest(runs, _option(request, "reference"), bisect)
 
 
 def _checkpoints(request: Mapping[str, Any]) -> CheckpointsRequest:
-    rules = (request.get("options") or {}).get("rename") or []
+    options = _options(request, "rename")
+    rules = _option(request, "rename") or []
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         raise InputError("rename rules are a list of PAT=REPL strings", where="rename")
-    return CheckpointsRequest(request.get("inputs") or {}, Options.of(request), rules)
+    return CheckpointsRequest(request.get("inputs") or {}, options, rules)
 
 
 def _reserve(request: Mapping[str, Any]) -> ReserveRequest:
@@ -237,15 +248,16 @@ def _reserve(request: Mapping[str, Any]) -> ReserveRequest:
 _PARSERS = {
     "reserve": _reserve,
     "compare": lambda r: CompareRequest(
-        r.get("inputs") or {}, Options.of(r), _void_formats(r), _mapping(r), (r.get("options") or {}).get("only") or []
+        r.get("inputs") or {}, _options(r, *PAIRING), _void_formats(r), _mapping(r), _option(r, "only") or [],
+        _text(r),
     ),
-    "rejudge": lambda r: RejudgeRequest(Options.of(r)),
+    "rejudge": lambda r: RejudgeRequest(_options(r), _text(r)),
     "element": lambda r: ElementRequest(r.get("flat")),
     "step": lambda r: StepRequest(r.get("flat"), r.get("direction")),
     "slice": lambda r: SliceRequest(str(r.get("metric")), r.get("max_cells"), r.get("axes"), r.get("index")),
     "scatter": lambda r: ScatterRequest(r.get("max_points")),
     "bisect": _bisect,
-    "bisect_pair": lambda r: BisectPairRequest(r.get("index")),
+    "bisect_pair": lambda r: BisectPairRequest(r.get("index"), _text(r)),
     "bisect_order": _order,
     "runs": _runs,
     "checkpoints": _checkpoints,
@@ -253,10 +265,27 @@ _PARSERS = {
 
 OPS = tuple(_PARSERS)
 
+FIELDS_OF = {
+    "reserve": ("bytes",),
+    "compare": ("inputs", "options", "text"),
+    "rejudge": ("options", "text"),
+    "element": ("flat",),
+    "step": ("flat", "direction"),
+    "slice": ("metric", "max_cells", "axes", "index"),
+    "scatter": ("max_points",),
+    "bisect": ("inputs", "options"),
+    "bisect_pair": ("index", "text"),
+    "bisect_order": ("order",),
+    "runs": ("inputs", "options"),
+    "checkpoints": ("inputs", "options"),
+}
+"""The keys of each op's request beside ``op`` (and the client's ``id``); any other is refused."""
+
 
 def parse(request: Mapping[str, Any]) -> Request:
     """The typed request of a worker request dict; :class:`InputError` for a bad field."""
     op = request.get("op")
     if op not in _PARSERS:
         raise ValueError(f"unknown op {op!r}; the worker sends one of {', '.join(_PARSERS)}")
+    _known(request, op)
     return _PARSERS[op](request)

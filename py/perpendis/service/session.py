@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.options import ComparisonOptions
 from ..errors import InputError
 from ..inputs.tensor import Tensor
 from ..report.model import Report
@@ -31,7 +32,7 @@ class KeptPair:
     a: Tensor
     b: Tensor
     ref: Tensor | None
-    options: dict[str, Any]
+    options: ComparisonOptions
     notes: list[str] = field(default_factory=list)
     report: Report | None = None
     scales: dict[tuple[Any, ...], tuple[float, float]] = field(default_factory=dict)
@@ -40,7 +41,8 @@ class KeptPair:
 
 @dataclass
 class Bisected:
-    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, its options."""
+    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, and the
+    keywords of :func:`~perpendis.layers.bisect.bisect` it ran with (``options`` the comparison options)."""
 
     result: Any
     pairs: list[tuple[Any, Any]]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...engine.options import DEFAULT, FIELDS, ComparisonOptions
 from ...errors import InputError
 from ...inputs.formats.onnx_model import describe, read_graph
 from ...inputs.tensor import from_numpy
@@ -24,7 +25,8 @@ def entries(run: Capture) -> list[Any]:
 
 
 def bisect_runs_of(
-    torch_run: Capture, onnx_path: str | Path, feeds: Sequence[np.ndarray] | dict, **options: Any
+    torch_run: Capture, onnx_path: str | Path, feeds: Sequence[np.ndarray] | dict,
+    options: ComparisonOptions = DEFAULT, **pairing: Any,
 ) -> BisectReport:
     """Bisect a PyTorch capture against ONNX Runtime's run of ``onnx_path`` on ``feeds``, layers isolated."""
     ort_run = capture_onnx(onnx_path, feeds)
@@ -32,8 +34,8 @@ def bisect_runs_of(
     info_a, info_b = described_by(
         describe(read_graph(Path(onnx_path).read_bytes())), torch_run.names, ort_run.names, torch_run.info, ort_run.info
     )
-    result = bisect(a, b, info_a=info_a, info_b=info_b, **options)
-    return isolate(result, onnx_path, a, b, options)
+    result = bisect(a, b, options, info_a=info_a, info_b=info_b, **pairing)
+    return isolate(result, onnx_path, a, b, options.without_task())
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -66,7 +68,8 @@ def check_export(model: Any, args: Any, path: str | Path, *, export: bool = True
     """Export ``model`` to ``path`` with ``torch.onnx.export`` (unless ``export=False``: the file is
     there), run both, and return the bisect report; ``report.must_investigate`` when a layer fails.
 
-    ``options`` are :func:`~perpendis.layers.bisect.bisect`'s tolerance options.
+    ``options`` are :func:`~perpendis.layers.bisect.bisect`'s keywords and the tolerance
+    options of :class:`~perpendis.engine.options.ComparisonOptions` (``preset``, ``atol``, ...).
     """
     import torch
 
@@ -76,4 +79,5 @@ def check_export(model: Any, args: Any, path: str | Path, *, export: bool = True
     with torch.no_grad(), capture(model) as run:
         model(*args)
     feeds = [a.detach().cpu().numpy() for a in args if isinstance(a, torch.Tensor)]
-    return bisect_runs_of(run, path, feeds, **options)
+    asked = ComparisonOptions.of({k: options.pop(k) for k in FIELDS if k in options})
+    return bisect_runs_of(run, path, feeds, asked, **options)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...engine.compare import compare
+from ...engine.options import ComparisonOptions
 from ...errors import InputError
 from ...inputs.tensor import from_numpy
 from ..bisect import BisectReport, Entry, similarity
@@ -93,7 +94,7 @@ def isolate(
     model_path: str | Path,
     a: Sequence[Entry],
     b: Sequence[Entry],
-    options: Mapping[str, Any],
+    options: ComparisonOptions,
 ) -> BisectReport:
     """Fill each pair's ``isolated`` with its own error (or why it has none); ``result`` is returned."""
     import onnx
@@ -144,7 +145,7 @@ def isolate(
             continue
         mine = torch_of[onnx_name].load()
         ran = from_numpy(np.asarray(out), "ONNX Runtime, layer alone", name=onnx_name)
-        report = compare(mine, ran, **options) if onnx_is_b else compare(ran, mine, **options)
+        report = compare(mine, ran, options) if onnx_is_b else compare(ran, mine, options)
         t = report.tolerance
         p.isolated = {
             "verdict": report.verdict,
