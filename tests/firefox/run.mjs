@@ -180,6 +180,18 @@ async function clickNth(page, selector, rng) {
   }, selector, rng.random());
 }
 
+/** A click on a random cell of the heat map's canvas, where a pointer would put it. */
+async function clickCell(page, rng) {
+  await page.evaluate(([row, col]) => {
+    const canvas = document.querySelector("#heatmap canvas");
+    const box = canvas.getBoundingClientRect();
+    const [rows, cols] = [Number(canvas.dataset.rows), Number(canvas.dataset.cols)];
+    const at = { clientX: box.left + ((Math.floor(col * cols) + 0.5) * box.width) / cols,
+      clientY: box.top + ((Math.floor(row * rows) + 0.5) * box.height) / rows, bubbles: true };
+    canvas.dispatchEvent(new MouseEvent("click", at));
+  }, [rng.random(), rng.random()]);
+}
+
 /** Why a report that claims to be current (not marked stale) shows other figures than CPython
  * gives for the text in the boxes (spec.screen, by test_firefox.screen_answers); null when it
  * agrees, or when no report claims to be current for text alone. */
@@ -256,8 +268,8 @@ const ACTIONS = [
       return `slice control ${control.dataset.testid}`;
     }, rng.random(), rng.random());
   }],
-  ["heat map cell", "#heatmap rect.cell", async (page, rng) => {
-    await clickNth(page, "#heatmap rect.cell", rng);
+  ["heat map cell", "#heatmap canvas", async (page, rng) => {
+    await clickCell(page, rng);
     return "heat map cell";
   }],
   ["share", "[data-testid=share]", null],
