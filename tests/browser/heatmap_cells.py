@@ -41,6 +41,16 @@ CELLS_JS = """canvas => {
 }"""
 
 
+# A click at the centre of cell [row, col] of a canvas, for drivers without pointer positions
+# (WebDriver's element click lands on the element's centre).
+CLICK_CELL_JS = """(canvas, row, col) => {
+  const box = canvas.getBoundingClientRect();
+  const [rows, cols] = [Number(canvas.dataset.rows), Number(canvas.dataset.cols)];
+  canvas.dispatchEvent(new MouseEvent("click", { bubbles: true,
+    clientX: box.left + ((col + 0.5) * box.width) / cols, clientY: box.top + ((row + 0.5) * box.height) / rows }));
+}"""
+
+
 @dataclass(frozen=True)
 class Cell:
     row: int

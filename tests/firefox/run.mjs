@@ -406,6 +406,27 @@ const TESTS = {
     process.stdout.write(`fuzz: ${done.join(" → ")}\n`);
   },
 
+  /** The heat map's canvas: the cells that differ painted in the heat colour, the bug at full
+   * strength, a click on a cell opening its element (spec from test_firefox.heatmap_spec). */
+  async heatmap(page) {
+    await fill(page, "a", spec.a);
+    await fill(page, "b", spec.b);
+    const got = await compare(page);
+    check(got.verdict === "investigate", `verdict ${JSON.stringify(got)}`);
+    await until(page, () => document.querySelector("#heatmap canvas") !== null, null, ANSWER_MS, "the heat map");
+    const cells = await page.evaluate(`(${spec.cells_js})(document.querySelector("#heatmap canvas"))`);
+    const hot = cells.filter((c) => c[2] === "heat").map((c) => `${c[0]},${c[1]}`).sort();
+    check(JSON.stringify(hot) === JSON.stringify(spec.hot), `heat cells ${hot}, expected ${spec.hot}`);
+    const strong = cells.filter((c) => c[2] === "heat" && c[3] > 0.9).map((c) => `${c[0]},${c[1]}`);
+    check(strong.length && strong.every((at) => spec.bug.includes(at)), `full-strength cells ${strong}`);
+    await page.evaluate(`(${spec.click_js})(document.querySelector("#heatmap canvas"), 1, 2)`);
+    await until(page, () => document.getElementById("element-index").textContent === "(1, 2)", null, ANSWER_MS,
+      "the clicked element");
+    await page.$eval("#slice-card", (n) => n.scrollIntoView());
+    const card = await page.$("#slice-card");
+    await card.screenshot({ path: spec.path });
+  },
+
   /** Not a test: a screenshot of one element after comparing spec.a and spec.b (scripts/screenshots_issue19.py). */
   async screenshot(page) {
     await fill(page, "a", spec.a);
