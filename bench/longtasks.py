@@ -14,7 +14,9 @@ Each path runs in the real built site through the page's own controls, and a
 The harness's own work (handing the page the text it pastes, choosing files) is charged
 apart. A long task is wall time: on a machine shared with other work a task is stretched
 whenever the OS runs something else, so each path runs ``--repeat`` times in a fresh
-profile and the median and the largest of its longest tasks are printed. With ``--before
+profile and the median and the largest of its longest tasks are printed, beside the most
+CPU time one task of the path used (bench/task_cpu.py: from a Chromium trace, unaffected by
+the load). With ``--before
 REF`` the same paths run, interleaved, on the site built from that git revision too, so one
 run of the script prints before and after under the same load. Nothing asserts.
 
@@ -44,6 +46,7 @@ for path in (ROOT, ROOT / "py", ROOT / "bench", ROOT / "tests" / "browser"):
 from playwright.sync_api import sync_playwright  # noqa: E402
 from run import Tab  # noqa: E402
 from served import served  # noqa: E402
+from task_cpu import Trace, longest_cpu  # noqa: E402
 
 ANSWER_MS = 600_000
 READY_MS = 180_000
@@ -87,9 +90,21 @@ def settle(tab: Tab) -> None:
     tab.page.wait_for_timeout(500)  # the scatter plot and the heat map arrive after the verdict
 
 
-def fresh(tab: Tab, url: str) -> None:
+class TracedTab(Tab):
+    """A tab whose phases are also marked in a Chromium trace, for the CPU time of its tasks."""
+
+    trace: Trace | None = None
+
+    def phase(self, name: str) -> None:
+        super().phase(name)
+        if self.trace:
+            self.trace.mark(name)
+
+
+def fresh(tab: TracedTab, url: str) -> None:
     tab.goto(url)
     tab.page.wait_for_function("() => document.getElementById('status').dataset.state === 'ready'", timeout=READY_MS)
+    tab.trace = Trace(tab.page)
     tab.phase("harness")
 
 
@@ -178,9 +193,11 @@ def built_at(revision: str, tmp: Path) -> Path:
     return site
 
 
-def run_path(pw, name: str, url: str, tmp: Path, args: argparse.Namespace) -> float:
-    """The longest main-thread task of one run of the path ``name``, in a fresh profile."""
-    tab = Tab(pw, Path(tempfile.mkdtemp(dir=tmp, prefix=f"profile-{name}-")))
+def run_path(pw, name: str, url: str, tmp: Path, args: argparse.Namespace) -> tuple[float, float]:
+    """One run of the path ``name`` in a fresh profile: its longest main-thread task (wall
+    time, ms) and the most CPU time one of its main-thread tasks took (ms)."""
+    tab = TracedTab(pw, Path(tempfile.mkdtemp(dir=tmp, prefix=f"profile-{name}-")))
+    cpu: dict[str, float] = {}
     try:
         if name == "heatmap":
             heatmaps(tab, url, tmp)
@@ -192,9 +209,11 @@ def run_path(pw, name: str, url: str, tmp: Path, args: argparse.Namespace) -> fl
             streamed(tab, url, tmp, args.stream_mb)
         else:
             bisect60(tab, url, tmp)
+        cpu = longest_cpu(tab.trace.stop())
     finally:
         tab.close()
-    return max(ms for phase, ms in tab.longest.items() if phase != "harness")
+    path_only = [phase for phase in tab.longest if phase != "harness"]
+    return max(tab.longest[p] for p in path_only), max(cpu.get(p, float("nan")) for p in path_only)
 
 
 def figures(runs: list[float]) -> str:
@@ -226,13 +245,14 @@ def main() -> None:
                 (tmp / label).mkdir()
                 urls[label] = stack.enter_context(served(site, tmp / label))
             for name in only:
-                runs: dict[str, list[float]] = {label: [] for label in urls}
+                runs: dict[str, list[tuple[float, float]]] = {label: [] for label in urls}
                 for _ in range(args.repeat):
                     for label, url in urls.items():  # interleaved: both sites under the same load
                         runs[label].append(run_path(pw, name, url, tmp, args))
-                for label, longest in runs.items():
-                    print(f"{name:9s} {label:6s} longest main-thread task: {figures(longest)} "
-                          f"(runs: {', '.join(f'{ms:.0f}' for ms in longest)})", flush=True)
+                for label, measured in runs.items():
+                    wall, cpu = [m[0] for m in measured], [m[1] for m in measured]
+                    print(f"{name:9s} {label:6s} longest task {figures(wall)}; its CPU at most {figures(cpu)} "
+                          f"(runs: {', '.join(f'{w:.0f}/{c:.0f}' for w, c in measured)})", flush=True)
         for path in tmp.glob("big?.npy"):
             path.unlink()
 
