@@ -187,6 +187,8 @@ def built_at(revision: str, tmp: Path) -> Path:
     subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), revision], check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(source, filter="data")
+    if (ROOT / "node_modules").exists():  # the bundler, installed once per checkout (npm ci)
+        (source / "node_modules").symlink_to((ROOT / "node_modules").resolve())
     site = tmp / "before-site"
     subprocess.run([sys.executable, "build.py", "--out", str(site)], cwd=source, check=True,
                    stdout=subprocess.DEVNULL)
