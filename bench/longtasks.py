@@ -7,25 +7,34 @@ Each path runs in the real built site through the page's own controls, and a
   float32 pair with a bug spread over it), the second replacing the first;
 - ``paste 10k`` and ``paste 1M``: that many float32 numbers as NumPy prints them, pasted
   into A and B (a paste event carrying the text, as Ctrl+V gives it), then compared;
-- ``stream``: two ``.npy`` files of ``--stream-mb`` each (default 256 MB: a 2 GB pair does
-  not fit this machine's temporary disk beside the other sessions'), streamed and reported;
+- ``stream``: two ``.npy`` files of ``--stream-mb`` each (default 1024 MB: a 2 GB pair),
+  streamed and reported;
 - ``bisect 60``: two ``.npz`` captures of 60 layers each, compared layer by layer.
 
-The harness's own work (handing the page the text it pastes) is charged apart. Nothing
-asserts: the figures are printed, one line per path, for before/after comparisons
-(``--site`` benchmarks a site built elsewhere, e.g. from an older commit).
+The harness's own work (handing the page the text it pastes, choosing files) is charged
+apart. A long task is wall time: on a machine shared with other work a task is stretched
+whenever the OS runs something else, so each path runs ``--repeat`` times in a fresh
+profile and the median and the largest of its longest tasks are printed, beside the most
+CPU time one task of the path used (bench/task_cpu.py: from a Chromium trace, unaffected by
+the load). With ``--before
+REF`` the same paths run, interleaved, on the site built from that git revision too, so one
+run of the script prints before and after under the same load. Nothing asserts.
 
 Usage::
 
-    python bench/longtasks.py [--site DIR] [--stream-mb 256] [--only heatmap,paste10k,...]
+    python bench/longtasks.py [--before main] [--repeat 3] [--stream-mb 1024] [--only heatmap,paste10k,...]
+    python bench/longtasks.py --site DIR   # a site built elsewhere
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
-import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +46,7 @@ for path in (ROOT, ROOT / "py", ROOT / "bench", ROOT / "tests" / "browser"):
 from playwright.sync_api import sync_playwright  # noqa: E402
 from run import Tab  # noqa: E402
 from served import served  # noqa: E402
+from task_cpu import Trace, longest_cpu  # noqa: E402
 
 ANSWER_MS = 600_000
 READY_MS = 180_000
@@ -80,9 +90,21 @@ def settle(tab: Tab) -> None:
     tab.page.wait_for_timeout(500)  # the scatter plot and the heat map arrive after the verdict
 
 
-def fresh(tab: Tab, url: str) -> None:
+class TracedTab(Tab):
+    """A tab whose phases are also marked in a Chromium trace, for the CPU time of its tasks."""
+
+    trace: Trace | None = None
+
+    def phase(self, name: str) -> None:
+        super().phase(name)
+        if self.trace:
+            self.trace.mark(name)
+
+
+def fresh(tab: TracedTab, url: str) -> None:
     tab.goto(url)
     tab.page.wait_for_function("() => document.getElementById('status').dataset.state === 'ready'", timeout=READY_MS)
+    tab.trace = Trace(tab.page)
     tab.phase("harness")
 
 
@@ -118,20 +140,26 @@ def paste(tab: Tab, url: str, n: int, name: str) -> None:
     tab.phase(name)
 
 
+def big_pair(tmp: Path, megabytes: int) -> list[Path]:
+    """Two float32 ``.npy`` files of ``megabytes`` each, one ULP apart everywhere, made once."""
+    n = megabytes * 2**20 // 4
+    paths = [tmp / f"big{side}.npy" for side in "ab"]
+    for path, value in zip(paths, (np.float32(1.5), np.float32(1.5000001)), strict=True):
+        if not path.exists():
+            array = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n,))
+            array[:] = value
+            array.flush()
+            del array
+    return paths
+
+
 def streamed(tab: Tab, url: str, tmp: Path, megabytes: int) -> None:
     fresh(tab, url)
-    n = megabytes * 2**20 // 4
-    for side in "ab":
-        array = np.lib.format.open_memmap(tmp / f"big{side}.npy", mode="w+", dtype=np.float32, shape=(n,))
-        array[:] = np.float32(1.5) if side == "a" else np.float32(1.5000001)
-        array.flush()
-        del array
-        tab.page.get_by_test_id(f"file-{side}").set_input_files(str(tmp / f"big{side}.npy"))
+    for side, path in zip("ab", big_pair(tmp, megabytes), strict=True):
+        tab.page.get_by_test_id(f"file-{side}").set_input_files(str(path))
     tab.phase("harness")
     compare(tab)
     tab.phase("stream")
-    for side in "ab":
-        (tmp / f"big{side}.npy").unlink()
 
 
 def bisect60(tab: Tab, url: str, tmp: Path) -> None:
@@ -151,38 +179,84 @@ def bisect60(tab: Tab, url: str, tmp: Path) -> None:
 PATHS = ("heatmap", "paste10k", "paste1m", "stream", "bisect60")
 
 
+def built_at(revision: str, tmp: Path) -> Path:
+    """The site as the checkout's ``revision`` builds it (its own build.py), in ``tmp``."""
+    source = tmp / "before-src"
+    source.mkdir()
+    archive = tmp / "before.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), revision], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(source, filter="data")
+    if (ROOT / "node_modules").exists():  # the bundler, installed once per checkout (npm ci)
+        (source / "node_modules").symlink_to((ROOT / "node_modules").resolve())
+    site = tmp / "before-site"
+    subprocess.run([sys.executable, "build.py", "--out", str(site)], cwd=source, check=True,
+                   stdout=subprocess.DEVNULL)
+    return site
+
+
+def run_path(pw, name: str, url: str, tmp: Path, args: argparse.Namespace) -> tuple[float, float]:
+    """One run of the path ``name`` in a fresh profile: its longest main-thread task (wall
+    time, ms) and the most CPU time one of its main-thread tasks took (ms)."""
+    tab = TracedTab(pw, Path(tempfile.mkdtemp(dir=tmp, prefix=f"profile-{name}-")))
+    cpu: dict[str, float] = {}
+    try:
+        if name == "heatmap":
+            heatmaps(tab, url, tmp)
+        elif name == "paste10k":
+            paste(tab, url, 10_000, "paste 10k")
+        elif name == "paste1m":
+            paste(tab, url, 1_000_000, "paste 1M")
+        elif name == "stream":
+            streamed(tab, url, tmp, args.stream_mb)
+        else:
+            bisect60(tab, url, tmp)
+        cpu = longest_cpu(tab.trace.stop())
+    finally:
+        tab.close()
+    path_only = [phase for phase in tab.longest if phase != "harness"]
+    return max(tab.longest[p] for p in path_only), max(cpu.get(p, float("nan")) for p in path_only)
+
+
+def figures(runs: list[float]) -> str:
+    return f"median {statistics.median(runs):5.0f} ms, largest {max(runs):5.0f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site", type=Path, help="a built site (default: build this checkout)")
-    parser.add_argument("--stream-mb", type=int, default=256)
+    parser.add_argument("--before", help="a git revision to build and measure too, e.g. main")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each path on each site")
+    parser.add_argument("--stream-mb", type=int, default=1024, help="size of each streamed file")
     parser.add_argument("--only", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}")
     args = parser.parse_args()
     only = args.only.split(",")
+    for name in only:
+        if name not in PATHS:
+            parser.error(f"no path {name!r}")
     with tempfile.TemporaryDirectory() as tmp_name, sync_playwright() as pw:
         tmp = Path(tmp_name)
-        with served(args.site, tmp) as url:
+        sites = {"after": args.site}
+        if args.before:
+            sites = {"before": built_at(args.before, tmp), **sites}
+        if "stream" in only:
+            print(f"streamed pair: 2 x {args.stream_mb} MB", flush=True)
+        with ExitStack() as stack:
+            urls = {}
+            for label, site in sites.items():
+                (tmp / label).mkdir()
+                urls[label] = stack.enter_context(served(site, tmp / label))
             for name in only:
-                tab = Tab(pw, tmp / f"profile-{name}")
-                started = time.perf_counter()
-                try:
-                    if name == "heatmap":
-                        heatmaps(tab, url, tmp)
-                    elif name == "paste10k":
-                        paste(tab, url, 10_000, "paste 10k")
-                    elif name == "paste1m":
-                        paste(tab, url, 1_000_000, "paste 1M")
-                    elif name == "stream":
-                        streamed(tab, url, tmp, args.stream_mb)
-                    elif name == "bisect60":
-                        bisect60(tab, url, tmp)
-                    else:
-                        parser.error(f"no path {name!r}")
-                finally:
-                    tab.close()
-                for phase, ms in tab.longest.items():
-                    if phase != "harness":
-                        print(f"{phase:12s} longest main-thread task {ms:7.0f} ms "
-                              f"({time.perf_counter() - started:.0f} s in all)", flush=True)
+                runs: dict[str, list[tuple[float, float]]] = {label: [] for label in urls}
+                for _ in range(args.repeat):
+                    for label, url in urls.items():  # interleaved: both sites under the same load
+                        runs[label].append(run_path(pw, name, url, tmp, args))
+                for label, measured in runs.items():
+                    wall, cpu = [m[0] for m in measured], [m[1] for m in measured]
+                    print(f"{name:9s} {label:6s} longest task {figures(wall)}; its CPU at most {figures(cpu)} "
+                          f"(runs: {', '.join(f'{w:.0f}/{c:.0f}' for w, c in measured)})", flush=True)
+        for path in tmp.glob("big?.npy"):
+            path.unlink()
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ def shapes_then_preset(page) -> None:
 
 def heatmap_open(page) -> None:
     paste(page, *channel_bug())
-    page.locator("#heatmap svg.heatmap").wait_for(timeout=TIMEOUT_MS)
+    page.locator("#heatmap canvas.heatmap").wait_for(timeout=TIMEOUT_MS)
     page.wait_for_timeout(800)
 
 

@@ -4,8 +4,9 @@
 // each cell the element it shows, so clicking a cell selects that element. Every slice is
 // coloured on the scale of the whole pair (`slice.scale`), linear from 0 or logarithmic from
 // the smallest positive value, and a legend shows that scale's bounds.
-import { el, fill, svg } from "./dom.js";
-import { full, number } from "./numbers.js";
+import { el, fill } from "./dom.js";
+import { cellAt, LOWEST, paintCells, summarise } from "./heatmap_canvas.js";
+import { count, full, number } from "./numbers.js";
 
 const MAX_W = 640;
 const MAX_H = 360;
@@ -47,8 +48,6 @@ export function renderSliceControls(node, shape, view, onChange, exact = false) 
 }
 
 const METRIC_WORDS = Object.fromEntries(METRICS);
-const LOWEST = 0.15; // the opacity of the smallest value drawn: paler cells would vanish
-
 /** The scale a slice is drawn on: [bottom, top] of the whole pair, log or linear. */
 function scaleOf(slice, log) {
   const top = typeof slice.scale?.max === "number" ? slice.scale.max : 0;
@@ -56,23 +55,8 @@ function scaleOf(slice, log) {
   return { log: log && min > 0 && top > min, bottom: log && min > 0 ? min : 0, top };
 }
 
-/** Where `value` sits on the scale, 0 (bottom) to 1 (top). */
-function position(value, scale) {
-  if (!(scale.top > 0)) return 1;
-  const t = scale.log
-    ? (Math.log(value) - Math.log(scale.bottom)) / (Math.log(scale.top) - Math.log(scale.bottom))
-    : value / scale.top;
-  return Math.min(1, Math.max(0, t));
-}
-
-function shade(value, scale) {
-  if (typeof value !== "number") return "cell nonfinite";
-  if (value === 0 || !(scale.top > 0)) return "cell zero";
-  return "cell";
-}
-
 /** The colour bar under the map: the shared scale's bounds, no difference and NaN/inf beside it.
- * Plain HTML, so that the map stays the only SVG (and its cells the only `.cell`s) in the card. */
+ * Plain HTML beside the canvas. */
 function legend(scale, metric) {
   const steps = 24;
   const bar = el("span", { class: "heatmap-bar", "aria-hidden": "true" },
@@ -89,76 +73,98 @@ function legend(scale, metric) {
     el("span", { class: "legend-key" }, swatch("zero"), " no difference ", swatch("nonfinite"), " NaN/inf"));
 }
 
+/** Words for the slice drawn: its axes and the index along every other axis. */
+function sliceWords(slice) {
+  const view = slice.view;
+  if (!view) return "";
+  const fixed = view.index.map((i, axis) => (view.axes.includes(axis) ? null : `axis ${axis} index ${i}`)).filter(Boolean);
+  return `rows along axis ${view.axes[0]}, columns along axis ${view.axes[1]}${fixed.length ? `, at ${fixed.join(", ")}` : ""}`;
+}
+
+/** The map's text alternative: what a glance at the colours tells. */
+function summaryText(slice) {
+  const { differ, nonfinite, at } = summarise(slice.values, slice.cols);
+  const cells = slice.values.length;
+  const parts = [`${count(differ)} of ${count(cells)} cells differ`];
+  if (nonfinite) parts.push(`${count(nonfinite)} NaN/inf`);
+  if (at) parts.push(`the largest${nonfinite ? " finite" : ""} at row ${at[0]}, col ${at[1]}`);
+  return parts.join("; ");
+}
+
 /**
  * Draw the slice; `mark` is [row, col] of the selected element in the slice, or null.
  * onSelect(flat) selects the element a clicked cell shows (the worst of its block when pooled).
  */
 export function renderHeatmap(node, slice, metric, mark, onSelect, { log = false } = {}) {
   const size = Math.max(2, Math.min(24, Math.floor(MAX_W / slice.cols), Math.floor(MAX_H / slice.rows)));
-  const w = slice.cols * size;
-  const h = slice.rows * size;
+  const [w, h] = [slice.cols * size, slice.rows * size];
   const scale = scaleOf(slice, log);
   const pooled = slice.row_step > 1 || slice.col_step > 1;
-  const chart = svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: "img", class: "heatmap",
-    "data-rows": slice.rows, "data-cols": slice.cols, "data-size": size, tabindex: 0,
-    "aria-label": `Heatmap of ${metric}, ${slice.rows} by ${slice.cols} cells, maximum in this slice ${full(slice.max)}; ` +
+  const summary = summaryText(slice);
+  const words = sliceWords(slice);
+  const chart = el("canvas", { class: "heatmap", role: "img", tabindex: 0, "data-testid": "heatmap-canvas",
+    "data-rows": slice.rows, "data-cols": slice.cols, "data-size": size,
+    "aria-label": `Heat map of ${METRIC_WORDS[metric] ?? metric}, ${slice.rows} by ${slice.cols} cells` +
+      `${words ? ` (${words})` : ""}: ${summary}; maximum in this slice ${full(slice.max)}; ` +
       "arrow keys select the element of the next cell" });
-  // One node per cell, and one listener for them all: with a title and a listener each, a
-  // 4,096-cell map was 8,231 nodes, and replacing it took over half a second of style work.
-  const cells = slice.values.map((value, i) => {
-    const r = Math.floor(i / slice.cols);
-    const c = i % slice.cols;
-    const rect = svg("rect", { x: c * size, y: r * size, width: size, height: size, class: shade(value, scale),
-      "data-row": r, "data-col": c, "data-value": value, "data-flat": slice.flat[i], "data-i": i });
-    if (typeof value === "number" && scale.top > 0 && value > 0) {
-      rect.style.fillOpacity = String(LOWEST + (1 - LOWEST) * position(value, scale));
-    }
-    return rect;
-  });
-  chart.append(...cells);
+  chart.style.width = `${w}px`;
+  chart.style.height = `${h}px`;
+  const plot = el("div", { class: "heatmap-plot" }, chart);
+  plot.style.width = `${w}px`;
+  plot.style.height = `${h}px`;
   const hovered = el("span", { class: "hint", "data-testid": "heatmap-hover", "aria-hidden": "true" });
-  const cellAt = (event) => event.target.closest?.("rect.cell");
-  chart.addEventListener("click", (event) => {
-    const cell = cellAt(event);
-    if (cell) onSelect(slice.flat[Number(cell.dataset.i)]);
-  });
-  chart.addEventListener("pointerover", (event) => {
-    const cell = cellAt(event);
-    if (!cell) return;
-    const [r, c, value] = [Number(cell.dataset.row), Number(cell.dataset.col), slice.values[Number(cell.dataset.i)]];
+  const describe = ([r, c]) => {
     hovered.textContent = ` — ${pooled ? `rows ${r * slice.row_step}…, cols ${c * slice.col_step}…` : `row ${r}, col ${c}`}: ` +
-      `${full(value)}`;
+      `${full(slice.values[r * slice.cols + c])}`;
+  };
+  chart.addEventListener("click", (event) => {
+    const cell = cellAt(chart, event, slice);
+    if (cell) onSelect(slice.flat[cell[0] * slice.cols + cell[1]]);
   });
-  moveMark(chart, mark);
-  const pooling = pooled
-    ? `each cell is the maximum over ${slice.row_step} × ${slice.col_step} elements; `
-    : "";
+  chart.addEventListener("pointermove", (event) => {
+    const cell = cellAt(chart, event, slice);
+    if (cell) describe(cell);
+  });
   // From the keyboard, arrows step the selection cell by cell, starting from the marked one.
   chart.addEventListener("keydown", (event) => {
     const [dr, dc] = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[event.key] ?? [];
     if (dr === undefined) return;
     event.preventDefault();
-    const now = chart.querySelector(".mark");
+    const now = plot.querySelector(".mark");
     const [r, c] = now ? [Number(now.dataset.row) + dr, Number(now.dataset.col) + dc] : [0, 0];
-    if (r >= 0 && r < slice.rows && c >= 0 && c < slice.cols) onSelect(slice.flat[r * slice.cols + c]);
+    if (r >= 0 && r < slice.rows && c >= 0 && c < slice.cols) {
+      describe([r, c]);
+      onSelect(slice.flat[r * slice.cols + c]);
+    }
   });
+  const pooling = pooled ? `each cell is the maximum over ${slice.row_step} × ${slice.col_step} elements; ` : "";
   const hadFocus = node.contains(document.activeElement);
   // The caption names no colour: the strongest colour is dark on a light page and bright on a dark one.
-  fill(node, el("div", { class: "heatmap-wrap", tabindex: 0, role: "region", "aria-label": "Heat map" }, chart), legend(scale, metric),
+  fill(node, el("div", { class: "heatmap-wrap", tabindex: 0, role: "region", "aria-label": "Heat map" }, plot), legend(scale, metric),
     el("p", { class: "caption", "data-testid": "heatmap-caption" },
-      `${pooling}the largest in this slice is `, number(slice.max),
-      "; click a cell to show its element", hovered));
+      `${pooling}`, el("span", { "data-testid": "heatmap-summary" }, summary), "; the largest in this slice is ",
+      number(slice.max), "; click a cell to show its element", hovered));
+  paintCells(chart, slice, size, scale);
+  painted = { chart, slice, size, scale };
+  moveMark(plot, mark);
   if (hadFocus) chart.focus(); // redrawn with the new mark: keep the keyboard where it was
 }
 
+let painted = null; // the map on screen, repainted when the page's colour scheme changes
+
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+  if (painted?.chart.isConnected) paintCells(painted.chart, painted.slice, painted.size, painted.scale);
+});
+
 /** Move the mark of the selected element to `mark` ([row, col] or null) on the map drawn in
- * `node` (or the map itself): selecting another element of the same slice redraws nothing else. */
+ * `node`: selecting another element of the same slice repaints nothing. */
 export function moveMark(node, mark) {
-  const chart = node.tagName === "svg" ? node : node.querySelector("svg.heatmap");
-  if (!chart) return;
-  chart.querySelector(".mark")?.remove();
+  const plot = node.classList.contains("heatmap-plot") ? node : node.querySelector(".heatmap-plot");
+  if (!plot) return;
+  plot.querySelector(".mark")?.remove();
   if (!mark) return;
-  const size = Number(chart.dataset.size);
-  chart.append(svg("rect", { x: mark[1] * size, y: mark[0] * size, width: size, height: size, class: "mark",
-    "data-testid": "heatmap-mark", "data-row": mark[0], "data-col": mark[1] }));
+  const size = Number(plot.querySelector("canvas").dataset.size);
+  const box = el("div", { class: "mark", "data-testid": "heatmap-mark", "data-row": mark[0], "data-col": mark[1] });
+  Object.assign(box.style, { left: `${mark[1] * size}px`, top: `${mark[0] * size}px`, width: `${size}px`, height: `${size}px` });
+  plot.append(box);
 }

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import Server, archives, serving
+from heatmap_cells import CELLS_JS, CLICK_CELL_JS
 from made import npy_bytes, numpy_text
 from perpendis.inputs import formats
 from perpendis.layers.bisect import bisect
@@ -138,6 +139,18 @@ def test_file(server, tmp_path):
                  {side: path.read_bytes() for side, path in files.items()})
     assert want["verdict"] == "investigate"
     run_in_firefox("file", server, {"files": {k: str(v) for k, v in files.items()}, "expect": want}, tmp_path)
+
+
+def test_heatmap(server, tmp_path):
+    a = np.random.default_rng(9).standard_normal((12, 16)).astype(np.float32)
+    b = a.copy()
+    b[::4, ::3] = np.nextafter(b[::4, ::3], np.float32(np.inf))  # rounding
+    b[3:6, 8:12] += np.float32(0.5)  # the bug
+    spec = {"a": numpy_text(a), "b": numpy_text(b), "cells_js": CELLS_JS, "click_js": CLICK_CELL_JS,
+            "hot": sorted(f"{r},{c}" for r, c in np.argwhere(a != b).tolist()),
+            "bug": [f"{r},{c}" for r in range(3, 6) for c in range(8, 12)], "path": str(tmp_path / "heatmap.png")}
+    run_in_firefox("heatmap", server, spec, tmp_path)
+    assert (tmp_path / "heatmap.png").stat().st_size > 0
 
 
 def test_bisect(server, tmp_path):

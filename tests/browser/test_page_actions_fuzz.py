@@ -164,8 +164,9 @@ def slice_control(page, rng: random.Random) -> str:
 
 
 def heatmap_cell(page, rng: random.Random) -> str:
-    cells = page.locator("#heatmap rect.cell")
-    cells.nth(rng.randrange(cells.count())).click()
+    canvas = page.locator("#heatmap canvas")
+    rows, cols, size = (int(canvas.get_attribute(f"data-{key}")) for key in ("rows", "cols", "size"))
+    canvas.click(position={"x": (rng.randrange(cols) + 0.5) * size, "y": (rng.randrange(rows) + 0.5) * size})
     return "heat map cell"
 
 
@@ -194,7 +195,7 @@ ACTIONS = [
     (click("prev-diff"), "[data-testid=prev-diff]"),
     (click("next-diff"), "[data-testid=next-diff]"),
     (slice_control, "#slice-controls select"),
-    (heatmap_cell, "#heatmap rect.cell"),
+    (heatmap_cell, "#heatmap canvas"),
     (click("share"), "[data-testid=share]"),
     (click("first-fail"), "[data-testid=first-fail]"),
     (bisect_row, "[data-testid=bisect-row] button"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from heatmap_cells import CANVAS, cells
 from made import numpy_text
 
 REPORT_TIMEOUT_MS = 60_000
@@ -159,27 +160,26 @@ def test_charts_and_heatmap(ready_page):
     # not on the first difference's (0, 1, 3): rows axis 1, columns axis 2, axis-0 index 2.
     bug = np.unravel_index(int(np.argmax(np.abs(a.astype(np.float64) - b))), a.shape)
     assert bug == (2, 0, 4)
-    heat = page.locator("[data-testid='heatmap'] svg")
+    heat = page.locator(CANVAS)
     heat.wait_for(timeout=STEP_TIMEOUT_MS)
     assert (heat.get_attribute("data-rows"), heat.get_attribute("data-cols")) == ("4", "5")
     assert page.get_by_test_id("slice-index-0").input_value() == "2"
     mark = page.get_by_test_id("heatmap-mark")
     mark.wait_for(timeout=STEP_TIMEOUT_MS)
     assert (mark.get_attribute("data-row"), mark.get_attribute("data-col")) == ("0", "4")
-    hot = page.evaluate(
-        """() => [...document.querySelectorAll('[data-testid="heatmap"] rect.cell')]
-                 .filter((c) => Number(c.dataset.value) > 0).map((c) => [+c.dataset.row, +c.dataset.col])"""
-    )
+    hot = [[c.row, c.col] for c in cells(page) if c.kind == "heat"]
     want = np.argwhere(a[2] != b[2]).tolist()
     assert sorted(hot) == sorted(want)
 
     # Rows along axis 0 instead: a 3 × 5 slice at axis-1 index 0.
     page.get_by_test_id("slice-rows").select_option("0")
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"heatmap\"] svg')?.dataset.rows === '3'", timeout=STEP_TIMEOUT_MS
+        "sel => document.querySelector(sel)?.dataset.rows === '3'", arg=CANVAS, timeout=STEP_TIMEOUT_MS
     )
-    assert page.locator("[data-testid='heatmap'] svg").get_attribute("data-cols") == "5"
-    assert page.locator("[data-testid='heatmap'] rect.cell").count() == 15
+    assert page.locator(CANVAS).get_attribute("data-cols") == "5"
+    painted = cells(page)
+    assert len(painted) == 15 and "blank" not in {c.kind for c in painted}  # every cell painted
+    assert sorted([c.row, c.col] for c in painted if c.kind == "heat") == np.argwhere(a[:, 0] != b[:, 0]).tolist()
 
     # Per-axis failure bars: the one failing element (flat 44) under the default tolerance.
     fail_index = np.unravel_index(44, a.shape)
@@ -210,13 +210,12 @@ def test_the_evidence_opens_at_the_finding(ready_page):
     page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
 
     wait_text(page, "element-index", str(bad[0]))
-    page.locator("[data-testid='heatmap'] svg").wait_for(timeout=STEP_TIMEOUT_MS)
+    page.locator(CANVAS).wait_for(timeout=STEP_TIMEOUT_MS)
     assert page.get_by_test_id("slice-index-0").input_value() == str(bad[0][0])
     mark = page.get_by_test_id("heatmap-mark")
     mark.wait_for(timeout=STEP_TIMEOUT_MS)
     assert (int(mark.get_attribute("data-row")), int(mark.get_attribute("data-col"))) == bad[0][1:]
-    nonfinite = page.locator("[data-testid='heatmap'] rect.cell.nonfinite").evaluate_all(
-        "cells => cells.map((c) => [+c.dataset.row, +c.dataset.col])")
+    nonfinite = [(c.row, c.col) for c in cells(page) if c.kind == "nonfinite"]
     assert sorted(map(tuple, nonfinite)) == sorted(at[1:] for at in bad if at[0] == bad[0][0])
 
     page.get_by_test_id("first-diff").click()
@@ -258,7 +257,7 @@ def test_the_element_view_opens_at_the_top_findings_place_not_the_first_failure(
     page.get_by_test_id("verdict").wait_for(timeout=REPORT_TIMEOUT_MS)
     page.locator("#findings").get_by_text("NaN on one side only").first.wait_for(timeout=STEP_TIMEOUT_MS)
     wait_text(page, "element-index", "(2, 6, 9)")
-    page.locator("[data-testid='heatmap'] svg").wait_for(timeout=STEP_TIMEOUT_MS)
+    page.locator(CANVAS).wait_for(timeout=STEP_TIMEOUT_MS)
     assert page.get_by_test_id("slice-index-0").input_value() == "2"
     assert page.get_by_test_id("value-a").text_content().strip().lower() == "nan"
     page.screenshot(path=str(tmp_path / "finding.png"), full_page=True)

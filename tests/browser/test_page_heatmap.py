@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from heatmap_cells import OPACITY_STEP, cell, hovered_value
+from heatmap_cells import wait_slice as wait_canvas
 from made import numpy_text
 from test_page_ui2 import g4
 
@@ -28,16 +30,14 @@ def pair() -> tuple[np.ndarray, np.ndarray]:
 
 
 def cell_opacity(page, row: int, col: int) -> float:
-    return float(page.eval_on_selector(f"[data-testid=heatmap] rect.cell[data-row='{row}'][data-col='{col}']",
-                                       "r => r.style.fillOpacity"))
+    painted = cell(page, row, col)
+    assert painted.kind == "heat"
+    return painted.opacity
 
 
 def wait_slice(page, axis0: int) -> None:
-    """Wait until the heat map shows the slice at `axis0` along axis 0 (its cells name their elements)."""
-    first = axis0 * 6 * 8
-    page.wait_for_function(
-        "want => document.querySelector('[data-testid=heatmap] rect.cell')?.dataset.flat === want",
-        arg=str(first), timeout=REPORT_TIMEOUT_MS)
+    """Wait until the heat map shows the slice at `axis0` along axis 0 (its label names it)."""
+    wait_canvas(page, f"axis 0 index {axis0}", REPORT_TIMEOUT_MS)
 
 
 def legend(page) -> dict:
@@ -67,6 +67,8 @@ def test_scale_is_shared_by_slices_with_a_legend_and_a_log_option(ready_page, sc
     assert shown == {"log": "false", "min": "0", "max": g4(top), "minFull": "0", "maxFull": repr(top)}
     # (the titles are JavaScript's shortest form of the same double: compared as numbers below)
     in_bug = cell_opacity(page, 3, 3)
+    assert hovered_value(page, 3, 3) == STEP  # the value the colour stands for, named on hover
+    assert cell_opacity(page, 4, 4) == pytest.approx(1.0, abs=OPACITY_STEP)  # the pair's largest, 0.75
     caption = page.get_by_test_id("heatmap-caption").text_content()
     assert "darkest" not in caption and "lightest" not in caption
     assert g4(float(diff[2].max())) in caption  # the slice's own largest, in words
@@ -75,16 +77,16 @@ def test_scale_is_shared_by_slices_with_a_legend_and_a_log_option(ready_page, sc
     page.get_by_test_id("slice-index-0").dispatch_event("change")
     wait_slice(page, 0)
     assert legend(page) == shown  # the same bounds on the rounding slice
-    assert cell_opacity(page, 1, 1) == pytest.approx(in_bug, abs=1e-6)  # same value, same colour
-    assert in_bug == pytest.approx(0.15 + 0.85 * STEP / top, abs=1e-6)  # linear from 0 to the pair's largest
+    assert cell_opacity(page, 1, 1) == in_bug  # same value, same colour
+    assert in_bug == pytest.approx(0.15 + 0.85 * STEP / top, abs=OPACITY_STEP)  # linear from 0 to the pair's largest
 
     page.get_by_test_id("heatmap-log").check()
     page.wait_for_function("() => document.querySelector('[data-testid=heatmap-legend]').dataset.log === 'true'")
     logged = legend(page)
     assert logged["min"] == g4(bottom) and float(logged["minFull"]) == bottom and logged["max"] == g4(top)
     log_pos = (np.log(STEP) - np.log(bottom)) / (np.log(top) - np.log(bottom))
-    assert cell_opacity(page, 1, 1) == pytest.approx(0.15 + 0.85 * log_pos, abs=1e-6)
+    assert cell_opacity(page, 1, 1) == pytest.approx(0.15 + 0.85 * log_pos, abs=OPACITY_STEP)
     page.get_by_test_id("slice-index-0").fill("2")
     page.get_by_test_id("slice-index-0").dispatch_event("change")
     wait_slice(page, 2)
-    assert legend(page) == logged and cell_opacity(page, 3, 3) == pytest.approx(0.15 + 0.85 * log_pos, abs=1e-6)
+    assert legend(page) == logged and cell_opacity(page, 3, 3) == pytest.approx(0.15 + 0.85 * log_pos, abs=OPACITY_STEP)

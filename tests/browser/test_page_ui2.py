@@ -11,6 +11,7 @@ import json
 import shutil
 
 import numpy as np
+from heatmap_cells import CANVAS, cell, cells, click_cell, hovered_value, wait_slice
 from made import numpy_text
 from perpendis.engine.options import ComparisonOptions
 from perpendis.layers.bisect import bisect
@@ -162,9 +163,9 @@ def test_clicking_a_heatmap_cell_selects_its_element(ready_page, tmp_path):
     page.get_by_test_id("first-diff").click()
     wait_index(page, (2, 3))
 
-    cell = page.locator("[data-testid=heatmap] rect.cell[data-row='7'][data-col='12']")
-    assert float(cell.get_attribute("data-value")) == float(abs(np.float64(a[7, 12]) - np.float64(b[7, 12])))
-    cell.click()
+    assert hovered_value(page, 7, 12) == float(abs(np.float64(a[7, 12]) - np.float64(b[7, 12])))
+    assert cell(page, 7, 12).kind == "heat" and cell(page, 2, 3).kind == "heat" and cell(page, 0, 0).kind == "zero"
+    click_cell(page, 7, 12)
     expect_element(page, a, b, (7, 12))
     mark = page.get_by_test_id("heatmap-mark")
     assert (mark.get_attribute("data-row"), mark.get_attribute("data-col")) == ("7", "12")
@@ -173,7 +174,7 @@ def test_clicking_a_heatmap_cell_selects_its_element(ready_page, tmp_path):
     expect_element(page, a, b, (7, 11))
 
     # From the keyboard: arrows on the focused heatmap step the selection cell by cell.
-    page.locator("[data-testid=heatmap] svg").focus()
+    page.locator(CANVAS).focus()
     page.keyboard.press("ArrowRight")
     expect_element(page, a, b, (7, 12))
     page.keyboard.press("ArrowDown")  # the heatmap keeps the focus while it is redrawn
@@ -193,18 +194,14 @@ def test_a_pooled_heatmap_cell_selects_its_worst_element(ready_page, tmp_path):
     page.get_by_test_id("slice-index-0").fill("1")
     page.get_by_test_id("slice-index-0").dispatch_event("change")
     bug = float(abs(np.float64(a[1, 51, 97]) - np.float64(b[1, 51, 97])))
-    page.wait_for_function(
-        "bug => [...document.querySelectorAll(`#heatmap rect.cell`)].some((c) => +c.dataset.value === bug)",
-        arg=bug,
-        timeout=STEP_TIMEOUT_MS,
-    )
-    assert int(page.locator("[data-testid=heatmap] svg").get_attribute("data-rows")) < 150  # pooled
-    cells = page.locator("[data-testid=heatmap] rect.cell").evaluate_all(
-        "cells => cells.map((c) => [+c.dataset.value, +c.dataset.row, +c.dataset.col])"
-    )
-    worst = max(cells)
-    assert worst[0] == bug
-    page.locator(f"[data-testid=heatmap] rect.cell[data-row='{worst[1]}'][data-col='{worst[2]}']").click()
+    wait_slice(page, "axis 0 index 1", STEP_TIMEOUT_MS)
+    assert int(page.locator(CANVAS).get_attribute("data-rows")) < 150  # pooled
+    # The bug is the pair's largest difference: the one cell painted at full strength.
+    strongest = max(cells(page), key=lambda c: c.opacity if c.kind == "heat" else -1)
+    assert strongest.opacity == 1.0
+    assert [c for c in cells(page) if c.kind == "heat" and c.opacity > 0.5] == [strongest]
+    assert hovered_value(page, strongest.row, strongest.col) == bug
+    click_cell(page, strongest.row, strongest.col)
     expect_element(page, a, b, (1, 51, 97))
 
 
@@ -242,10 +239,9 @@ def test_a_slice_chosen_while_the_first_difference_loads_stays(ready_page, tmp_p
     wait_index(page, (0, 0, 3))  # the first difference is shown in the inspector, with its details...
     page.wait_for_function("() => document.querySelector('[data-testid=\"neighbours-a\"]')", timeout=STEP_TIMEOUT_MS)
     assert page.evaluate("() => window.__movedWhileAsking") is True  # (which came after the slice moved)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('#heatmap rect.cell')].some((c) => +c.dataset.value === 5)",
-        timeout=STEP_TIMEOUT_MS,
-    )
+    wait_slice(page, "axis 0 index 1", STEP_TIMEOUT_MS)
+    assert [(c.row, c.col) for c in cells(page) if c.kind == "heat"] == [(20, 10)]
+    assert hovered_value(page, 20, 10) == 5
     assert page.get_by_test_id("slice-index-0").input_value() == "1"  # ...and the heat map stays where the user put it
 
 

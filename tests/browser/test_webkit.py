@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import webkit
+from heatmap_cells import CELLS_JS, CLICK_CELL_JS, Cell
 from made import npy_bytes, numpy_text
 from test_firefox import pair, shown
 from test_page_actions_fuzz import CASES, SHOWN_JS, off_screen
@@ -132,6 +133,33 @@ def test_example_and_files(browser, server, tmp_path):
     got = compare(browser)
     assert (got["verdict"], got["index"], got["stale"]) == (want["verdict"], want["index"], "false"), got
     browser.screenshot(tmp_path / "files.png")
+
+
+def test_heat_map_canvas(browser, server, tmp_path):
+    """The heat map painted on its canvas: the cells that differ in the heat colour, the bug at
+    full strength, and a click on a cell opening that element."""
+    open_page(browser, server.url)
+    a = np.random.default_rng(9).standard_normal((12, 16)).astype(np.float32)
+    b = a.copy()
+    b[::4, ::3] = np.nextafter(b[::4, ::3], np.float32(np.inf))  # rounding
+    b[3:6, 8:12] += np.float32(0.5)  # the bug
+    type_text(browser, "a", numpy_text(a))
+    type_text(browser, "b", numpy_text(b))
+    assert compare(browser)["verdict"] == "investigate"
+    browser.wait("return document.querySelector('#heatmap canvas') !== null", timeout=ANSWER_S, what="the heat map")
+    cells = [Cell(*c) for c in browser.run(f"return ({CELLS_JS})(document.querySelector('#heatmap canvas'))")]
+    assert sorted((c.row, c.col) for c in cells if c.kind == "heat") == sorted(map(tuple, np.argwhere(a != b).tolist()))
+    assert {c.kind for c in cells} == {"heat", "zero"}
+    strong = {(c.row, c.col) for c in cells if c.kind == "heat" and c.opacity > 0.9}
+    assert strong and strong <= {(r, c) for r in range(3, 6) for c in range(8, 12)}
+    browser.run(f"({CLICK_CELL_JS})(document.querySelector('#heatmap canvas'), 1, 2)")
+    browser.wait("return document.getElementById('element-index').textContent === '(1, 2)'", timeout=ANSWER_S,
+                 what="the clicked element")
+    mark = browser.run("const m = document.querySelector('[data-testid=heatmap-mark]'); "
+                       "return [m.dataset.row, m.dataset.col]")
+    assert mark == ["1", "2"]
+    browser.run("document.getElementById('slice-card').scrollIntoView()")
+    browser.screenshot(tmp_path / "heatmap.png")
 
 
 def test_share_link_round_trip(server, tmp_path):

@@ -180,6 +180,18 @@ async function clickNth(page, selector, rng) {
   }, selector, rng.random());
 }
 
+/** A click on a random cell of the heat map's canvas, where a pointer would put it. */
+async function clickCell(page, rng) {
+  await page.evaluate(([row, col]) => {
+    const canvas = document.querySelector("#heatmap canvas");
+    const box = canvas.getBoundingClientRect();
+    const [rows, cols] = [Number(canvas.dataset.rows), Number(canvas.dataset.cols)];
+    const at = { clientX: box.left + ((Math.floor(col * cols) + 0.5) * box.width) / cols,
+      clientY: box.top + ((Math.floor(row * rows) + 0.5) * box.height) / rows, bubbles: true };
+    canvas.dispatchEvent(new MouseEvent("click", at));
+  }, [rng.random(), rng.random()]);
+}
+
 /** Why a report that claims to be current (not marked stale) shows other figures than CPython
  * gives for the text in the boxes (spec.screen, by test_firefox.screen_answers); null when it
  * agrees, or when no report claims to be current for text alone. */
@@ -256,8 +268,8 @@ const ACTIONS = [
       return `slice control ${control.dataset.testid}`;
     }, rng.random(), rng.random());
   }],
-  ["heat map cell", "#heatmap rect.cell", async (page, rng) => {
-    await clickNth(page, "#heatmap rect.cell", rng);
+  ["heat map cell", "#heatmap canvas", async (page, rng) => {
+    await clickCell(page, rng);
     return "heat map cell";
   }],
   ["share", "[data-testid=share]", null],
@@ -392,6 +404,27 @@ const TESTS = {
     const last = await compare(page);
     check(last.verdict === "investigate", `after ${done.join(" → ")}: the bug case gives ${JSON.stringify(last)}`);
     process.stdout.write(`fuzz: ${done.join(" → ")}\n`);
+  },
+
+  /** The heat map's canvas: the cells that differ painted in the heat colour, the bug at full
+   * strength, a click on a cell opening its element (spec from test_firefox.heatmap_spec). */
+  async heatmap(page) {
+    await fill(page, "a", spec.a);
+    await fill(page, "b", spec.b);
+    const got = await compare(page);
+    check(got.verdict === "investigate", `verdict ${JSON.stringify(got)}`);
+    await until(page, () => document.querySelector("#heatmap canvas") !== null, null, ANSWER_MS, "the heat map");
+    const cells = await page.evaluate(`(${spec.cells_js})(document.querySelector("#heatmap canvas"))`);
+    const hot = cells.filter((c) => c[2] === "heat").map((c) => `${c[0]},${c[1]}`).sort();
+    check(JSON.stringify(hot) === JSON.stringify(spec.hot), `heat cells ${hot}, expected ${spec.hot}`);
+    const strong = cells.filter((c) => c[2] === "heat" && c[3] > 0.9).map((c) => `${c[0]},${c[1]}`);
+    check(strong.length && strong.every((at) => spec.bug.includes(at)), `full-strength cells ${strong}`);
+    await page.evaluate(`(${spec.click_js})(document.querySelector("#heatmap canvas"), 1, 2)`);
+    await until(page, () => document.getElementById("element-index").textContent === "(1, 2)", null, ANSWER_MS,
+      "the clicked element");
+    await page.$eval("#slice-card", (n) => n.scrollIntoView());
+    const card = await page.$("#slice-card");
+    await card.screenshot({ path: spec.path });
   },
 
   /** Not a test: a screenshot of one element after comparing spec.a and spec.b (scripts/screenshots_issue19.py). */
