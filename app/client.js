@@ -38,8 +38,10 @@ export class CoreClient {
   #held = []; // [message, transfer] sent while it is: posted once it has
   #cancelBound = null;
   // The cancel flag the core's Python reads between chunks: shared memory, which a page has
-  // only when it is cross-origin isolated (scripts/serve.py's COOP and COEP headers).
-  #flag = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  // only when it is cross-origin isolated (scripts/serve.py's COOP and COEP headers), and
+  // not even then in every browser (WebKitGTK 2.50 says isolated, and has no SharedArrayBuffer).
+  #flag = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
+    ? new Int32Array(new SharedArrayBuffer(4)) : null;
   #status = { type: "status", state: "loading", message: "starting the Python core", fraction: 0 };
 
   /** `startBoundMs`: how long a core whose downloads are done may stay silent before it is
