@@ -2,8 +2,8 @@
 // rows (by dragging, or with the keyboard). The first failing row is the place to look,
 // so it is marked, and the rows before it are marked as passing: together they say
 // "everything up to here agrees, the fault is in this layer".
-import { breakable, el, fill, formatIndex, num } from "./dom.js";
-import { number, pct } from "./numbers.js";
+import { breakable, el, fill, formatIndex } from "./dom.js";
+import { count as grouped, number, pct } from "./numbers.js";
 
 const HOW = {
   metadata: "paired by the exporter's metadata (the module each ONNX node was made in)",
@@ -162,7 +162,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     described ? el("td", { class: "mono name", "data-testid": "bisect-module" }, breakable(pair.module ?? "")) : null,
     stacked("td", {}, agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
       agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype")),
-    el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
+    el("td", { class: "num", "data-testid": "bisect-max-ulp" }, grouped(pair.max_ulp)),
     stacked("td", { class: "num" }, line(number(pair.max_abs_diff), { "data-testid": "bisect-abs" }),
       line(number(pair.max_rel_diff), { "data-testid": "bisect-rel" })),
     stacked("td", { class: "num" },
