@@ -64,3 +64,18 @@ def test_bisect_table_fits_1280_px(ready_page, tmp_path, model):
     first = rows.first
     for testid in ("bisect-a-name", "bisect-verdict", "bisect-fail", "bisect-max-ulp"):
         assert first.get_by_test_id(testid).is_visible(), testid
+
+
+def test_a_bisect_brings_its_first_failing_row_into_view_at_1280_px(ready_page):
+    page = ready_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    bisect_captures(page, "cnn", "ort_bug")
+    page.wait_for_function("() => document.getElementById('bisect').getBoundingClientRect().top < innerHeight")
+    seen = page.evaluate("""() => {
+      const row = document.querySelector('[data-testid=bisect-row][data-standing=first-failing]')
+        .getBoundingClientRect();
+      const summary = document.querySelector('[data-testid=bisect-summary]').getBoundingClientRect();
+      return {row: [row.top, row.bottom], summary: summary.top, height: innerHeight, scrolled: scrollY};
+    }""")
+    assert seen["summary"] >= 0 and seen["row"][1] <= seen["height"], seen
+    assert seen["scrolled"] > 0, seen  # it was below the fold at first
