@@ -40,6 +40,10 @@ def journey_spec() -> dict:
         "words": "loss went down",
     }
     spec["expect"] = {"compared": judged(spec["a"], spec["b"]), "preset": judged(spec["a"], spec["b"], preset="fp16")}
+    # After a report, the page's atol and rtol fields hold its tolerance: rtol 0.5 typed
+    # there keeps that atol.
+    default = api.handle({"op": "compare", "inputs": {"a": {"text": spec["a"]}, "b": {"text": spec["b"]}}}, {})
+    spec["expect"]["rtol"] = judged(spec["a"], spec["b"], atol=default["report"]["tolerance"]["atol"], rtol=0.5)
     # The preset changes the outcome: a report judged again shows it, a stale one cannot.
     assert spec["expect"]["compared"]["passes"] != spec["expect"]["preset"]["passes"], spec["expect"]
     return spec
@@ -49,15 +53,16 @@ def check(seen: list[dict], spec: dict) -> None:
     """Each step left the report as the inputs on screen require: current, or marked stale
     (dimmed, with the reason in a polite live region), or replaced by an error."""
     by = {s["step"]: s for s in seen}
-    assert len(by) == len(seen) == 15, [s["step"] for s in seen]
-    current = ("compared", "paste back", "reference removed", "preset", "preset back", "both back",
-               "file removed", "atol emptied")
+    assert len(by) == len(seen) == 16, [s["step"] for s in seen]
+    current = ("compared", "paste back", "reference removed", "preset", "preset back", "compared again",
+               "file removed", "atol back")
     for step in current:
         shown = by[step]
         assert shown["report"] and not shown["stale"] and not shown["dimmed"] and shown["note"] is None, shown
     marked = {
         "paste": ["the inputs changed"], "reference": ["the inputs changed"], "file": ["the inputs changed"],
         "rtol after an edit": ["the inputs changed", "the tolerance changed"], "share": ["the inputs changed"],
+        "tolerance only": ["the tolerance changed"],
         "invalid atol": ["not a number"],
     }
     for step, reasons in marked.items():
@@ -71,6 +76,8 @@ def check(seen: list[dict], spec: dict) -> None:
     assert outcome("preset") == spec["expect"]["preset"], by["preset"]
     assert outcome("preset back") == spec["expect"]["compared"], by["preset back"]
     assert outcome("rtol after an edit") == spec["expect"]["compared"], by["rtol after an edit"]
+    assert "the inputs changed" not in by["tolerance only"]["note"], by["tolerance only"]
+    assert outcome("compared again") == spec["expect"]["rtol"], by["compared again"]
     # The link of a stale report carries the report's inputs, and says so, with its length.
     share = by["share"]["share"]
     assert share and "not what was edited since" in share["status"], share
