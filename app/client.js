@@ -21,6 +21,10 @@ export class CancelledError extends Error {
 const DOWNLOADED_FRACTION = 0.7;
 const START_BOUND_MS = 60_000;
 const WATCHDOG_RESTARTS = 2; // then the core is reported failed, rather than loop
+// How long cancelled work may take to stop at its next chunk (a streamed chunk, a layer of
+// a bisect, a checkpoint tensor: well under a second each) before the core is restarted:
+// work that reports no progress cannot stop otherwise.
+const CANCEL_BOUND_MS = 3_000;
 
 export class CoreClient {
   #worker = null;
@@ -30,13 +34,22 @@ export class CoreClient {
   #watchdog = null;
   #watchdogRestarts = 0;
   #listeners = new Set();
+  #draining = new Set(); // ids cancelled and not answered yet: the core is still stopping them
+  #held = []; // [message, transfer] sent while it is: posted once it has
+  #cancelBound = null;
+  // The cancel flag the core's Python reads between chunks: shared memory, which a page has
+  // only when it is cross-origin isolated (scripts/serve.py's COOP and COEP headers), and
+  // not even then in every browser (WebKitGTK 2.50 says isolated, and has no SharedArrayBuffer).
+  #flag = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
+    ? new Int32Array(new SharedArrayBuffer(4)) : null;
   #status = { type: "status", state: "loading", message: "starting the Python core", fraction: 0 };
 
   /** `startBoundMs`: how long a core whose downloads are done may stay silent before it is
    * restarted (tests make it short). */
-  constructor(url = WORKER_URL, { startBoundMs = START_BOUND_MS } = {}) {
+  constructor(url = WORKER_URL, { startBoundMs = START_BOUND_MS, cancelBoundMs = CANCEL_BOUND_MS } = {}) {
     this.url = url;
     this.startBoundMs = startBoundMs;
+    this.cancelBoundMs = cancelBoundMs;
     this.#start();
   }
 
@@ -61,6 +74,10 @@ export class CoreClient {
     const message = { ...payload, id, op };
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress });
+      if (this.#draining.size) {
+        this.#held.push([message, transfer]);
+        return;
+      }
       if (this.#status.state === "ready") {
         this.#worker.postMessage(message, transfer);
         return;
@@ -71,10 +88,50 @@ export class CoreClient {
     });
   }
 
-  /** Stops whatever runs now: the worker is terminated and a fresh one started, so the
-   * next request never waits behind a cancelled one. Pending requests reject with CancelledError. */
+  /** Stops whatever runs now; pending requests reject with CancelledError at once. The core
+   * stops the running one at its next chunk and stays warm; requests sent meanwhile wait
+   * for that. Work that has not stopped within `cancelBoundMs` is stopped by restarting the
+   * core, so the next request never waits long behind a cancelled one. */
   cancel() {
-    this.#restart(() => new CancelledError());
+    const ids = [...this.#pending.keys()];
+    if (!ids.length) return;
+    const upTo = Math.max(...ids);
+    for (const id of ids) {
+      this.#pending.get(id).reject(new CancelledError());
+      this.#pending.delete(id);
+      this.#queued.delete(id);
+    }
+    if (this.#flag) Atomics.store(this.#flag, 0, upTo);
+    this.#worker.postMessage({ op: "cancel", upTo });
+    // A core still starting skips them when it is ready; its watchdog covers a hang.
+    if (this.#status.state !== "ready") return;
+    for (const id of ids) this.#draining.add(id);
+    clearTimeout(this.#cancelBound);
+    this.#cancelBound = setTimeout(() => this.#stuck(), this.cancelBoundMs);
+  }
+
+  /** The cancelled work has stopped: the requests held meanwhile go to the core. */
+  #drained() {
+    clearTimeout(this.#cancelBound);
+    this.#cancelBound = null;
+    this.#draining.clear();
+    const held = this.#held;
+    this.#held = [];
+    for (const [message, transfer] of held) {
+      if (this.#status.state !== "ready") this.#queued.set(message.id, message);
+      this.#worker.postMessage(message, transfer);
+    }
+  }
+
+  /** The cancelled work did not stop in time: a fresh core, which is sent the held requests. */
+  #stuck() {
+    this.#disarm();
+    this.#queued.clear();
+    this.#worker.terminate();
+    this.#setStatus({ type: "status", state: "loading", fraction: 0,
+      message: "restarting the Python core: the cancelled work could not stop" });
+    this.#start();
+    this.#drained();
   }
 
   #start() {
@@ -88,12 +145,19 @@ export class CoreClient {
       if (current()) this.#crashed(event.message || "the worker failed");
     };
     worker.onmessageerror = () => current() && this.#crashed("a message from the worker could not be read");
+    if (this.#flag) {
+      Atomics.store(this.#flag, 0, 0);
+      worker.postMessage({ op: "cancel", upTo: 0, flag: this.#flag });
+    }
     this.#worker = worker;
   }
 
   #restart(reason) {
     this.#disarm();
     this.#queued.clear();
+    clearTimeout(this.#cancelBound);
+    this.#draining.clear();
+    this.#held = []; // pending like the rest: rejected below
     this.#worker.terminate();
     const pending = [...this.#pending.values()];
     this.#pending.clear();
@@ -147,6 +211,7 @@ export class CoreClient {
       if (message.state === "failed" && wasReady) this.#crashed(message.message);
       return;
     }
+    if (message.type === "result" && this.#draining.delete(message.id) && !this.#draining.size) this.#drained();
     const job = this.#pending.get(message.id);
     if (!job) return;
     if (message.type === "progress") {

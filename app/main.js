@@ -372,6 +372,17 @@ function revealVerdict() {
   });
 }
 
+/** After a layer-by-layer Compare, its summary and the first failing row in view. */
+function revealLayers() {
+  const first = document.querySelector("[data-testid=bisect-row][data-standing=first-failing]")
+    ?? document.querySelector("[data-testid=bisect-summary]");
+  if (!first) return;
+  const bottom = first.getBoundingClientRect().bottom;
+  const top = $("bisect").getBoundingClientRect().top;
+  if ($("bisect").hidden || (top >= 0 && bottom <= window.innerHeight)) return;
+  $("bisect").scrollIntoView({ block: "start" });
+}
+
 async function compare() {
   foldOnboarding();
   clearError();
@@ -386,6 +397,7 @@ async function compare() {
     await bisectView.run(inputs, options);
     state.judged = { inputs, options };
     refreshStale();
+    revealLayers();
     return;
   }
   bisectView.hide();
@@ -410,6 +422,7 @@ async function compare() {
     $("input-notes").hidden = true;
     bisectView.show(result, inputs, toleranceOptions());
     refreshStale();
+    revealLayers();
     return;
   }
   renderInputNotes($("input-notes"), result, readVoidAs);

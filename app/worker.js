@@ -116,6 +116,29 @@ let helpers = [];
 
 let done = Promise.resolve(); // jobs run one after another, even those that wait for helpers
 
+// Cancel (app/client.js): the page cancels every job up to an id. It says so by a message,
+// seen here between the await points of a job (a shared fold, a checkpoint comparison), and,
+// when the page is cross-origin isolated, in shared memory too, which Python reads between
+// the chunks of any long job (perpendis.service.cancel). A cancelled job stops at its next
+// chunk and answers CANCELLED; one not started yet is not run. The core stays warm.
+const CANCELLED = { ok: false, cancelled: true, error: { message: "cancelled", where: null, side: null } };
+let cancelFlag = null; // Int32Array over the page's SharedArrayBuffer: the last cancelled id
+let cancelledUpTo = 0; // the same, from the page's messages
+let running = null; // the id of the job running now
+let onCancel = () => {}; // wakes a job waiting on helpers
+
+function cancelAsked() {
+  const upTo = Math.max(cancelledUpTo, cancelFlag ? Atomics.load(cancelFlag, 0) : 0);
+  return running !== null && running <= upTo;
+}
+
+// Resolves once the running job is cancelled (by a message: shared memory wakes nothing).
+function whenCancelled() {
+  return new Promise((resolve) => {
+    onCancel = resolve;
+  });
+}
+
 // `helpersStarted` (when ready): every helper is ready or has failed to start, so nothing
 // of the start-up is left to load (the page installs its offline copy only then).
 function status(state, message, fraction, helpersStarted = false) {
@@ -269,7 +292,8 @@ async function foldShared({ fold_jobs: jobs, stream }, available, buffers, blobs
     own.destroy();
     pooled = available[0].select(ranks, copyOut(values).buffer, true);
   }
-  const partials = await Promise.all(parts);
+  const partials = await Promise.race([Promise.all(parts), whenCancelled()]);
+  if (cancelAsked()) return CANCELLED; // the helpers' late answers settle nothing
   const job = JSON.parse(core.merge_partials(partials));
   // Python has copied the partials in: their buffers go back to hold the helpers' next ones.
   jobs.forEach(({ helper }, i) => available[helper].giveBack(partials[i]));
@@ -310,6 +334,7 @@ async function foldCheckpoints(units, available, blobs) {
     for (let index = next(true); index !== undefined; index = next(true)) {
       const unit = units[index];
       const bytes = await helper.foldCheckpoint(unit.job, unitFiles(unit), unit.reads);
+      if (cancelAsked()) return;
       if (!bytes) core.give_back_checkpoint_unit(index);
       else {
         core.take_checkpoint_unit(index, bytes);
@@ -326,6 +351,7 @@ async function foldCheckpoints(units, available, blobs) {
   for (let index = next(false); index !== undefined; index = next(false)) {
     await foldHere(index);
     await messagesSeen();
+    if (cancelAsked()) return CANCELLED; // the helpers stop at their next unit
   }
   await feeding;
   for (let index = next(false); index !== undefined; index = next(false)) await foldHere(index);
@@ -334,7 +360,6 @@ async function foldCheckpoints(units, available, blobs) {
 
 async function handle(message) {
   const { id, op } = message;
-  if (op === "cancel") return; // cancelling is the page terminating this worker
   if (op === "reserve" && Number.isSafeInteger(message.bytes) && message.bytes > 0) {
     const ready = helpers.filter((helper) => helper.ready);
     for (const helper of ready) helper.reserve(Math.ceil(message.bytes / (ready.length + 1)));
@@ -346,6 +371,12 @@ async function handle(message) {
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
   const available = helpers.filter((helper) => helper.ready);
   let result;
+  running = id;
+  if (op !== "prefetch" && op !== "reserve" && cancelAsked()) {
+    running = null;
+    self.postMessage({ id, type: "result", result: CANCELLED });
+    return;
+  }
   try {
     if (op === "prefetch") result = prefetch(message.files);
     else {
@@ -355,7 +386,7 @@ async function handle(message) {
       else if (result.ok && result.checkpoint_units) result = await foldCheckpoints(result.checkpoint_units, available, blobs);
     }
   } catch (err) {
-    result = internalError(err);
+    result = cancelAsked() ? CANCELLED : internalError(err);
     if (/fatal/i.test(result.error.detail)) {
       // Pyodide cannot recover from a fatal error (e.g. out of memory): answer, then ask
       // the page for a fresh worker.
@@ -364,6 +395,7 @@ async function handle(message) {
       return;
     }
   }
+  running = null;
   self.postMessage({ id, type: "result", result });
 }
 
@@ -372,6 +404,13 @@ let started = null; // resolves once the core is ready: jobs sent before then wa
 let waiting = 0; // jobs received and not started yet
 
 self.onmessage = (event) => {
+  // Cancelling is seen at once, not queued behind the job it stops.
+  if (event.data.op === "cancel") {
+    if (event.data.flag instanceof Int32Array) cancelFlag = event.data.flag;
+    cancelledUpTo = Math.max(cancelledUpTo, event.data.upTo ?? 0);
+    if (cancelAsked()) onCancel();
+    return;
+  }
   // Growing the heap and reading files ahead of a comparison are hints, not jobs anyone
   // waits for: they do not stop the warm-up.
   const counted = event.data.op !== "reserve" && event.data.op !== "prefetch";
@@ -391,7 +430,8 @@ async function start() {
   status("loading", "importing NumPy", 0.7);
   pyodide.runPython("import numpy");
   status("loading", "importing perpendis", 0.85);
-  core = protocolProxy(pyodide.pyimport("perpendis.service.bridge").CoreWorker(self.readSlice), PROTOCOL.core);
+  const bridge = pyodide.pyimport("perpendis.service.bridge");
+  core = protocolProxy(bridge.CoreWorker.callKwargs(self.readSlice, { cancel_asked: cancelAsked }), PROTOCOL.core);
   const cores = () => `ready, comparing on ${1 + helpers.filter((helper) => helper.ready).length} CPU cores`;
   let starting = HELPERS;
   helpers = Array.from({ length: HELPERS }, () => new Helper(() => status("ready", cores(), 1, --starting === 0)));

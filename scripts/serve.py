@@ -173,6 +173,11 @@ class Handler(SimpleHTTPRequestHandler):
             self.send_header("Vary", "Accept-Encoding")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
+        # Cross-origin isolation: the page may then share memory with the core's worker, whose
+        # Python reads Cancel there between the chunks of any long job (app/client.js). The
+        # site loads nothing from other origins, so requiring same-origin costs nothing.
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
         super().end_headers()
 
     def log_message(self, format: str, *args) -> None:

@@ -354,6 +354,15 @@ def test_every_response_carries_the_csp_of_the_meta_tag(served):
     assert serve.CSP in documented
 
 
+def test_every_response_makes_the_page_cross_origin_isolated(served):
+    """The page shares its cancel flag with the core only when isolated (app/client.js)."""
+    base, _ = served
+    for path in ("/", "/app/worker.js", "/app/fold_worker.js", "/pyodide/pyodide.asm.wasm"):
+        headers = head(base + path)
+        assert headers["Cross-Origin-Opener-Policy"] == "same-origin", path
+        assert headers["Cross-Origin-Embedder-Policy"] == "require-corp", path
+
+
 def test_types_and_caching_headers(served, site: Path):
     base, _ = served
     wasm = head(base + "/pyodide/pyodide.asm.wasm")

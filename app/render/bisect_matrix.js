@@ -1,7 +1,8 @@
 // Runs × layers: every run checked against one reference run, layer by layer. Each cell is
 // that layer's verdict and max ULP; the run whose first failure comes earliest is named,
 // since the run that departs first is the one whose change introduced the fault.
-import { el, fill, num } from "./dom.js";
+import { el, fill } from "./dom.js";
+import { count } from "./numbers.js";
 
 /**
  * runs: the core's `runs` dict ({reference, layers, runs: {label: [cell|null]}, first_failing,
@@ -33,7 +34,7 @@ export function renderRunsMatrix(node, runs, { names, open = null, onOpen }) {
       return el("td", { class: `cell ${cell.verdict}${first ? " first" : ""}`, "data-testid": "runs-cell",
         "data-run": label, "data-layer": layer, "data-verdict": cell.verdict, title: cell.name },
       el("span", { class: "cell-verdict" }, cell.verdict), " ",
-      el("span", { class: "cell-ulp", "data-testid": "runs-cell-ulp" }, num(cell.max_ulp)));
+      el("span", { class: "cell-ulp", "data-testid": "runs-cell-ulp" }, count(cell.max_ulp)));
     })));
   const departs = runs.departs_first;
   fill(node,

@@ -2,8 +2,8 @@
 // rows (by dragging, or with the keyboard). The first failing row is the place to look,
 // so it is marked, and the rows before it are marked as passing: together they say
 // "everything up to here agrees, the fault is in this layer".
-import { el, fill, formatIndex, num } from "./dom.js";
-import { number, pct } from "./numbers.js";
+import { breakable, el, fill, formatIndex } from "./dom.js";
+import { count as grouped, number, pct } from "./numbers.js";
 
 const HOW = {
   metadata: "paired by the exporter's metadata (the module each ONNX node was made in)",
@@ -30,7 +30,27 @@ function aloneCell(pair, index, culprit) {
 }
 
 function agreement(same, a, b, testid) {
-  return el("td", { class: same ? "agree" : "disagree", "data-testid": testid }, same ? "=" : `${a} ≠ ${b}`);
+  return el("span", { class: same ? "agree" : "disagree", "data-testid": testid }, same ? "=" : `${a} ≠ ${b}`);
+}
+
+/**
+ * Two figures of a row stacked in one cell, the second under the first, so the table fits a
+ * 1280-px window without dropping either. A header is stacked the same way.
+ */
+function stacked(tag, attrs, first, second) {
+  return el(tag, { ...attrs, class: `${attrs.class ?? ""} stack`.trim() }, first, second);
+}
+
+const line = (text, attrs = {}) => el("span", attrs, text);
+
+/** The header row: shape and dtype, |A − B| and relative, cosine and SQNR share a column each. */
+function header(described, isolated) {
+  const th = (...labels) => labels.length === 1 ? el("th", { scope: "col" }, labels[0])
+    : stacked("th", { scope: "col" }, line(labels[0]), line(labels[1]));
+  return el("thead", {}, el("tr", {}, th("order"), th("#"), th("A"), th("B"),
+    ...(described ? [th("op"), th("torch module")] : []), th("shape", "dtype"), th("max ULP"),
+    th("max |A − B|", "max relative"), th("cosine", "SQNR dB"), th("failing"), th("verdict"),
+    ...(isolated ? [th("alone")] : []), th("main finding")));
 }
 
 /** Where a row stands against the first failing one: before it, it, or after it. */
@@ -113,11 +133,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const culprit = bisect.culprit ? bisect.culprit.index : null;
   const count = bisect.pairs.length;
   const described = bisect.pairs.some((p) => p.op_type || p.module);
-  const head = el("thead", {}, el("tr", {},
-    el("th", { scope: "col" }, "order"),
-    ["#", "A", "B", ...(described ? ["op", "torch module"] : []), "shape", "dtype", "max ULP", "max |A − B|",
-      "max relative", "cosine", "SQNR dB", "failing", "verdict", ...(bisect.isolated ? ["alone"] : []), "main finding"]
-      .map((label) => el("th", { scope: "col" }, label))));
+  const head = header(described, bisect.isolated);
   const rows = bisect.pairs.map((pair, index) => {
     const where = standing(index, first);
     const open = el("button", { type: "button", class: "link", "aria-label": `${index + 1}: open the report of ${pair.a_name}` },
@@ -134,24 +150,24 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     },
     mover(pair, index, count, onMove),
     el("td", {}, open),
-    el("td", { class: "mono name", "data-testid": "bisect-a-name" }, pair.a_name,
+    el("td", { class: "mono name", "data-testid": "bisect-a-name" }, breakable(pair.a_name),
       where === "first-failing" ? el("span", { class: "look", "data-testid": "first-failing" }, "look here") : null),
     el("td", { class: "mono name", "data-testid": "bisect-b-name",
       title: `${pair.b_name}: ${HOW[pair.paired_by] ?? pair.paired_by}${pair.evidence ? ` (${pair.evidence})` : ""}` },
-      el("span", { class: "clip" }, pair.b_name === pair.a_name ? "=" : pair.b_name),
+      breakable(pair.b_name === pair.a_name ? "=" : pair.b_name, { class: "clip" }),
       el("span", { class: "how", "data-testid": "bisect-how", "data-confidence": pair.confidence ?? "high" },
         REASON[pair.paired_by] ?? pair.paired_by),
       pair.likely_mispaired ? el("span", { class: "how", "data-testid": "bisect-mispaired" }, "likely mispaired") : null),
     described ? el("td", { class: "mono", "data-testid": "bisect-op" }, pair.op_type ?? "") : null,
-    described ? el("td", { class: "mono name", "data-testid": "bisect-module" }, pair.module ?? "") : null,
-    agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
-    agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype"),
-    el("td", { class: "num", "data-testid": "bisect-max-ulp" }, num(pair.max_ulp)),
-    el("td", { class: "num" }, number(pair.max_abs_diff)),
-    el("td", { class: "num" }, number(pair.max_rel_diff)),
-    el("td", { class: "num", "data-testid": "bisect-cosine" }, pair.cosine == null ? "" : pair.cosine.toFixed(6)),
-    el("td", { class: "num", "data-testid": "bisect-sqnr" },
-      pair.sqnr_db == null ? (pair.cosine == null ? "" : "∞") : number(pair.sqnr_db)),
+    described ? el("td", { class: "mono name", "data-testid": "bisect-module" }, breakable(pair.module ?? "")) : null,
+    stacked("td", {}, agreement(pair.shape_match, formatIndex(pair.shape_a), formatIndex(pair.shape_b), "bisect-shape"),
+      agreement(pair.dtype_match, pair.dtype_a, pair.dtype_b, "bisect-dtype")),
+    el("td", { class: "num", "data-testid": "bisect-max-ulp" }, grouped(pair.max_ulp)),
+    stacked("td", { class: "num" }, line(number(pair.max_abs_diff), { "data-testid": "bisect-abs" }),
+      line(number(pair.max_rel_diff), { "data-testid": "bisect-rel" })),
+    stacked("td", { class: "num" },
+      line(pair.cosine == null ? "" : pair.cosine.toFixed(6), { "data-testid": "bisect-cosine" }),
+      line(pair.sqnr_db == null ? (pair.cosine == null ? "" : "∞") : number(pair.sqnr_db), { "data-testid": "bisect-sqnr" })),
     el("td", { class: "num", "data-testid": "bisect-fail" }, pct(pair.fraction_fail)),
     el("td", { class: `verdict-cell ${pair.verdict}`, "data-testid": "bisect-verdict" },
       where === "pass" && pair.verdict !== "investigate" ? "✓ " : "", pair.verdict),

@@ -37,6 +37,16 @@ export function formatIndex(index) {
   return `(${index.join(", ")})`;
 }
 
+/**
+ * A long name (a layer's module path, an exporter's tensor name) that may break after its
+ * separators (. / _ :) and nowhere else, so a narrow table column wraps it into whole parts
+ * instead of cutting a word. Its textContent is still the name.
+ */
+export function breakable(name, attrs = {}) {
+  const parts = String(name).split(/(?<=[./_:])/);
+  return el("span", attrs, parts.flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part])));
+}
+
 // A report number as Python wrote it; numbers.js formats every number the page shows.
 export { full as num } from "./numbers.js";
 

@@ -18,16 +18,23 @@ export function renderWorst(node, report, onPick) {
     const button = el("button", { type: "button", class: "link", "data-flat": e.flat, "data-testid": `worst-${key}` },
       formatIndex(e.index));
     button.addEventListener("click", () => onPick(e.flat));
-    body.append(el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, button),
-      el("td", { class: "mono" }, e.a), el("td", { class: "mono" }, e.b), exact ? null : el("td", {}, number(e.ulp)),
-      el("td", {}, number(e.abs_diff)), el("td", {}, relativeNumber(e.rel_diff))));
+    // The row's label and its index share the first cell, and A and B one cell, B under A:
+    // the table fits half of a 1280-px window with 17-digit float64 values kept whole, and
+    // the digits where A and B part are in the same column.
+    body.append(el("tr", {}, el("th", { scope: "row" }, el("span", { class: "which" }, label), button),
+      el("td", { class: "mono stack" }, el("span", { "data-testid": "worst-a-value" }, e.a),
+        el("span", { "data-testid": "worst-b-value" }, e.b)),
+      exact ? null : el("td", { "data-testid": "worst-ulp-value" }, number(e.ulp)),
+      el("td", { "data-testid": "worst-abs-value" }, number(e.abs_diff)),
+      el("td", { "data-testid": "worst-rel-value" }, relativeNumber(e.rel_diff))));
   }
   if (!body.children.length) {
     fill(node, el("p", {}, "No element differs."));
     return;
   }
   fill(node, scrollable(el("table", { class: "worst", "data-testid": "worst-table" },
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "which")),
-      ["index", "A", "B", ...(exact ? [] : ["ULP"]), "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "which, "), "index"),
+      el("th", { scope: "col", class: "stack" }, el("span", {}, "A"), el("span", {}, "B")),
+      [...(exact ? [] : ["ULP"]), "|A − B|", "relative"].map((h) => el("th", { scope: "col" }, h)))), body),
   "Worst elements table"));
 }

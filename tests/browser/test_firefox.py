@@ -25,6 +25,7 @@ from made import npy_bytes, numpy_text
 from perpendis.inputs import formats
 from perpendis.layers.bisect import bisect
 from perpendis.service import api
+from stale_journey import check, journey_spec
 from test_page_actions_fuzz import CAPTURES, CASES, shape_text
 
 pytestmark = pytest.mark.browser
@@ -34,6 +35,7 @@ RUNNER = ROOT / "tests" / "firefox" / "run.mjs"
 FIREFOX = Path("/usr/bin/firefox-esr")
 MODELS = ROOT / "tests" / "fixtures" / "models"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+JOURNEY_JS = ROOT / "tests" / "browser" / "stale_journey.js"
 TEST_TIMEOUT_S = 420
 
 
@@ -58,7 +60,8 @@ def server(site: Path, tmp_path: Path) -> Iterator[Server]:
         yield running
 
 
-def run_in_firefox(name: str, server: Server, spec: dict, tmp_path: Path) -> None:
+def run_in_firefox(name: str, server: Server, spec: dict, tmp_path: Path) -> list[str]:
+    """Runs the runner's test `name`; the lines it printed."""
     if not FIREFOX.exists():
         pytest.fail("Firefox is not installed: run `apt-get install firefox-esr` (scripts/test.sh does)")
     if shutil.which("node") is None or not (ROOT / "node_modules" / "puppeteer-core").exists():
@@ -72,7 +75,9 @@ def run_in_firefox(name: str, server: Server, spec: dict, tmp_path: Path) -> Non
     )
     try:
         # The runner asks for the server to go away when it wants to be offline.
+        printed = []
         for line in iter(process.stdout.readline, ""):
+            printed.append(line.rstrip("\n"))
             if line.strip() == "stop-server":
                 server.stop()
                 process.stdin.write("stopped\n")
@@ -84,6 +89,7 @@ def run_in_firefox(name: str, server: Server, spec: dict, tmp_path: Path) -> Non
     if process.returncode != 0:
         stderr.seek(0)
         pytest.fail(f"Firefox: {stderr.read().strip()[-4000:]}")
+    return printed
 
 
 def pair(seed: int, n: int, nudge: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -171,6 +177,14 @@ def test_share(server, tmp_path):
     spec = {"a": numpy_text(a), "b": numpy_text(b)}
     spec["expect"] = shown({"a": {"text": spec["a"]}, "b": {"text": spec["b"]}})
     run_in_firefox("share", server, spec, tmp_path)
+
+
+def test_every_stale_path(server, tmp_path):
+    """The report is marked out of date, judged again or replaced, as in Chromium (stale_journey.js)."""
+    spec = {**journey_spec(), "journey": str(JOURNEY_JS)}
+    printed = run_in_firefox("stale", server, spec, tmp_path)
+    [line] = [line for line in printed if line.startswith("journey: ")]
+    check(json.loads(line.removeprefix("journey: ")), spec)
 
 
 def test_offline(server, tmp_path):

@@ -70,7 +70,7 @@ def test_clean_pair_has_no_failing_layer_and_lists_one_side_tensors(ready_page):
     assert "holds" in page.get_by_test_id("bisect-note").text_content()
     shown = rows(page)
     assert [r["a"] for r in shown] == [p.a_name for p in native.pairs]
-    assert [r["ulp"] for r in shown] == [str(p.report.max_ulp) for p in native.pairs]
+    assert [r["ulp"] for r in shown] == [f"{p.report.max_ulp:,}" for p in native.pairs]
     assert {r["standing"] for r in shown} == {"pass"} and page.get_by_test_id("first-failing").count() == 0
     assert page.get_by_test_id("depth-point").count() == len(native.pairs)
     # The graph output is renamed by the export: no name pairs it, its agreeing values do.
@@ -171,7 +171,7 @@ def test_three_runs_matrix(ready_page):
              c.querySelector('[data-testid=runs-cell-ulp]')?.textContent ?? null])""",
     )
     want = [
-        [run, layer, cell["verdict"] if cell else "", str(cell["max_ulp"]) if cell else None]
+        [run, layer, cell["verdict"] if cell else "", f"{cell['max_ulp']:,}" if cell else None]
         for layer_index, layer in enumerate(native.layers)
         for run, row in native.cells.items()
         for cell in [row[layer_index]]

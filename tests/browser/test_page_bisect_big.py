@@ -92,7 +92,7 @@ def test_big_polygraphy_files_bisect_unread_to_the_bugged_layer(ready_page, capt
              ulp: r.querySelector('[data-testid=bisect-max-ulp]').textContent }))""",
     )
     assert [r["a"] for r in shown] == [p.a_name for p in native.pairs]
-    assert [r["ulp"] for r in shown] == [str(p.report.max_ulp) for p in native.pairs]
+    assert [r["ulp"] for r in shown] == [f"{p.report.max_ulp:,}" for p in native.pairs]
     first = next(i for i, r in enumerate(shown) if r["standing"] == "first-failing")
     assert shown[first]["a"] == BUG
     assert all(r["standing"] == "pass" for r in shown[:first])

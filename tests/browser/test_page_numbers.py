@@ -103,12 +103,14 @@ def test_cards_show_four_digits_and_copy_the_full_value(ready_page):
     assert fraction.get_attribute("title") == repr(t["fraction_fail"])
 
     # The worst-elements table: |A − B| of the largest-difference row with 4 digits, full on hover.
-    cells = page.locator("[data-testid=worst-table] tr", has=page.get_by_test_id("worst-abs")).locator("td")
+    row = page.locator("[data-testid=worst-table] tr", has=page.get_by_test_id("worst-abs"))
     worst = report["worst"]["abs"]
-    assert cells.nth(4).text_content() == g4(worst["abs_diff"])
-    assert cells.nth(4).locator("span").get_attribute("title") == repr(worst["abs_diff"])
+    cell = row.get_by_test_id("worst-abs-value")
+    assert cell.text_content() == g4(worst["abs_diff"])
+    assert cell.locator("span").get_attribute("title") == repr(worst["abs_diff"])
     # A and B keep every digit: they are the values whose bits are shown.
-    assert cells.nth(1).text_content() == worst["a"]
+    assert row.get_by_test_id("worst-a-value").text_content() == worst["a"]
+    assert row.get_by_test_id("worst-b-value").text_content() == worst["b"]
 
     # Minimal tolerances, statistics: no card number longer than 4 significant digits. (No
     # rtol alone passes here, B being 0 where A is not: that one is "—".)

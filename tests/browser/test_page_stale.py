@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from made import npy_bytes, numpy_text
 from playwright.sync_api import expect
+from stale_journey import JOURNEY, check, journey_spec
 from test_page_actions_fuzz import settle
 
 pytestmark = pytest.mark.browser
@@ -163,3 +164,12 @@ def test_an_invalid_atol_marks_the_report_and_an_input_error_removes_it(ready_pa
     settle(page)
     assert page.get_by_test_id("error").is_visible()
     assert page.locator("#report").is_hidden()
+
+
+def test_every_stale_path_in_one_journey(ready_page, tmp_path):
+    """Paste, reference, preset, tolerance, file, share and error paths, as the Firefox and
+    WebKit lanes walk them too (stale_journey.js)."""
+    spec = journey_spec()
+    seen = ready_page.evaluate(f"({JOURNEY})", spec)
+    ready_page.screenshot(path=str(tmp_path / "journey-end.png"))
+    check(seen, spec)

@@ -13,6 +13,9 @@ import pytest
 pytestmark = pytest.mark.browser
 
 HUNG = 'postMessage({type: "status", state: "loading", message: "importing NumPy", fraction: 0.7});'
+# A worker of a cross-origin isolated page must say it embeds only what allows it, as
+# scripts/serve.py says for every file of the site.
+HEADERS = {"Cache-Control": "no-store", "Cross-Origin-Embedder-Policy": "require-corp"}
 ANSWERS = """
 postMessage({type: "status", state: "ready", message: "ready", fraction: 1});
 onmessage = (event) => postMessage({type: "result", id: event.data.id, result: {ok: true, echo: event.data}});
@@ -26,7 +29,7 @@ def test_a_core_silent_after_its_downloads_is_restarted_and_gets_the_queued_requ
     def worker(route) -> None:
         served.append(route.request.url)
         body = HUNG if len(served) == 1 else ANSWERS
-        route.fulfill(status=200, content_type="text/javascript", body=body, headers={"Cache-Control": "no-store"})
+        route.fulfill(status=200, content_type="text/javascript", body=body, headers=HEADERS)
 
     page.route("**/app/watchdog-test-worker.js", worker)
     outcome = page.evaluate(
@@ -53,7 +56,7 @@ def test_a_core_that_never_starts_is_reported_failed_after_the_restarts(ready_pa
     page.route(
         "**/app/watchdog-test-worker.js",
         lambda route: route.fulfill(status=200, content_type="text/javascript", body=HUNG,
-                                    headers={"Cache-Control": "no-store"}),
+                                    headers=HEADERS),
     )
     status = page.evaluate(
         """async () => {

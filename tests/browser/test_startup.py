@@ -119,6 +119,36 @@ def test_cancel_rejects_the_pending_request_and_the_next_one_runs(page, server):
     assert outcome["state"] == "ready"
 
 
+def test_cancel_of_a_tiny_compare_keeps_the_core(ready_page):
+    """Cancel right after a small compare is sent: the request rejects at once, the core is
+    not restarted (no status but ready), and the next request is answered by the same core."""
+    text = repr(np.linspace(0, 1, 5, dtype=np.float32))
+    outcome = ready_page.evaluate(
+        """async (text) => {
+             const { core } = await import(new URL("app/client.js", location.href));
+             const states = [];
+             core.onStatus((s) => states.push(s.state));
+             const payload = { inputs: { a: { text }, b: { text } }, options: {} };
+             const first = core.request("compare", payload).then(() => "resolved", (err) => err.name);
+             core.cancel();
+             const start = performance.now();
+             const second = await core.request("compare", payload);
+             const ms = performance.now() - start;
+             // What Cancel cost before: a fresh core (a new worker, files from the HTTP cache).
+             const { CoreClient } = await import(new URL("app/client.js", location.href));
+             const restart = performance.now();
+             await new CoreClient().request("compare", payload);
+             return { first: await first, second, states, ms, restartMs: performance.now() - restart };
+           }""",
+        text,
+    )
+    assert outcome["first"] == "CancelledError"
+    assert outcome["second"]["ok"] and outcome["second"]["report"]["identical"] is True
+    assert set(outcome["states"]) == {"ready"}, outcome["states"]
+    print(f"\ncancel of a tiny compare: next answer {outcome['ms']:.0f} ms later, core not restarted "
+          f"(a restarted core answers it {outcome['restartMs']:.0f} ms later)")
+
+
 def test_comparison_through_the_ui(ready_page):
     a = np.array([0.1, 0.2, 0.3], dtype=np.float32)
     b = (a.astype(np.float64) * 1.5).astype(np.float32)

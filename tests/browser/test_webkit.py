@@ -3,7 +3,7 @@ driven over W3C WebDriver (tests/browser/webkit.py).
 
 Load until ready; paste two tensors and compare; an example; two ``.npy`` files opened;
 a share link opened in a fresh session; the report marked out of date when the
-inputs change; and a seeded random sequence of actions. Each answer is checked against
+inputs change, on every path (stale_journey.js); and a seeded random sequence of actions. Each answer is checked against
 CPython's perpendis, as in Firefox (tests/browser/test_firefox.py). Any uncaught error,
 rejected promise or console error in the page (from the moment it has loaded) fails the
 test, as does a request to another origin.
@@ -21,6 +21,7 @@ import pytest
 import webkit
 from heatmap_cells import CELLS_JS, CLICK_CELL_JS, Cell
 from made import npy_bytes, numpy_text
+from stale_journey import JOURNEY, check, journey_spec
 from test_firefox import pair, shown
 from test_page_actions_fuzz import CASES, SHOWN_JS, off_screen
 
@@ -109,6 +110,20 @@ def test_paste_compare_and_a_stale_report(browser, server, tmp_path):
     browser.screenshot(tmp_path / "stale.png")
     got = compare(browser)
     assert (got["verdict"], got["stale"]) == ("identical", "false"), got
+
+
+def test_every_stale_path(browser, server, tmp_path):
+    """The report is marked out of date, judged again or replaced, as in Chromium and Firefox
+    (stale_journey.js): started in the page, then polled, as WebDriver's scripts time out."""
+    open_page(browser, server.url)
+    spec = journey_spec()
+    browser.run(f"window.__journey = null; ({JOURNEY})(arguments[0]).then("
+                "(seen) => { window.__journey = {seen}; }, (err) => { window.__journey = {error: String(err)}; });"
+                "return true;", spec)
+    done = browser.wait("return window.__journey", timeout=ANSWER_S * 3, what="the stale journey")
+    browser.screenshot(tmp_path / "journey-end.png")
+    assert "error" not in done, done
+    check(done["seen"], spec)
 
 
 def test_example_and_files(browser, server, tmp_path):

@@ -353,6 +353,14 @@ const TESTS = {
     check(text === spec.a, "the link did not carry A's text");
   },
 
+  /** Every way of changing what is judged (tests/browser/stale_journey.js); what the page
+   * showed at each step is printed as one "journey:" line, for test_firefox.py to check. */
+  async stale(page) {
+    const source = readFileSync(spec.journey, "utf8");
+    const seen = await page.evaluate(`(${source})(${JSON.stringify(spec)})`);
+    process.stdout.write(`journey: ${JSON.stringify(seen)}\n`);
+  },
+
   async axe(page) {
     const found = { empty: await axeViolations(page) };
     const texts = async (name) => {

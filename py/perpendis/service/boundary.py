@@ -22,3 +22,9 @@ def answering(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return run()
     except InputError as err:
         return err.to_answer()
+
+
+def cancelled() -> dict[str, Any]:
+    """The answer of a request the page cancelled between two of its chunks
+    (:mod:`.cancel`): not an error of the input, and the page shows nothing for it."""
+    return {"ok": False, "cancelled": True, "error": {"message": "cancelled", "where": None, "side": None}}

@@ -99,8 +99,13 @@ class CoreWorker:
     """The core worker's Python side: one session, the request's bytes while a fold is shared,
     and the files read ahead of the click."""
 
-    def __init__(self, read_slice: ReadSlice, session: Session | None = None) -> None:
+    def __init__(
+        self, read_slice: ReadSlice, session: Session | None = None, cancel_asked: Callable[[], object] | None = None
+    ) -> None:
+        """``cancel_asked()`` says whether the page cancelled the request running now
+        (:mod:`perpendis.service.cancel`)."""
         self.read_slice = read_slice
+        self.cancel_asked = cancel_asked
         self._session = session
         self.held: dict[str, np.ndarray] = {}  # a shared fold's payloads: share_places looks in them
         self.ahead: dict[int, np.ndarray] = {}  # files read ahead (op "prefetch"), by the page's number
@@ -147,6 +152,8 @@ class CoreWorker:
         number]`` pairs of those read ahead."""
         from ..inputs.formats.buffer import view_reader
         from . import handle
+        from .boundary import cancelled
+        from .cancel import Cancelled, checked
 
         request = json.loads(request_json)
         self.session.forget(request.get("op"))
@@ -159,7 +166,13 @@ class CoreWorker:
             key: view_reader(read[key]) if key in read else (blob_reader(self.read_slice, blob), int(blob.size))
             for key, blob in blobs
         }
-        result = handle.serve(request, payloads, files, progress, workers, read, session=self.session)
+        try:
+            result = handle.serve(
+                request, payloads, files, checked(progress, self.cancel_asked), workers, read, session=self.session
+            )
+        except Cancelled:
+            self.session.fold = self.session.checkpoints = None
+            return json.dumps(cancelled())
         if "fold_jobs" in result:
             self.held.update(payloads if "stream" in result else {**payloads, **read})
         return json.dumps(result, allow_nan=False)
