@@ -6,8 +6,9 @@ to end.  Long work already reports progress between its chunks (a streamed compa
 chunk, a bisect per layer, a checkpoint comparison per tensor): :func:`checked` makes
 each of those calls first ask the page whether the request was cancelled, and stop with
 :class:`Cancelled` if it was.  The worker then answers :func:`~.boundary.cancelled` (the
-boundary builds every answer that is not a result) and takes the next request at once.  Work that never reports progress cannot stop this way; the page
-restarts the core for it, after a bound (``app/client.js``).
+boundary builds every answer that is not a result) and takes the next request at once.
+Work that never reports progress cannot stop this way; the page restarts the core for it,
+after a bound (``app/client.js``).
 """
 
 from __future__ import annotations
