@@ -24,7 +24,6 @@ PY = ROOT / "py"
 MODELS = ROOT / "tests" / "fixtures" / "models"
 EXPORT = ROOT / "tests" / "fixtures" / "export"
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "checkpoints"))
-import make_conversion  # noqa: E402
 
 
 def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -35,6 +34,11 @@ def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 @pytest.fixture(scope="module")
 def conversion(tmp_path_factory):
+    """Two checkpoints written by torch and safetensors: only the tests that use them need both."""
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    import make_conversion
+
     return make_conversion.make(tmp_path_factory.mktemp("routes"))
 
 

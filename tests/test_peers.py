@@ -13,11 +13,12 @@ import io
 import math
 
 import numpy as np
-import peers
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+import peers  # noqa: E402
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.engine.compare import compare
@@ -10,6 +9,8 @@ from perpendis.errors import InputError
 from perpendis.inputs.tensor import from_numpy
 from perpendis.numerics.bits import format_of
 from perpendis.numerics.tolerance import PRESETS, default_preset, resolve, within
+
+torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(

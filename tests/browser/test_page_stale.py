@@ -14,8 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from made import npy_bytes, numpy_text
-from playwright.sync_api import expect
 from test_page_actions_fuzz import settle
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
