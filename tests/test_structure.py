@@ -114,7 +114,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "perpendis.diagnosis.signatures.affine._per_slice": "not split yet (76 lines)",
     "perpendis.engine.compare._numbers": "not split yet (78 lines)",
     "perpendis.engine.compare.chunk_partial": "not split yet (112 lines)",
-    "perpendis.inputs.parse._tensor": "not split yet (82 lines)",
     "perpendis.layers.bisect.bisect": "not split yet (80 lines)",
     "perpendis.layers.bisect_report.to_text": "not split yet (95 lines)",
     "perpendis.layers.capture.isolate.isolate": "not split yet (69 lines)",
