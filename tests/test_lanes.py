@@ -101,6 +101,18 @@ def test_browser_and_fuzz_tests_are_marked_by_their_folder():
     assert not any("test_lanes.py" in line for line in selected), out
 
 
+def test_fuzz_tests_are_never_in_the_quick_lane():
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "-m", "not slow",
+         str(TESTS / "fuzz" / "test_fuzz_npy.py"), str(TESTS / "test_assert_same_fast.py")],
+        capture_output=True, text=True, cwd=TESTS.parent, timeout=120,
+    ).stdout
+    selected = [line for line in out.splitlines() if "::" in line]
+    assert selected, out  # test_assert_same_fast's example tests stay
+    fuzzed = ("fuzz/", "::test_the_bit_check_says_identical", "::test_the_rounding_check_passes_only")
+    assert not any(name in line for line in selected for name in fuzzed), out
+
+
 def closure(names: tuple[str, ...]) -> set[str]:
     """The installed distributions ``names`` need, theirs included (extras left out)."""
     found: set[str] = set()
