@@ -102,7 +102,6 @@ LONG_MODULES: dict[str, str] = {
     "perpendis.diagnosis.diagnose": "not split yet (586 lines)",
     "perpendis.engine.compare": "not split yet (1416 lines)",
     "perpendis.inputs.text.numbers": "not split yet (489 lines)",
-    "perpendis.layers.pairing": "not split yet (406 lines)",
     "perpendis.numerics.bits": "not split yet (401 lines)",
     "perpendis.numerics.tolerance": "not split yet (418 lines)",
 }
@@ -117,7 +116,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "perpendis.layers.bisect.bisect": "not split yet (80 lines)",
     "perpendis.layers.capture.isolate.isolate": "not split yet (69 lines)",
     "perpendis.layers.capture.torch.capture": "not split yet (65 lines)",
-    "perpendis.layers.pairing.pair": "not split yet (83 lines)",
     "perpendis.numerics.tolerance_complex.complex_test": "not split yet (78 lines)",
     "perpendis.service.views.pooled_slice": "not split yet (72 lines)",
 }
