@@ -71,34 +71,13 @@ def complex_test(
         exact_d, exact_b = _modulus(x - y, None), _modulus(y, None)
         equal = (x == y).all(axis=1)
         if rule.arithmetic in ("numpy", "polygraphy") and work is not None and work.native:
-            real = np.dtype(work.storage)
-            cx, cy = _complex_of(x, real), _complex_of(y, real)
-            # numpy's a - b of two 0-d arrays is a scalar, whose abs is correctly rounded;
-            # an array's abs (a vector loop) is not always.
-            in_dtype = _modulus(_rounded(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
-            err = in_dtype.astype(np.float64)
-            if rule.test == "both":
-                rel = in_dtype / np.abs(np.where(cy == 0, real.type(POLYGRAPHY_EPSILON), cy))
-                failed = ((in_dtype > tol.atol) | np.isnan(err)) & ((rel > tol.rtol) | np.isnan(rel))
-            else:
-                ref = cy if rule.scale_by == "b" else cx
-                failed = ~((in_dtype <= tol.atol + tol.rtol * np.abs(ref)) & np.isfinite(ref) | equal)
+            failed, err = _numpy_rule(x, y, work, tol, equal, scalar_pair)
         elif rule.arithmetic == "float64" and rule.test == "allclose":
             err = exact_d
             ref_abs = exact_b if rule.scale_by == "b" else _modulus(x, None)
             failed = ~(within(exact_d, ref_abs, tol) | equal)
         else:  # torch's arithmetic (or a format numpy has no complex of: each part rounded)
-            err = _modulus(_rounded(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
-            atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
-            if rule.test == "both":
-                divisor = np.where((y == 0).all(axis=1), _scalar(POLYGRAPHY_EPSILON, work), exact_b)
-                rel = _rounded(err / divisor, work)
-                failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
-            else:
-                ref = y if rule.scale_by == "b" else x
-                allowed = _rounded(atol + _modulus(_rounded(rtol * ref, work), work), work)
-                finite = np.isfinite(err) if rule.arithmetic == "torch" else np.isfinite(ref).all(axis=1)
-                failed = ~((err <= allowed) & finite | equal)
+            failed, err = _torch_rule(x, y, work, scalar, tol, equal, exact_b)
         # A NaN or infinite part meets only the same value, in every rule: numpy's |b| of a
         # finite complex b can overflow to inf, and its test then passes anything against it.
         failed |= ~equal & ~(np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1))
@@ -116,3 +95,42 @@ def complex_test(
         failed[idx[ok]] = False
         excused = int(ok.sum())
     return failed, err, exact_d, exact_b, excused
+
+
+def _numpy_rule(x: np.ndarray, y: np.ndarray, work: Format, tol: Tolerance, equal: np.ndarray,
+                scalar_pair: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Where numpy's (or Polygraphy's) test fails, and its ``|a - b|``: numpy itself is asked,
+    in the complex dtype, since its ``abs`` of complex64 is not always correctly rounded."""
+    rule = tol.rule
+    real = np.dtype(work.storage)
+    cx, cy = _complex_of(x, real), _complex_of(y, real)
+    # numpy's a - b of two 0-d arrays is a scalar, whose abs is correctly rounded;
+    # an array's abs (a vector loop) is not always.
+    in_dtype = _modulus(_rounded(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
+    err = in_dtype.astype(np.float64)
+    if rule.test == "both":
+        rel = in_dtype / np.abs(np.where(cy == 0, real.type(POLYGRAPHY_EPSILON), cy))
+        failed = ((in_dtype > tol.atol) | np.isnan(err)) & ((rel > tol.rtol) | np.isnan(rel))
+    else:
+        ref = cy if rule.scale_by == "b" else cx
+        failed = ~((in_dtype <= tol.atol + tol.rtol * np.abs(ref)) & np.isfinite(ref) | equal)
+    return failed, err
+
+
+def _torch_rule(x: np.ndarray, y: np.ndarray, work: Format | None, scalar: Format | None, tol: Tolerance,
+                equal: np.ndarray, exact_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where torch's test fails, and its ``|a - b|``: each part of ``a - b`` and of ``rtol * b``
+    rounded to the dtype, then the modulus (also for a format numpy has no complex of)."""
+    rule = tol.rule
+    err = _modulus(_rounded(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
+    atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
+    if rule.test == "both":
+        divisor = np.where((y == 0).all(axis=1), _scalar(POLYGRAPHY_EPSILON, work), exact_b)
+        rel = _rounded(err / divisor, work)
+        failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
+    else:
+        ref = y if rule.scale_by == "b" else x
+        allowed = _rounded(atol + _modulus(_rounded(rtol * ref, work), work), work)
+        finite = np.isfinite(err) if rule.arithmetic == "torch" else np.isfinite(ref).all(axis=1)
+        failed = ~((err <= allowed) & finite | equal)
+    return failed, err
