@@ -33,6 +33,7 @@ def test_ulp_distance_counts_nextafter_steps(name, data, steps):
     assert int(dist[0]) == steps
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("name", NATIVE)
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())

@@ -79,6 +79,7 @@ NUMPY = ["float16", "float32", "float64", "int32"]  # numpy has no bfloat16
 COMPLEX = ["complex64", "complex128"]
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", REAL + COMPLEX)
 @SETTINGS
 @given(data=st.data())
@@ -88,6 +89,7 @@ def test_torch_default_says_what_assert_close_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "torch-default"), peers.torch_assert_close(a, b, dtype), "", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", COMPLEX)
 @SETTINGS
 @given(data=st.data())
@@ -103,6 +105,7 @@ def test_numpy_presets_on_complex_say_what_numpy_says(dtype, data):
         agree(ours, theirs, preset, dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @SETTINGS
 @given(data=st.data())
@@ -112,6 +115,7 @@ def test_numpy_default_says_what_assert_allclose_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "numpy-default"), theirs, "numpy-default", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @SETTINGS
 @given(data=st.data())
@@ -120,6 +124,7 @@ def test_numpy_allclose_says_what_np_allclose_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "numpy-allclose"), peers.numpy_allclose(a, b), "numpy-allclose", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -128,6 +133,7 @@ def test_polygraphy_says_what_compare_func_simple_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "polygraphy"), peers.polygraphy_simple(a, b), "polygraphy", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", REAL)
 @SETTINGS
 @given(data=st.data(), with_reference=st.booleans())

@@ -122,6 +122,7 @@ def scan(data: bytes, spans=(), window: int = jsonscan.WINDOW) -> object:
         return resolved(jsonscan.parse(read, size, spans), read)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None)
 @given(JSON_VALUES, st.sampled_from([None, 0, 2]), st.booleans(), st.integers(1, 40), st.sampled_from([(), ("a",)]))
 def test_scanner_reads_what_json_loads_reads(value, indent, ascii_only, window, spans):
@@ -129,6 +130,7 @@ def test_scanner_reads_what_json_loads_reads(value, indent, ascii_only, window, 
     assert same(scan(text.encode(), spans, window), json.loads(text))
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None)
 @given(JSON_VALUES, st.data())
 def test_scanner_is_as_strict_as_json_loads(value, data):
