@@ -100,7 +100,6 @@ def test_the_graph_reader_finds_a_cycle_through_a_function_level_import(tmp_path
 LONG_MODULES: dict[str, str] = {
     "perpendis.diagnosis.diagnose": "not split yet (586 lines)",
     "perpendis.engine.compare": "not split yet (1416 lines)",
-    "perpendis.inputs.text.numbers": "not split yet (489 lines)",
     "perpendis.numerics.bits": "not split yet (401 lines)",
     "perpendis.numerics.tolerance": "not split yet (418 lines)",
 }
