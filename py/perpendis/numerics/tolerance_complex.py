@@ -14,7 +14,8 @@ import numpy as np
 
 from . import bits
 from .bits import Format
-from .tolerance import POLYGRAPHY_EPSILON, Tolerance, _rounded, _scalar, _working, print_slack, within
+from .peer_rounding import rounded_to, scalar_in, working_formats
+from .tolerance import POLYGRAPHY_EPSILON, Tolerance, print_slack, within
 
 
 def _complex_of(parts: np.ndarray, real: np.dtype) -> np.ndarray:
@@ -27,7 +28,7 @@ def _modulus(parts: np.ndarray, work: Format | None) -> np.ndarray:
     torch's complex ``abs`` gives (std::abs, a hypot; its vectorised path of 4 or more
     values, Sleef's hypot, differs in the last bit about once in 15,000)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return _rounded(np.hypot(parts[:, 0], parts[:, 1]), work)
+        return rounded_to(np.hypot(parts[:, 0], parts[:, 1]), work)
 
 
 def _torch_times_one(parts: np.ndarray) -> np.ndarray:
@@ -66,7 +67,7 @@ def complex_test(
     """
     rule = tol.rule
     x, y = bits.raw_to_float64(raw_a, fmt), bits.raw_to_float64(raw_b, fmt)
-    work, scalar = _working(fmt, rule)
+    work, scalar = working_formats(fmt, rule)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         exact_d, exact_b = _modulus(x - y, None), _modulus(y, None)
         equal = (x == y).all(axis=1)
@@ -106,7 +107,7 @@ def _numpy_rule(x: np.ndarray, y: np.ndarray, work: Format, tol: Tolerance, equa
     cx, cy = _complex_of(x, real), _complex_of(y, real)
     # numpy's a - b of two 0-d arrays is a scalar, whose abs is correctly rounded;
     # an array's abs (a vector loop) is not always.
-    in_dtype = _modulus(_rounded(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
+    in_dtype = _modulus(rounded_to(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
     err = in_dtype.astype(np.float64)
     if rule.test == "both":
         rel = in_dtype / np.abs(np.where(cy == 0, real.type(POLYGRAPHY_EPSILON), cy))
@@ -122,15 +123,15 @@ def _torch_rule(x: np.ndarray, y: np.ndarray, work: Format | None, scalar: Forma
     """Where torch's test fails, and its ``|a - b|``: each part of ``a - b`` and of ``rtol * b``
     rounded to the dtype, then the modulus (also for a format numpy has no complex of)."""
     rule = tol.rule
-    err = _modulus(_rounded(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
-    atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
+    err = _modulus(rounded_to(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
+    atol, rtol = scalar_in(tol.atol, scalar), scalar_in(tol.rtol, scalar)
     if rule.test == "both":
-        divisor = np.where((y == 0).all(axis=1), _scalar(POLYGRAPHY_EPSILON, work), exact_b)
-        rel = _rounded(err / divisor, work)
+        divisor = np.where((y == 0).all(axis=1), scalar_in(POLYGRAPHY_EPSILON, work), exact_b)
+        rel = rounded_to(err / divisor, work)
         failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
     else:
         ref = y if rule.scale_by == "b" else x
-        allowed = _rounded(atol + _modulus(_rounded(rtol * ref, work), work), work)
+        allowed = rounded_to(atol + _modulus(rounded_to(rtol * ref, work), work), work)
         finite = np.isfinite(err) if rule.arithmetic == "torch" else np.isfinite(ref).all(axis=1)
         failed = ~((err <= allowed) & finite | equal)
     return failed, err
