@@ -100,7 +100,8 @@ def test_the_graph_reader_finds_a_cycle_through_a_function_level_import(tmp_path
 LONG_MODULES: dict[str, str] = {
     "perpendis.diagnosis.diagnose": "not split yet (586 lines)",
     "perpendis.engine.compare": "not split yet (1416 lines)",
-    "perpendis.numerics.bits": "not split yet (401 lines)",
+    "perpendis.numerics.bits": "not split yet (401 lines): its one-element renderings (value_of, decimal_string, "
+                               "bit_string, neighbours, fields) leave it with their callers in engine and service",
 }
 """Modules still over 400 lines, each with the reason it has not been split yet."""
 
