@@ -7,9 +7,11 @@ Markers (registered in ``pytest.ini``)
     Every test under ``tests/browser/`` (applied here, by folder, so no test can forget it).
     ``python3 -m pytest -m "not browser"`` is the native lane.
 ``fuzz``
-    Every test under ``tests/fuzz/``, also applied here.
+    Every test under ``tests/fuzz/``, also applied here, and property tests marked by hand.
 ``slow``
-    Marked by hand on tests that take more than about 3 s natively.
+    Marked by hand on tests that take more than about 3 s natively or run pytest inside
+    pytest, and applied here to every ``fuzz`` test: ``python3 -m pytest -m "not browser
+    and not slow"`` is the quick lane (README), collectable with only the core installed.
 
 The built site
 --------------
@@ -74,6 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, folder in MARKED_BY_FOLDER.items():
             if folder in path.parents:
                 item.add_marker(marker)
+        if item.get_closest_marker("fuzz") is not None:
+            item.add_marker("slow")  # generated inputs by the hundred: never in the quick lane
 
 
 def _missing_module(report: pytest.CollectReport | pytest.TestReport) -> str | None:

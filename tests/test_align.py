@@ -3,7 +3,6 @@
 import itertools
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import assume, event, given, settings
@@ -13,6 +12,8 @@ from perpendis.inputs import formats
 from perpendis.inputs.tensor import Tensor, from_numpy
 from perpendis.numerics.bits import FORMATS, format_of
 from perpendis.numerics.tolerance import resolve
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 

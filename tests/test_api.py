@@ -303,7 +303,7 @@ def test_runs_matrix_against_a_reference():
 
 
 def test_void_npy_offers_its_formats_and_is_reread_as_asked():
-    import ml_dtypes
+    ml_dtypes = pytest.importorskip("ml_dtypes")
 
     values = np.array([0.5, -1.75, 3.0, 0.0], dtype=ml_dtypes.float8_e4m3fn)
     void, named = npy_bytes(values), npy_bytes(values.astype(np.float32))

@@ -6,10 +6,8 @@ it returns is the full one."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -18,6 +16,9 @@ from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.tensor import as_tensor
 from perpendis.testing import ComparisonError, PassedReport, assert_same, bit_identical, compare, rounding_close
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+torch = pytest.importorskip("torch")
 
 DTYPES = [np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_, np.complex64]
 PRESETS = [None, "torch-default", "numpy-allclose", "exact", "fp16", "numpy-default"]

@@ -1,11 +1,12 @@
 """Property tests of the bit-level formats against NumPy's own float stepping and ml_dtypes."""
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.numerics import bits
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 NATIVE = {"float16": (np.float16, 16), "float32": (np.float32, 32), "float64": (np.float64, 64)}
 SMALL = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
@@ -32,6 +33,7 @@ def test_ulp_distance_counts_nextafter_steps(name, data, steps):
     assert int(dist[0]) == steps
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("name", NATIVE)
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())

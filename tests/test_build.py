@@ -18,8 +18,9 @@ import zipfile
 import zlib
 from pathlib import Path
 
-import brotli
 import pytest
+
+brotli = pytest.importorskip("brotli")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

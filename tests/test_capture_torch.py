@@ -110,6 +110,7 @@ def test_import_perpendis_imports_no_torch_or_onnx():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_documented_call_works_in_a_fresh_interpreter():
     """``import perpendis; perpendis.capture(model)`` with nothing imported before: the lazy
     attribute once recursed without end (``from . import capture`` asked ``__getattr__`` again)."""

@@ -6,10 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.checkpoints import (
@@ -21,11 +19,15 @@ from perpendis.checkpoints import (
 )
 from perpendis.checkpoints.rename import rename
 from perpendis.errors import InputError
-from safetensors.numpy import save_file as save_numpy
-from safetensors.torch import load_file, save_file
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+from safetensors.numpy import save_file as save_numpy  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
-import make_conversion
+import make_conversion  # noqa: E402
 
 RULE = parse_rule(r"^model\.layers\.(\d+)\.=layers.\1.")
 

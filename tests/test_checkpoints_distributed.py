@@ -24,6 +24,8 @@ from perpendis.checkpoints.shared import CheckpointFold
 from perpendis.cli.main import main
 from perpendis.engine.fold.chunk import CHUNK
 from perpendis.errors import InputError
+
+pytest.importorskip("safetensors")
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))

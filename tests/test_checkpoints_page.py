@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
+import pytest
 from perpendis import service
 from perpendis.inputs.formats.buffer import view_reader
 
+torch = pytest.importorskip("torch")
+
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
-import make_conversion
+import make_conversion  # noqa: E402
 
 RENAME = r"^model\.layers\.(\d+)\.=layers.\1."
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis import service
@@ -15,6 +16,8 @@ from perpendis.checkpoints.shared import UnitQueue, fold_unit_job, pack, unpack
 from perpendis.service import handle
 from perpendis.service.bridge import CoreWorker
 from perpendis.service.session import Session
+
+pytest.importorskip("safetensors")
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,6 +10,8 @@ import pytest
 from perpendis.cli import checkpoints as cli_checkpoints
 from perpendis.cli.main import main
 
+pytest.importorskip("torch")
+pytest.importorskip("safetensors")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checkpoints"))
 import make_conversion
 

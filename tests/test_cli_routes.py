@@ -26,7 +26,6 @@ PY = ROOT / "py"
 MODELS = ROOT / "tests" / "fixtures" / "models"
 EXPORT = ROOT / "tests" / "fixtures" / "export"
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "checkpoints"))
-import make_conversion  # noqa: E402
 
 
 def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -37,6 +36,11 @@ def run(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 
 @pytest.fixture(scope="module")
 def conversion(tmp_path_factory):
+    """Two checkpoints written by torch and safetensors: only the tests that use them need both."""
+    pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    import make_conversion
+
     return make_conversion.make(tmp_path_factory.mktemp("routes"))
 
 
@@ -90,7 +94,9 @@ def test_a_capture_against_one_tensor_still_mentions_bisect():
     assert out.returncode == 2 and "holds 11 tensors" in out.stderr and "perpendis bisect A B" in out.stderr
 
 
-@pytest.mark.parametrize("given", ["folder", "index", "shard"])
+# One route in the quick lane; the others each run the CLI in a subprocess on the same checkpoint.
+@pytest.mark.parametrize("given", ["folder", pytest.param("index", marks=pytest.mark.slow),
+                                   pytest.param("shard", marks=pytest.mark.slow)])
 def test_a_sharded_checkpoint_names_checkpoints(conversion, given):
     fp32, bf16 = conversion
     pick = {"folder": lambda d: d, "index": lambda d: d / "model.safetensors.index.json",
@@ -153,7 +159,8 @@ def test_json_into_a_closed_pipe_ends_quietly(conversion, tmp_path):
         assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+# safetensors writes 0600 itself: the case to watch; .npz (two more ONNX Runtime subprocesses) is slow.
+@pytest.mark.parametrize("suffix", [".safetensors", pytest.param(".npz", marks=pytest.mark.slow)])
 def test_capture_files_get_the_mode_of_any_output_file(tmp_path, suffix):
     """0666 less the umask, as ``open()`` gives (safetensors itself writes 0600)."""
     out = tmp_path / f"cnn.capture{suffix}"

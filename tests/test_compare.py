@@ -256,7 +256,7 @@ def test_every_format_against_float64_reference(fmt):
 def test_a_padded_print_does_not_excuse_a_difference_it_shows():
     """PyTorch pads its print with zeros: ``1.0000`` says the value is 1 to four decimals,
     though the shortest decimal of what is read back is just ``1``."""
-    import torch
+    torch = pytest.importorskip("torch")
     from perpendis.inputs.parse import parse_text
 
     exact = np.array([1.0, 2.5, 3.25, 0.125], np.float32)

@@ -126,7 +126,7 @@ def test_numpy_default_warns_in_findings():
 
 
 def test_lossy_print_is_judged_to_its_resolution():
-    import torch
+    torch = pytest.importorskip("torch")
     from perpendis.inputs.parse import parse_text
 
     # PyTorch prints 4 decimals by default.  For these small values the print's own error

@@ -341,6 +341,7 @@ def test_a_sample_over_its_cap_is_cut_once_for_its_rows_and_columns():
 finite_floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300)
 @given(st.lists(finite_floats, max_size=40), st.randoms())
 def test_exact_sums_do_not_depend_on_order_or_grouping(values, rnd):

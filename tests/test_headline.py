@@ -4,11 +4,13 @@ never contradicts the findings (issue 19's Python side)."""
 from __future__ import annotations
 
 import numpy as np
-import torch
+import pytest
 from perpendis.engine.compare import compare
 from perpendis.engine.options import ComparisonOptions
 from perpendis.inputs.parse import parse_text
 from perpendis.inputs.tensor import from_numpy
+
+torch = pytest.importorskip("torch")
 
 X = np.random.default_rng(0).standard_normal(64).astype(np.float32)
 

@@ -12,6 +12,8 @@ from perpendis.report.html import render_fragment
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
 sys.path.insert(0, str(ROOT / "scripts"))
+pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
 
 from screenshot_notebook import NOTEBOOK, execute  # noqa: E402
 

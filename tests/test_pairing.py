@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from perpendis.errors import InputError
 from perpendis.inputs.tensor import from_numpy
 from perpendis.layers.bisect import path_entries, path_info
-from perpendis.layers.pairing import _align, module_calls, pair, relative_error, split_name
+from perpendis.layers.pairing import module_calls, pair, split_name
+from perpendis.layers.pairing_values import align_by_shape, relative_error
 
 HERE = Path(__file__).parent / "fixtures" / "export"
 
@@ -98,7 +99,7 @@ def test_relative_error_is_zero_for_equal_and_about_one_for_unrelated():
 
 @given(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), max_size=7))
 def test_align_finds_a_longest_common_subsequence_in_both_orders(xs, ys):
-    got = _align(xs, ys, list(range(len(xs))), list(range(len(ys))))
+    got = align_by_shape(xs, ys, list(range(len(xs))), list(range(len(ys))))
     assert all(xs[i] == ys[j] for i, j in got)
     assert [i for i, _ in got] == sorted({i for i, _ in got}) and [j for _, j in got] == sorted({j for _, j in got})
     best = 0

@@ -202,7 +202,7 @@ def test_words_in_both_boxes_blame_a_for_its_own_text() -> None:
 
 def _summarised_prints() -> dict[str, str]:
     """What numpy and torch really print for arrays over their summary threshold."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     values = np.arange(2000, dtype=np.float32) / 7
     return {"numpy": repr(values), "torch": repr(torch.from_numpy(values)), "numpy 2-D": repr(values.reshape(40, 50))}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 from perpendis.errors import InputError
 from perpendis.inputs.parse import parse_text
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 def _one(text: str):

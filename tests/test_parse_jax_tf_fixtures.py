@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 from perpendis.inputs.parse import parse_text
 from perpendis.numerics.bits import to_float64
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "text"
 CASES = json.loads((FIXTURES / "cases_jax_tf.json").read_text())

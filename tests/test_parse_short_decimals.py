@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
 from perpendis.inputs.parse import parse_text
-from perpendis.inputs.text import numbers
+from perpendis.inputs.text import numbers, short_decimals
 from perpendis.inputs.text.grid import blank, token_bounds
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)
@@ -29,7 +29,7 @@ def tokens_of(text: str) -> numbers.Tokens:
 def parsed_both_ways(text: str) -> tuple[list, list]:
     """``parse_text`` as it is, and with every text left to ``np.fromstring``."""
     fast = parse_text(text)
-    with mock.patch.object(numbers, "_short_decimals", lambda tokens: None):
+    with mock.patch.object(numbers, "short_decimals", lambda tokens: None):
         slow = parse_text(text)
     return fast, slow
 
@@ -66,7 +66,7 @@ def test_real_prints_take_the_short_path_and_read_as_numpy_does():
     texts.append("[" + ", ".join(f"{v:.4e}" for v in values) + "]")  # PyTorch's scientific print
     for text in texts:
         tokens = tokens_of(text[text.index("[") : text.rindex("]") + 1])
-        short = numbers._short_decimals(tokens)
+        short = short_decimals.short_decimals(tokens)
         assert short is not None, text[:80]
         expected = np.fromstring(tokens.flat, sep=",")
         assert short.tobytes() == expected.tobytes()
@@ -94,7 +94,7 @@ def test_real_prints_take_the_short_path_and_read_as_numpy_does():
 )
 def test_other_tokens_are_left_to_numpy(token):
     text = f"[0.5, {token}, -2.25]"
-    assert numbers._short_decimals(tokens_of(text)) is None
+    assert short_decimals.short_decimals(tokens_of(text)) is None
     assert outcome(lambda: parse_text(text)) == outcome(lambda: parsed_both_ways(text)[1])
 
 

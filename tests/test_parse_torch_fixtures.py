@@ -6,12 +6,13 @@ import json
 import re
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 from perpendis.errors import InputError
 from perpendis.inputs.parse import parse_text
 from perpendis.numerics.bits import format_of, raw_bits
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "text"
 CASES = json.loads((FIXTURES / "cases.json").read_text())

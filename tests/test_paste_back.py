@@ -7,13 +7,14 @@ import json
 import re
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import perpendis
 import pytest
-import torch
 from perpendis.report.paste_back import number_up, paste_back
 from perpendis.testing import compare
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+torch = pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

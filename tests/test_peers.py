@@ -13,12 +13,13 @@ import io
 import math
 
 import numpy as np
-import peers
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perpendis.engine.options import ComparisonOptions
+
+torch = pytest.importorskip("torch")
+import peers  # noqa: E402
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLOAT_WIDTH = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}
@@ -79,6 +80,7 @@ NUMPY = ["float16", "float32", "float64", "int32"]  # numpy has no bfloat16
 COMPLEX = ["complex64", "complex128"]
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", REAL + COMPLEX)
 @SETTINGS
 @given(data=st.data())
@@ -88,6 +90,7 @@ def test_torch_default_says_what_assert_close_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "torch-default"), peers.torch_assert_close(a, b, dtype), "", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", COMPLEX)
 @SETTINGS
 @given(data=st.data())
@@ -103,6 +106,7 @@ def test_numpy_presets_on_complex_say_what_numpy_says(dtype, data):
         agree(ours, theirs, preset, dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @SETTINGS
 @given(data=st.data())
@@ -112,6 +116,7 @@ def test_numpy_default_says_what_assert_allclose_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "numpy-default"), theirs, "numpy-default", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @SETTINGS
 @given(data=st.data())
@@ -120,6 +125,7 @@ def test_numpy_allclose_says_what_np_allclose_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "numpy-allclose"), peers.numpy_allclose(a, b), "numpy-allclose", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", NUMPY)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -128,6 +134,7 @@ def test_polygraphy_says_what_compare_func_simple_says(dtype, data):
     agree(peers.perpendis_says(a, b, dtype, "polygraphy"), peers.polygraphy_simple(a, b), "polygraphy", dtype)
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", REAL)
 @SETTINGS
 @given(data=st.data(), with_reference=st.booleans())

@@ -78,6 +78,7 @@ def finite_pairs(draw: st.DrawFn, width: int) -> tuple[int, int]:
     return a, draw(raw_finite(width))
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", list(WIDTH))
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())

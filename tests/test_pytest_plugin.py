@@ -9,6 +9,7 @@ import perpendis
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow  # every test runs pytest inside pytest; assert_same's explanation is test_testing's
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
@@ -141,7 +142,7 @@ def test_the_failure_leads_with_verdict_top_finding_and_worst_element(pytester):
     assert f"B = {np.format_float_positional(np.float32(b[worst]))}" in line and line.endswith("ulp apart"), line
 
 
-@pytest.mark.slow  # a pytest run in a subprocess: 5 s
+# a pytest run in a subprocess: 5 s
 def test_importing_the_plugin_imports_neither_numpy_nor_the_engine(pytester, monkeypatch):
     """In a fresh interpreter, and in a whole pytest run whose tests never compare."""
     probe = ("import json, sys, pytest, perpendis.pytest_plugin; "
@@ -164,7 +165,7 @@ def test_nothing_heavy_loaded():
     result.assert_outcomes(passed=1)
 
 
-@pytest.mark.slow  # two xdist workers start: 17 s on this 2-core machine
+# two xdist workers start: 17 s on this 2-core machine
 def test_under_xdist_the_summary_names_the_reports(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "py"))
     out = pytester.path / "reports"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +12,8 @@ from hypothesis import strategies as st
 from perpendis.diagnosis.relations.constants import name_of
 from perpendis.diagnosis.relations.elementwise import ACTIVATIONS, Sample, search
 from perpendis.engine.compare import compare_values
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 U32 = 2.0**-24
 

@@ -85,7 +85,7 @@ def test_one_row_scaled_is_located_in_that_row():
 
 def _half_and_bfloat16_runs():
     """A float32 Linear layer and the same layer run in float16 and in bfloat16 (torch)."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     torch.manual_seed(0)
     layer, x = torch.nn.Linear(64, 32), torch.randn(16, 64)
@@ -162,7 +162,7 @@ def test_checkpoints_and_compare_place_one_scaled_row_alike(tmp_path, capsys):
 def _bfloat16_mlp(seed: int):
     """A three-layer MLP (weights of std 0.2, as the corpus draws them) run in float32 and in
     bfloat16 widened back to float32 (torch)."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     torch.manual_seed(seed)
     m = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU(), torch.nn.Linear(256, 256), torch.nn.GELU(),

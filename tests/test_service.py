@@ -151,6 +151,7 @@ def test_the_planner_keeps_small_pairs_in_memory_and_streams_big_npy_pairs(monke
 
 def polygraphy_capture(seed: int) -> bytes:
     """A capture of two layers' outputs, as Polygraphy itself saves it (``RunResults``)."""
+    pytest.importorskip("polygraphy")
     from polygraphy.comparator import RunResults
     from polygraphy.comparator.struct import IterationResult
     from polygraphy.json import to_json

@@ -11,7 +11,6 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -26,6 +25,8 @@ from perpendis.engine.options import ComparisonOptions
 from perpendis.errors import InputError
 from perpendis.inputs.load import load_path
 from perpendis.service import planner
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
 # and bounded samples depend on where chunks start, so they are compared separately).

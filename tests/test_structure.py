@@ -98,26 +98,15 @@ def test_the_graph_reader_finds_a_cycle_through_a_function_level_import(tmp_path
 
 
 LONG_MODULES: dict[str, str] = {
-    "perpendis.checkpoints.inputs": "not split yet (418 lines)",
     "perpendis.diagnosis.diagnose": "not split yet (586 lines)",
-    "perpendis.inputs.text.numbers": "not split yet (489 lines)",
-    "perpendis.layers.pairing": "not split yet (406 lines)",
-    "perpendis.numerics.bits": "not split yet (401 lines)",
-    "perpendis.numerics.tolerance": "not split yet (418 lines)",
+    "perpendis.numerics.bits": "not split yet (401 lines): its one-element renderings (value_of, decimal_string, "
+                               "bit_string, neighbours, fields) leave it with their callers in engine and service",
 }
 """Modules still over 400 lines, each with the reason it has not been split yet."""
 
 LONG_FUNCTIONS: dict[str, str] = {
-    "perpendis.checkpoints.inputs.scan": "not split yet (65 lines)",
     "perpendis.diagnosis.diagnose._rounding": "not split yet (69 lines)",
     "perpendis.diagnosis.signatures.affine._per_slice": "not split yet (76 lines)",
-    "perpendis.inputs.parse._tensor": "not split yet (82 lines)",
-    "perpendis.layers.bisect.bisect": "not split yet (80 lines)",
-    "perpendis.layers.bisect_report.to_text": "not split yet (95 lines)",
-    "perpendis.layers.capture.isolate.isolate": "not split yet (69 lines)",
-    "perpendis.layers.capture.torch.capture": "not split yet (65 lines)",
-    "perpendis.layers.pairing.pair": "not split yet (83 lines)",
-    "perpendis.numerics.tolerance_complex.complex_test": "not split yet (78 lines)",
     "perpendis.service.views.pooled_slice": "not split yet (72 lines)",
 }
 """Functions still over 60 lines, each with the reason it stays whole."""
@@ -185,7 +174,8 @@ def test_no_function_is_over_60_lines_outside_the_allowlist():
 
 
 def test_the_allowlists_name_only_what_is_still_long():
-    stale = [name for name in LONG_FUNCTIONS if name not in long_functions()]
+    long = long_functions()  # one walk of the package, not one per entry
+    stale = [name for name in LONG_FUNCTIONS if name not in long]
     stale += [name for name in LONG_MODULES if modules()[name].read_text().count("\n") <= LONG_MODULE_LINES]
     assert stale == [], "these are short now: take them off the allowlist"
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import perpendis
 import pytest
-import torch
 from perpendis.testing import ComparisonError, assert_same
+
+torch = pytest.importorskip("torch")
 
 
 def test_passes_on_rounding_and_returns_the_report():

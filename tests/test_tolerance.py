@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.engine.compare import compare
@@ -11,6 +10,8 @@ from perpendis.errors import InputError
 from perpendis.inputs.tensor import from_numpy
 from perpendis.numerics.bits import format_of
 from perpendis.numerics.tolerance import PRESETS, default_preset, resolve, within
+
+torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize(
@@ -78,6 +79,7 @@ def test_within_fails_nan():
     assert not within(np.array([np.nan]), np.array([1.0]), tol)[0]
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), log_noise=st.floats(-9, -1))
@@ -95,6 +97,7 @@ def test_torch_default_passes_exactly_when_assert_close_does(dtype, seed, log_no
     assert report.tolerance.passed == torch_passed
 
 
+@pytest.mark.fuzz
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), log_noise=st.floats(-10, -4))
 def test_numpy_default_passes_exactly_when_assert_allclose_does(seed, log_noise):

@@ -46,7 +46,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright import sync_api as playwright_api
+
+playwright_api = pytest.importorskip("playwright.sync_api")
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

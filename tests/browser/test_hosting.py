@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from conftest import Server, archives, serving, wait_until_ready
 from perpendis.service import api
+
+pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 

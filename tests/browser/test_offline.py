@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import Server, serving, wait_until_ready
-from playwright.sync_api import expect
 
 import build
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect
 
 SW_TIMEOUT_MS = 60_000  # the install downloads the whole site once (from the HTTP cache)
 

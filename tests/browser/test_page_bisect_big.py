@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from perpendis.layers.bisect import bisect, path_entries
+
+pytest.importorskip("polygraphy")
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import to_json

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+pytest.importorskip("safetensors")
 from safetensors.numpy import save_file
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,10 +23,15 @@ from decimal import Decimal
 from pathlib import Path
 from unittest import mock
 
-import ml_dtypes
 import numpy as np
 import pytest
 from made import npy_bytes
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+pytest.importorskip("polygraphy")
+from polygraphy.comparator import RunResults  # noqa: E402
+from polygraphy.comparator.struct import IterationResult  # noqa: E402
+from polygraphy.json import to_json  # noqa: E402
 
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
@@ -34,9 +39,6 @@ safetensors_numpy = pytest.importorskip("safetensors.numpy")
 pytest.importorskip("polygraphy")
 
 from perpendis.service import api  # noqa: E402
-from polygraphy.comparator import RunResults  # noqa: E402
-from polygraphy.comparator.struct import IterationResult  # noqa: E402
-from polygraphy.json import to_json  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPORT_TIMEOUT_MS = 60_000

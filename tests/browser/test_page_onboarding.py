@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import perpendis
-import torch
-from safetensors import safe_open
-from safetensors.numpy import load_file, save_file
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+from safetensors import safe_open  # noqa: E402
+from safetensors.numpy import load_file, save_file  # noqa: E402
 
 REPORT_TIMEOUT_MS = 90_000
 

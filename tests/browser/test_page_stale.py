@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from made import npy_bytes, numpy_text
-from playwright.sync_api import expect
 from stale_journey import JOURNEY, check, journey_spec
 from test_page_actions_fuzz import settle
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from made import numpy_text
 from test_page_actions_fuzz import settle
+
+torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.browser
 

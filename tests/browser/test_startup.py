@@ -8,7 +8,10 @@ import re
 from urllib.parse import urlsplit
 
 import numpy as np
+import pytest
 from made import npy_bytes
+
+pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 # Sends one request through the page's own client module (the instance main.js uses).

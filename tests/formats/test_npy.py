@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +12,8 @@ from hypothesis.extra import numpy as hnp
 from numpy.lib import format as npformat
 from perpendis.errors import InputError
 from perpendis.inputs.formats import limits, npy
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 DTYPES = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64",

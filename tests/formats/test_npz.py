@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import zipfile
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
 from perpendis.inputs.formats import npz, zipview
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 def npz_bytes(compressed: bool, *args: np.ndarray, **kwargs: np.ndarray) -> bytes:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
-import onnx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from onnx import TensorProto, helper, numpy_helper
 from perpendis.errors import InputError
 from perpendis.inputs.formats import onnx_pb
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 DTYPES = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis.errors import InputError
 from perpendis.inputs.formats import polygraphy
-from polygraphy.comparator import RunResults
-from polygraphy.comparator.struct import IterationResult
-from polygraphy.json import to_json
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+pytest.importorskip("polygraphy")
+from polygraphy.comparator import RunResults  # noqa: E402
+from polygraphy.comparator.struct import IterationResult  # noqa: E402
+from polygraphy.json import to_json  # noqa: E402
 
 ORT = "onnxrt-runner-N0-11/29/25-10:00:00"
 TRT = "trt-runner-N0-11/29/25-10:00:01"

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perpendis import service
@@ -27,9 +26,12 @@ from perpendis.inputs.formats.buffer import view_reader
 from perpendis.inputs.formats.limits import JSON_MAX_DEPTH
 from perpendis.layers.bisect import bisect, path_entries, polygraphy_entries
 from perpendis.service import api
-from polygraphy.comparator import RunResults
-from polygraphy.comparator.struct import IterationResult
-from polygraphy.json import from_json, to_json
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("polygraphy")
+from polygraphy.comparator import RunResults  # noqa: E402
+from polygraphy.comparator.struct import IterationResult  # noqa: E402
+from polygraphy.json import from_json, to_json  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 MANIFEST = json.loads((MODELS / "manifest.json").read_text())
@@ -120,6 +122,7 @@ def scan(data: bytes, spans=(), window: int = jsonscan.WINDOW) -> object:
         return resolved(jsonscan.parse(read, size, spans), read)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None)
 @given(JSON_VALUES, st.sampled_from([None, 0, 2]), st.booleans(), st.integers(1, 40), st.sampled_from([(), ("a",)]))
 def test_scanner_reads_what_json_loads_reads(value, indent, ascii_only, window, spans):
@@ -127,6 +130,7 @@ def test_scanner_reads_what_json_loads_reads(value, indent, ascii_only, window, 
     assert same(scan(text.encode(), spans, window), json.loads(text))
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None)
 @given(JSON_VALUES, st.data())
 def test_scanner_is_as_strict_as_json_loads(value, data):

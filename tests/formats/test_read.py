@@ -8,9 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from onnx import numpy_helper
 from perpendis.errors import InputError
 from perpendis.inputs import formats
+
+pytest.importorskip("onnx")
+pytest.importorskip("polygraphy")
+pytest.importorskip("safetensors")
+from onnx import numpy_helper
 from polygraphy.comparator import RunResults
 from polygraphy.comparator.struct import IterationResult
 from polygraphy.json import to_json

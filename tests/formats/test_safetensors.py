@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +11,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.errors import InputError
 from perpendis.inputs.formats import safetensors
-from safetensors.numpy import save
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+pytest.importorskip("safetensors")
+from safetensors.numpy import save  # noqa: E402
 
 DTYPES = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import io
 
-import ml_dtypes
 import numpy as np
+import pytest
 from fuzzkit import FUZZ, assert_same, mutated, outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy.lib import format as npformat
 from perpendis.inputs import formats
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 DTYPES = ["<f2", ">f2", "<f4", ">f8", "<i1", "<u2", ">i4", "<i8", "|b1", "<c8", ">c16"]
 ML_DTYPES = [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]

@@ -8,7 +8,6 @@ Perpendis reads as one, ``onnx`` must parse to the same dims and bits.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 from fuzzkit import FUZZ, assert_same, mutated, outcome
@@ -17,9 +16,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis.inputs import formats
 
+ml_dtypes = pytest.importorskip("ml_dtypes")
+pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 onnx = pytest.importorskip("onnx")
 from google.protobuf.message import DecodeError  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 NUMPY_DTYPES = ["float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "int64", "uint32",
                 "uint64", "bool", "complex64", "complex128"]  # fmt: skip

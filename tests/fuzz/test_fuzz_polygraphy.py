@@ -23,10 +23,12 @@ from perpendis.inputs.formats import jsonscan, polygraphy
 from perpendis.inputs.formats.buffer import view_reader
 
 pytest.importorskip("polygraphy")
+from polygraphy.comparator import RunResults
+from polygraphy.comparator.struct import IterationResult
+from polygraphy.json import from_json, to_json
+
+pytest.importorskip("polygraphy")
 torch = pytest.importorskip("torch")
-from polygraphy.comparator import RunResults  # noqa: E402
-from polygraphy.comparator.struct import IterationResult  # noqa: E402
-from polygraphy.json import from_json, to_json  # noqa: E402
 
 DTYPES = ["<f2", "<f4", ">f8", "<i8", "|b1", "<c8"]
 ARRAYS = hnp.arrays(st.sampled_from(DTYPES).map(np.dtype), hnp.array_shapes(min_dims=0, max_dims=3, max_side=3))

@@ -6,11 +6,12 @@ pair through the streamed comparison (:mod:`.pairs`), here or on a Dask cluster
 (:mod:`.distributed`), and gives a :class:`CheckpointReport` (:mod:`.report`).
 """
 
-from .inputs import Located, Problem, Scan, scan
+from .inputs import scan
 from .pairs import Task, plan
 from .rename import Rule, parse_rule
 from .report import CheckpointReport, TensorRow
 from .run import Checkpoint, Resume, compare_checkpoints, folder, local_runner, shards
+from .scanned import Located, Problem, Scan
 
 __all__ = [
     "Checkpoint",

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import numpy as np
@@ -33,59 +33,14 @@ from ..inputs.formats.buffer import Reader, view_reader
 from ..inputs.formats.npy import MAGIC, NpyHeader
 from ..inputs.tensor import Tensor
 from ..numerics.bits import format_of
-
-Opener = Callable[[str], tuple[Reader, int]]
-"""``open(file)``: a reader over one file of the checkpoint and its size; raises
-:class:`InputError` when the file cannot be read."""
+from .rotary import permuted_heads, unpermute
+from .scanned import Located, Opener, Problem, Scan
 
 INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 TENSOR_SUFFIXES = (".safetensors", ".npy", ".npz", ".bin", ".pt", ".pth", ".gguf")
 RANGED = ("safetensors", "gguf", "distcp")
 """Kinds of :class:`Located` whose ``begin``/``end`` are the tensor's own bytes (else the whole file is read)."""
 _SHARD_OF = re.compile(r"^(?P<stem>.*?)-(?P<i>\d+)-of-(?P<n>\d+)(?P<suffix>\.[A-Za-z0-9]+)$")
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where one tensor lies: its file and, for a safetensors shard, its bytes and layout.
-
-    Small and plain, so that a worker on another machine can be told which tensor to
-    read and open it itself.  ``size`` is the file's, so a resumed run can tell a file
-    that changed.
-    """
-
-    name: str
-    file: str
-    kind: str  # "safetensors", "npy", "gguf" or "archive" (.npz, torch.save: read whole, as a view where stored)
-    size: int
-    dtype: str = ""  # a Perpendis format, or a GGUF quantised type ("Q8_0")
-    shape: tuple[int, ...] = ()
-    begin: int = 0
-    end: int = 0
-    heads: int = 0  # GGUF attn_q/attn_k rows stored permuted by llama.cpp for its rotary layout: their heads
-
-
-@dataclass
-class Problem:
-    """One piece of bad input: which file, what is wrong, and which tensors it keeps from being compared."""
-
-    file: str
-    message: str
-    tensors: list[str] = field(default_factory=list)
-    side: str | None = None  # "a" or "b", once known
-
-    def to_dict(self) -> dict[str, object]:
-        return {"side": self.side, "file": self.file, "message": self.message, "tensors": list(self.tensors)}
-
-
-@dataclass
-class Scan:
-    """What a checkpoint holds: every readable tensor by name, the bad input, and notes."""
-
-    tensors: dict[str, Located]
-    problems: list[Problem]
-    blocked: dict[str, str]  # tensor name → the problem keeping it from being compared
-    notes: list[str] = field(default_factory=list)
 
 
 def tensor_files(names: Iterable[str]) -> list[str]:
@@ -115,26 +70,52 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
     if distcp.METADATA in present:
         return _scan_distcp(set(names), present, open_file)
     problems: list[Problem] = []
-    blocked: dict[str, str] = {}
     notes: list[str] = []
     index_name = next((n for n in INDEX_FILES if n in present), None)
     expected: dict[str, list[str]] = {}  # shard → the tensors the index places in it
     if index_name is not None:
-        weight_map = _weight_map(index_name, open_file)
-        if isinstance(weight_map, Problem):
-            problems.append(weight_map)
-            shards = [n for n in present if n not in INDEX_FILES]
-        else:
-            for tensor, shard in weight_map.items():
-                expected.setdefault(shard, []).append(tensor)
-            shards = sorted(expected)
-            ignored = [n for n in present if n not in INDEX_FILES and n not in expected]
-            if ignored:
-                notes.append(f"{len(ignored)} file(s) not named by {index_name} were not read: {_few(ignored)}")
+        shards = _indexed_shards(index_name, present, open_file, expected, problems, notes)
     else:
         shards = present
         problems += _missing_numbered(shards)
+    found = _locate_shards(shards, present, index_name, expected, open_file, problems)
+    blocked: dict[str, str] = {}
+    for problem in problems:
+        for tensor in problem.tensors:
+            blocked.setdefault(tensor, f"{problem.file}: {problem.message}")
+    tensors: dict[str, Located] = {}
+    for name, locs in found.items():
+        if len(locs) > 1:
+            files = [loc.file for loc in locs]
+            message = f"the tensor {name!r} is in {len(files)} files: {', '.join(files)}; keep one of them"
+            problems.append(Problem(files[0], message, [name]))
+            blocked[name] = message
+        elif name not in blocked:
+            tensors[name] = locs[0]
+    notes += _permuted_note(tensors.values())
+    return Scan(tensors, problems, blocked, notes)
 
+
+def _indexed_shards(index_name: str, present: list[str], open_file: Opener, expected: dict[str, list[str]],
+                    problems: list[Problem], notes: list[str]) -> list[str]:
+    """The shards an index names (each one's tensors into ``expected``); every file but the
+    index when it cannot be read."""
+    weight_map = _weight_map(index_name, open_file)
+    if isinstance(weight_map, Problem):
+        problems.append(weight_map)
+        return [n for n in present if n not in INDEX_FILES]
+    for tensor, shard in weight_map.items():
+        expected.setdefault(shard, []).append(tensor)
+    ignored = [n for n in present if n not in INDEX_FILES and n not in expected]
+    if ignored:
+        notes.append(f"{len(ignored)} file(s) not named by {index_name} were not read: {_few(ignored)}")
+    return sorted(expected)
+
+
+def _locate_shards(shards: list[str], present: list[str], index_name: str | None, expected: dict[str, list[str]],
+                   open_file: Opener, problems: list[Problem]) -> dict[str, list[Located]]:
+    """Each tensor name → where the shards hold it; a shard missing, unreadable or short of
+    what the index places in it is a problem."""
     found: dict[str, list[Located]] = {}
     for shard in shards:
         if shard not in present:
@@ -153,21 +134,7 @@ def scan(names: Iterable[str], open_file: Opener) -> Scan:
             problems.append(Problem(shard, message, absent))
         for loc in located:
             found.setdefault(loc.name, []).append(loc)
-
-    for problem in problems:
-        for tensor in problem.tensors:
-            blocked.setdefault(tensor, f"{problem.file}: {problem.message}")
-    tensors: dict[str, Located] = {}
-    for name, locs in found.items():
-        if len(locs) > 1:
-            files = [loc.file for loc in locs]
-            message = f"the tensor {name!r} is in {len(files)} files: {', '.join(files)}; keep one of them"
-            problems.append(Problem(files[0], message, [name]))
-            blocked[name] = message
-        elif name not in blocked:
-            tensors[name] = locs[0]
-    notes += _permuted_note(tensors.values())
-    return Scan(tensors, problems, blocked, notes)
+    return found
 
 
 def _permuted_note(located: Iterable[Located]) -> list[str]:
@@ -351,23 +318,6 @@ def _whole(tensor: Tensor | None, loc: Located, side: str) -> Source:
     return Source(_header(tensor.format, tensor.shape, 0, tensor.source), view_reader(raw)[0], loc.name, side)
 
 
-LLAMA_ROTARY = re.compile(r"^blk\.\d+\.attn_(q|k)\.weight$")
-
-
-def permuted_heads(name: str, meta: dict[str, object]) -> int:
-    """The heads whose rows llama.cpp's converter permuted in the GGUF tensor ``name``, or 0.
-
-    ``convert_hf_to_gguf.py`` reorders each head's rows of a llama model's Q and K
-    weights from Hugging Face's rotary layout (first halves, then second halves) to
-    GGML's (pairs interleaved), using the file's head counts (the KV heads for K).
-    """
-    if meta.get("general.architecture") != "llama" or not (m := LLAMA_ROTARY.match(name)):
-        return 0
-    key = "llama.attention.head_count" + ("_kv" if m[1] == "k" else "")
-    heads = meta.get(key, meta.get("llama.attention.head_count"))
-    return heads if isinstance(heads, int) and heads > 0 else 0
-
-
 def _gguf_source(loc: Located, read: Reader, side: str) -> Source:
     """A GGUF tensor: unquantised and in place, read chunk by chunk; else read whole, and
     dequantised (its grid bounds kept in the header, :class:`GridHeader`) or its rows put
@@ -388,15 +338,6 @@ def _gguf_source(loc: Located, read: Reader, side: str) -> Source:
     raw = np.ascontiguousarray(values).view(np.uint8)
     header = GridHeader(*astuple_header(_header(fmt, loc.shape, 0, f"{gguf.SOURCE} {loc.dtype}")), grid, loc.dtype)
     return Source(header, view_reader(raw)[0], loc.name, side)
-
-
-def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
-    """The inverse of llama.cpp's ``permute(w, n_head)``: each head's rows from GGML's
-    interleaved rotary order back to Hugging Face's halves."""
-    rows = w.shape[0]
-    if rows % (2 * heads):
-        raise InputError(f"{rows} rows cannot be {heads} heads of rotary pairs")
-    return w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,10 +26,11 @@ from ..inputs.formats.buffer import Reader
 from ..numerics.bits import format_of
 from ..report.headline import main_finding
 from ..report.model import Report, plain
-from .inputs import Located, Scan, open_tensor
+from .inputs import open_tensor
 from .quantised import grid_row, quantised_side
 from .rename import Rule, keyed
 from .report import TensorRow
+from .scanned import Located, Scan
 
 Opener = Callable[[str], tuple[Reader, int]]
 Progress = Callable[[float], object]

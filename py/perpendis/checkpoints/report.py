@@ -15,7 +15,7 @@ from typing import Any
 from ..numerics.figures import percent
 from ..report.table import table_lines
 from ..report.text import number_text, shape_text
-from .inputs import Problem
+from .scanned import Problem
 
 VERDICTS = ("error", "investigate", "rounding", "converted", "identical")
 """Row verdicts, worst first: unreadable; must be investigated; differs by rounding only;

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -75,24 +76,14 @@ def parse_text(text: str) -> list[Tensor]:
 
 
 def _tensor(piece: Piece) -> Tensor:
+    """One pasted piece → its tensor: refuse a summarised print, find the element format and
+    the shape, read the values, and say whether the printed digits pin them."""
     body = piece.body
-
-    def line_at(offset: int) -> str:
-        return f"line {piece.line + body.count(chr(10), 0, offset)}"
-
-    where = line_at(0)
+    where = f"line {piece.line}"
     form, source, printer = _form(piece)
     # Positions of the points serve the test for "..." here and the digit counts later.
     data = body.encode("ascii")
-    dots: np.ndarray | None = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("."))
-    if (ellipsis := np.flatnonzero(dots[2:] - dots[:-2] == 2)).size:
-        fix = _FULL_PRINT.get(piece.library, _FULL_PRINT[""])
-        raise SummarisedPrint(
-            f"the {source} was summarised: '...' stands for values that were not printed; print everything "
-            f"with {fix} and paste again",
-            fix=fix,
-            where=line_at(int(dots[ellipsis[0]])),
-        )
+    dots: np.ndarray | None = _points_of_a_full_print(piece, data, source)
     notes = list(piece.notes)
     if form == "table":
         body, header_notes = _drop_header(body)
@@ -104,44 +95,13 @@ def _tensor(piece: Piece) -> Tensor:
     if body is not piece.body:
         data, dots = body.encode("ascii"), None
     flat = blank(data, commas=fmt.is_float and not is_complex and form in ("list", "wrapped"))
-    bounds = token_bounds(flat)
-    starts = bounds[0]
-    if form == "table":
-        shape, source = _table_shape(np.frombuffer(data, dtype=np.uint8), starts, line_at, source)
-    elif "[" in body:
-        shape = shape_of(data, starts, line_at)
-    else:
-        shape = ()
-        if starts.size != 1:
-            raise InputError(f"expected one number in the {source}, found {starts.size}", where=where)
-    if piece.shape is not None and piece.shape != shape:
-        if math.prod(piece.shape) != math.prod(shape):
-            raise InputError(
-                f"the printed shape {piece.shape} does not match the {math.prod(shape)} values printed",
-                where=where,
-            )
-        shape = piece.shape
+    starts = token_bounds(flat)[0]
+    shape, source = _shape(piece, form, data, starts, _line_counter(piece.line, body), source)
     if is_complex:
         flat, dots = split_complex(flat.decode("ascii")).encode("ascii"), None
-        bounds = token_bounds(flat)
     count = 2 * starts.size if is_complex else starts.size
-    lossless, digits = True, None
-    if fmt.is_float:
-        tokens = Tokens(flat, bounds, dots)
-        printed = decimals(tokens, form == "hex", where)
-        if printed.size != count or bounds[0].size != count:
-            raise InputError(_UNREADABLE, where=where)
-        stored = from_float64(printed, fmt)
-        found = exactness(tokens, printed, stored, "shortest" if form == "hex" else printer, fmt)
-        lossless, digits = found.exact, found.digits
-        if not found.exact:
-            notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
-    else:
-        # str.split also splits at U+001C..U+001F, which the token scan does not.
-        tokens = flat.decode("ascii").split()
-        if len(tokens) != count:
-            raise InputError(_UNREADABLE, where=where)
-        stored = whole_values(tokens, fmt, where)
+    stored, lossless, digits = _values(piece, Tokens(flat, token_bounds(flat), dots), count, fmt, form, printer,
+                                       notes)
     if piece.dtype is None and form in ("wrapped", "print"):
         notes.append(f"no dtype printed: taken as {_dtype_name(fmt, is_complex)}, the default of {source}")
     if is_complex:
@@ -156,6 +116,70 @@ def _tensor(piece: Piece) -> Tensor:
     if not lossless and printer == "fixed":
         tensor.decimals = _decimals(flat)
     return tensor
+
+
+def _line_counter(first: int, body: str) -> Callable[[int], str]:
+    """``line N`` of an offset into ``body`` whose first line is ``first``: where an error points."""
+    return lambda offset: f"line {first + body.count(chr(10), 0, offset)}"
+
+
+def _points_of_a_full_print(piece: Piece, data: bytes, source: str) -> np.ndarray:
+    """The offsets of the points in ``data``, after refusing a summarised print: three points
+    in a row are the ``...`` that stands for values never printed."""
+    dots = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("."))
+    if (ellipsis := np.flatnonzero(dots[2:] - dots[:-2] == 2)).size:
+        fix = _FULL_PRINT.get(piece.library, _FULL_PRINT[""])
+        raise SummarisedPrint(
+            f"the {source} was summarised: '...' stands for values that were not printed; print everything "
+            f"with {fix} and paste again",
+            fix=fix,
+            where=_line_counter(piece.line, piece.body)(int(dots[ellipsis[0]])),
+        )
+    return dots
+
+
+def _shape(piece: Piece, form: str, data: bytes, starts: np.ndarray, line_at: Callable[[int], str],
+           source: str) -> tuple[tuple[int, ...], str]:
+    """The shape the text's brackets or table rows say (and the source, which a table may
+    name), or the shape the print states when it holds as many values."""
+    where = f"line {piece.line}"
+    if form == "table":
+        shape, source = _table_shape(np.frombuffer(data, dtype=np.uint8), starts, line_at, source)
+    elif b"[" in data:
+        shape = shape_of(data, starts, line_at)
+    else:
+        shape = ()
+        if starts.size != 1:
+            raise InputError(f"expected one number in the {source}, found {starts.size}", where=where)
+    if piece.shape is not None and piece.shape != shape:
+        if math.prod(piece.shape) != math.prod(shape):
+            raise InputError(
+                f"the printed shape {piece.shape} does not match the {math.prod(shape)} values printed",
+                where=where,
+            )
+        shape = piece.shape
+    return shape, source
+
+
+def _values(piece: Piece, tokens: Tokens, count: int, fmt: Format, form: str, printer: str,
+            notes: list[str]) -> tuple[np.ndarray, bool, int | None]:
+    """The stored values (the format's bit patterns), whether the printed digits pin them
+    all, and how many digits they carry; a note is added when they do not."""
+    where = f"line {piece.line}"
+    if not fmt.is_float:
+        # str.split also splits at U+001C..U+001F, which the token scan does not.
+        words = tokens.flat.decode("ascii").split()
+        if len(words) != count:
+            raise InputError(_UNREADABLE, where=where)
+        return whole_values(words, fmt, where), True, None
+    printed = decimals(tokens, form == "hex", where)
+    if printed.size != count or tokens.starts.size != count:
+        raise InputError(_UNREADABLE, where=where)
+    stored = from_float64(printed, fmt)
+    found = exactness(tokens, printed, stored, "shortest" if form == "hex" else printer, fmt)
+    if not found.exact:
+        notes.append(_lossy_note(piece.library, fmt, found.n_inexact, count, found.digits))
+    return stored, found.exact, found.digits
 
 
 def _decimals(flat: bytes) -> int | None:

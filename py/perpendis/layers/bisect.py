@@ -34,6 +34,7 @@ from ..inputs.tensor import Tensor
 from ..report.model import Report
 from .bisect_report import BisectReport, Pair, RunsReport, few
 from .layer_names import _keys, normalise_name, pair_names  # noqa: F401  (re-exported)
+from .nonfinite import nan_origin
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -227,30 +228,14 @@ def bisect(
 
     ea, eb = as_entries(a), as_entries(b)
     info_a, info_b = dict(info_a or {}), dict(info_b or {})
-    found = pair(
-        [e.name for e in ea],
-        [e.name for e in eb],
-        mapping=mapping,
-        info_a=info_a,
-        info_b=info_b,
-        load_a=[e.load for e in ea] if by_values else None,
-        load_b=[e.load for e in eb] if by_values else None,
-    )
+    loads = ([e.load for e in ea], [e.load for e in eb]) if by_values else (None, None)
+    found = pair([e.name for e in ea], [e.name for e in eb], mapping=mapping, info_a=info_a, info_b=info_b,
+                 load_a=loads[0], load_b=loads[1])
     pairs, only_a, only_b = found.pairs, found.only_a, found.only_b
     if not pairs and allow_unpaired:
         return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only))
-    if not pairs:
-        raise InputError(
-            f"no tensor of A pairs with one of B (A holds {few(e.name for e in ea)}; B holds "
-            f"{few(e.name for e in eb)}); give a mapping of A names to B names"
-        )
     patterns = _patterns(only)
-    picked = [(i, j, how) for i, j, how in pairs if _picked(ea[i].name, patterns)]
-    if not picked:
-        raise InputError(
-            f"no paired layer is named like {' or '.join(patterns)} (A holds {few(ea[i].name for i, _, _ in pairs)})",
-            where="only",
-        )
+    picked = _picked_pairs(pairs, ea, eb, patterns)
     options = options.without_task()
     compared = [
         Pair(
@@ -260,9 +245,8 @@ def bisect(
         for (i, j, how), (report, figures) in zip(picked, _reports(ea, eb, picked, options, workers), strict=True)
     ]
     mark_mispaired(compared)
-    origin = None
-    if any(p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b") for p in compared):
-        origin = nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")
+    nonfinite = any(p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b") for p in compared)
+    origin = (nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")) if nonfinite else None
     return BisectReport(
         nan_origin=origin,
         pairs=compared,
@@ -270,41 +254,30 @@ def bisect(
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
-        repeats={
-            **{ea[i].name: ea[k].name for i, k in found.repeats_a.items()},
-            **{eb[j].name: eb[k].name for j, k in found.repeats_b.items()},
-        },
+        repeats={**_named(found.repeats_a, ea), **_named(found.repeats_b, eb)},
     )
 
 
-def nan_origin(entries: Sequence[Entry], info: Mapping[str, Mapping[str, Any]], side: str) -> dict[str, Any] | None:
-    """The first value, in the capture's order, holding a NaN or an infinity while every captured
-    value its node read is finite: the op that made the first non-finite value.
+def _named(repeats: Mapping[int, int], entries: Sequence[Entry]) -> dict[str, str]:
+    """Copies by index → copies by name: each tensor that repeats an earlier one, and that one."""
+    return {entries[i].name: entries[k].name for i, k in repeats.items()}
 
-    As Polygraphy's and msprobe's overflow checks do, on an ONNX Runtime capture of every
-    value (which records what each node read); None for a capture that does not record it.
-    """
-    if not any((info.get(e.name) or {}).get("inputs") for e in entries):
-        return None
-    finite: dict[str, bool] = {}
-    for e in entries:
-        t = e.load()
-        from ..numerics.bits import to_float64
 
-        values = np.asarray(t.array) if t.fmt.native or t.is_complex else to_float64(t.array, t.fmt)
-        ok = True if values.dtype.kind not in "fc" else bool(np.isfinite(values).all())
-        finite[e.name] = ok
-        if ok:
-            continue
-        described = info.get(e.name) or {}
-        if described.get("op_type") in (None, "input"):
-            continue
-        if all(finite.get(str(source), True) for source in described.get("inputs") or []):
-            return {
-                "side": side, "value": e.name, "op_type": described.get("op_type"), "node": described.get("node"),
-                "module": described.get("module"), "inputs": list(described.get("inputs") or []),
-            }
-    return None
+def _picked_pairs(pairs: list[tuple[int, int, str]], ea: Sequence[Entry], eb: Sequence[Entry],
+                  patterns: list[str]) -> list[tuple[int, int, str]]:
+    """The pairs whose A name ``only`` keeps; a clear error when nothing pairs or nothing is kept."""
+    if not pairs:
+        raise InputError(
+            f"no tensor of A pairs with one of B (A holds {few(e.name for e in ea)}; B holds "
+            f"{few(e.name for e in eb)}); give a mapping of A names to B names"
+        )
+    picked = [(i, j, how) for i, j, how in pairs if _picked(ea[i].name, patterns)]
+    if not picked:
+        raise InputError(
+            f"no paired layer is named like {' or '.join(patterns)} (A holds {few(ea[i].name for i, _, _ in pairs)})",
+            where="only",
+        )
+    return picked
 
 
 def mark_mispaired(pairs: list[Pair]) -> None:

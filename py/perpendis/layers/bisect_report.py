@@ -192,90 +192,17 @@ class BisectReport:
         """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
         mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
         was made and the main finding, at full name length."""
-        first = self.first_failing
         isolated = any(p.isolated is not None for p in self.pairs)
         header = ["", "A", "B", "by", "op", "max ulp", "max rel", "cosine", "SQNR dB", "verdict"]
         header += ["alone"] if isolated else []
         if verbose:
             header += ["shape", "dtype", "max abs", "fail", "evidence", "finding"]
-        rows = []
-        for p in self.pairs:
-            s = p.summary()
-            finding = s["finding"]
-            cosine, sqnr = s["cosine"], s["sqnr_db"]
-            row = [
-                ">>" if p is first else "?" if p.likely_mispaired else "",
-                p.a_name if verbose else _elide(p.a_name, 34),
-                "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
-                {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
-                + ("" if p.confidence == "high" else f" ({p.confidence})"),
-                p.op_type or "",
-                number_text(s["max_ulp"], 3),
-                number_text(s["max_rel_diff"], 3),
-                "" if cosine is None else f"{cosine:.6f}",
-                "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
-                s["verdict"],
-                *([_alone_text(p.isolated)] if isolated else []),
-            ]
-            if verbose:
-                row += [
-                    "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
-                    "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
-                    number_text(s["max_abs_diff"], 3),
-                    "n/a" if s["fraction_fail"] is None else percent(s['fraction_fail'], 2),
-                    p.evidence or "",
-                    "" if finding is None else finding["message"],
-                ]
-            rows.append(row)
-        lines = table_lines(header, rows)
-        for side, unpaired in (("A", self.only_a), ("B", self.only_b)):
-            if unpaired:
-                lines.append(f"only in {side} ({len(unpaired)}): {few(unpaired, 10)}")
-        if self.repeats:
-            copies = [f"{name} (= {source})" for name, source in self.repeats.items()]
-            lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {few(copies, 6)}")
-        doubtful = [p.a_name for p in self.pairs if p.likely_mispaired]
-        if doubtful:
-            lines.append(
-                f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
-                f"give --map to pair them): {few(doubtful, 6)}"
-            )
-        if self.only:
-            lines.append(f"layers named {' or '.join(self.only)} only: {self.n_skipped} other paired layer(s) skipped")
-        if first is None:
-            doubtful = sum(p.likely_mispaired for p in self.pairs)
-            lines.append(
-                f"no layer fails: all {len(self.pairs) - doubtful} paired layers agree up to rounding"
-                + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
-            )
-        else:
-            names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
-            lines.append(f"first failing layer: {names}")
-            sure = self.first_sure_failing
-            if sure is not first:
-                lines.append(
-                    f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
-                    + (
-                        "no surely paired layer fails"
-                        if sure is None
-                        else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
-                    )
-                )
-        bad = self.first_nonfinite
-        if bad is not None:
-            sides = " and ".join(
-                f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
-                for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
-            )
-            lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
-        if self.nan_origin is not None:
-            o = self.nan_origin
-            lines.append(
-                f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
-                f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
-            )
-        culprit = self.culprit
+        first = self.first_failing
+        rows = [_row(p, p is first, isolated, verbose) for p in self.pairs]
+        lines = table_lines(header, rows) + _left_out_lines(self) + _first_failing_lines(self)
+        lines += _nonfinite_lines(self)
         if isolated:
+            culprit = self.culprit
             lines.append(
                 "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
                 if culprit is None
@@ -283,6 +210,100 @@ class BisectReport:
                 f"{culprit.a_name} (B: {culprit.b_name})"
             )
         return "\n".join(lines) + "\n"
+
+
+def _row(p: Pair, first: bool, isolated: bool, verbose: bool) -> list[str]:
+    """One pair's row of :meth:`BisectReport.to_text`'s table."""
+    s = p.summary()
+    finding = s["finding"]
+    cosine, sqnr = s["cosine"], s["sqnr_db"]
+    row = [
+        ">>" if first else "?" if p.likely_mispaired else "",
+        p.a_name if verbose else _elide(p.a_name, 34),
+        "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
+        {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
+        + ("" if p.confidence == "high" else f" ({p.confidence})"),
+        p.op_type or "",
+        number_text(s["max_ulp"], 3),
+        number_text(s["max_rel_diff"], 3),
+        "" if cosine is None else f"{cosine:.6f}",
+        "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
+        s["verdict"],
+        *([_alone_text(p.isolated)] if isolated else []),
+    ]
+    if verbose:
+        row += [
+            "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
+            "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
+            number_text(s["max_abs_diff"], 3),
+            "n/a" if s["fraction_fail"] is None else percent(s['fraction_fail'], 2),
+            p.evidence or "",
+            "" if finding is None else finding["message"],
+        ]
+    return row
+
+
+def _left_out_lines(result: BisectReport) -> list[str]:
+    """What the table does not show: unpaired layers, copies, likely mispairings, skipped layers."""
+    lines = []
+    for side, unpaired in (("A", result.only_a), ("B", result.only_b)):
+        if unpaired:
+            lines.append(f"only in {side} ({len(unpaired)}): {few(unpaired, 10)}")
+    if result.repeats:
+        copies = [f"{name} (= {source})" for name, source in result.repeats.items()]
+        lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {few(copies, 6)}")
+    doubtful = [p.a_name for p in result.pairs if p.likely_mispaired]
+    if doubtful:
+        lines.append(
+            f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
+            f"give --map to pair them): {few(doubtful, 6)}"
+        )
+    if result.only:
+        lines.append(f"layers named {' or '.join(result.only)} only: {result.n_skipped} other paired layer(s) skipped")
+    return lines
+
+
+def _first_failing_lines(result: BisectReport) -> list[str]:
+    """The first failing layer, and the first surely paired one when the first rests on order and shape."""
+    first = result.first_failing
+    if first is None:
+        doubtful = sum(p.likely_mispaired for p in result.pairs)
+        return [
+            f"no layer fails: all {len(result.pairs) - doubtful} paired layers agree up to rounding"
+            + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
+        ]
+    names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
+    lines = [f"first failing layer: {names}"]
+    sure = result.first_sure_failing
+    if sure is not first:
+        lines.append(
+            f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
+            + (
+                "no surely paired layer fails"
+                if sure is None
+                else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
+            )
+        )
+    return lines
+
+
+def _nonfinite_lines(result: BisectReport) -> list[str]:
+    """Where NaN or Inf first appear: the first such layer, and the op that made them from finite inputs."""
+    lines = []
+    bad = result.first_nonfinite
+    if bad is not None:
+        sides = " and ".join(
+            f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
+            for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
+        )
+        lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
+    if result.nan_origin is not None:
+        o = result.nan_origin
+        lines.append(
+            f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
+            f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
+        )
+    return lines
 
 
 def _elide(name: str, width: int) -> str:

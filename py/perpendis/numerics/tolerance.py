@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import InputError
 from . import bits
 from .bits import Format
+from .peer_rounding import rounded_to, scalar_in, working_formats
 
 
 @dataclass(frozen=True)
@@ -238,41 +239,6 @@ def within(abs_diff: np.ndarray, abs_ref: np.ndarray, tol: Tolerance) -> np.ndar
 POLYGRAPHY_EPSILON = 2.220446049250313e-16  # what Polygraphy adds to zeros of B before dividing
 
 
-def _working(fmt: Format, rule: Rule) -> tuple[Format | None, Format | None]:
-    """The format each operation of the rule's test rounds to, and the one atol and rtol
-    are taken in; None for exact float64 (also for formats the peer has no arithmetic
-    of: integers are compared as float64 by numpy and Polygraphy, exactly by torch; float8
-    only ever exactly by torch; numpy has no bfloat16)."""
-    if rule.arithmetic == "float64" or not fmt.is_float or fmt.width == 8:
-        return None, None
-    if rule.arithmetic == "numpy" and fmt.name == "bfloat16":
-        return None, None
-    if rule.arithmetic == "polygraphy" and fmt.name == "float16":
-        work = bits.FORMATS["float32"]
-        return work, work
-    if rule.arithmetic == "torch":  # scalars in the "opmath" type: float32 below float64
-        return fmt, bits.FORMATS["float64" if fmt.width == 64 else "float32"]
-    return fmt, fmt
-
-
-def _rounded(values: np.ndarray, fmt: Format | None) -> np.ndarray:
-    """float64 values rounded (nearest, ties to even) to ``fmt``, as float64 again.
-
-    An operation done exactly (or in float64) and rounded once to a format of p bits is
-    that format's own operation: float64 has at least 2p + 2 bits for every p here.
-    """
-    if fmt is None or fmt.name == "float64":
-        return values
-    with np.errstate(over="ignore", invalid="ignore"):
-        if fmt.native:
-            return values.astype(fmt.storage).astype(np.float64)
-        return bits.to_float64(bits.from_float64(values, fmt), fmt)
-
-
-def _scalar(x: float, fmt: Format | None) -> float:
-    return x if fmt is None else float(_rounded(np.array([x]), fmt)[0])
-
-
 def _peer_test(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format, tol: Tolerance) -> tuple[np.ndarray, np.ndarray]:
     """Where a peer's rule fails the pairs, and ``|a - b|`` as the peer computes it.
 
@@ -280,18 +246,18 @@ def _peer_test(raw_a: np.ndarray, raw_b: np.ndarray, fmt: Format, tol: Tolerance
     is rounded as the peer's own arithmetic rounds it (see :class:`Rule`).
     """
     rule = tol.rule
-    work, scalar = _working(fmt, rule)
+    work, scalar = working_formats(fmt, rule)
     x, y = bits.raw_to_float64(raw_a, fmt), bits.raw_to_float64(raw_b, fmt)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        err = _rounded(np.abs(x - y), work)
-        atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
+        err = rounded_to(np.abs(x - y), work)
+        atol, rtol = scalar_in(tol.atol, scalar), scalar_in(tol.rtol, scalar)
         if rule.test == "both":
-            divisor = np.where(y == 0, _scalar(POLYGRAPHY_EPSILON, work), y)
-            rel = _rounded(err / np.abs(divisor), work)
+            divisor = np.where(y == 0, scalar_in(POLYGRAPHY_EPSILON, work), y)
+            rel = rounded_to(err / np.abs(divisor), work)
             failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
             return failed, err
         ref = y if rule.scale_by == "b" else x
-        allowed = _rounded(atol + _rounded(rtol * np.abs(ref), work), work)
+        allowed = rounded_to(atol + rounded_to(rtol * np.abs(ref), work), work)
         close = err <= allowed
         # torch.isclose wants a finite error; np.isclose a finite reference: either way an
         # infinity meets only itself, which (A == B) admits.

@@ -14,7 +14,8 @@ import numpy as np
 
 from . import bits
 from .bits import Format
-from .tolerance import POLYGRAPHY_EPSILON, Tolerance, _rounded, _scalar, _working, print_slack, within
+from .peer_rounding import rounded_to, scalar_in, working_formats
+from .tolerance import POLYGRAPHY_EPSILON, Tolerance, print_slack, within
 
 
 def _complex_of(parts: np.ndarray, real: np.dtype) -> np.ndarray:
@@ -27,7 +28,7 @@ def _modulus(parts: np.ndarray, work: Format | None) -> np.ndarray:
     torch's complex ``abs`` gives (std::abs, a hypot; its vectorised path of 4 or more
     values, Sleef's hypot, differs in the last bit about once in 15,000)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return _rounded(np.hypot(parts[:, 0], parts[:, 1]), work)
+        return rounded_to(np.hypot(parts[:, 0], parts[:, 1]), work)
 
 
 def _torch_times_one(parts: np.ndarray) -> np.ndarray:
@@ -66,39 +67,18 @@ def complex_test(
     """
     rule = tol.rule
     x, y = bits.raw_to_float64(raw_a, fmt), bits.raw_to_float64(raw_b, fmt)
-    work, scalar = _working(fmt, rule)
+    work, scalar = working_formats(fmt, rule)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         exact_d, exact_b = _modulus(x - y, None), _modulus(y, None)
         equal = (x == y).all(axis=1)
         if rule.arithmetic in ("numpy", "polygraphy") and work is not None and work.native:
-            real = np.dtype(work.storage)
-            cx, cy = _complex_of(x, real), _complex_of(y, real)
-            # numpy's a - b of two 0-d arrays is a scalar, whose abs is correctly rounded;
-            # an array's abs (a vector loop) is not always.
-            in_dtype = _modulus(_rounded(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
-            err = in_dtype.astype(np.float64)
-            if rule.test == "both":
-                rel = in_dtype / np.abs(np.where(cy == 0, real.type(POLYGRAPHY_EPSILON), cy))
-                failed = ((in_dtype > tol.atol) | np.isnan(err)) & ((rel > tol.rtol) | np.isnan(rel))
-            else:
-                ref = cy if rule.scale_by == "b" else cx
-                failed = ~((in_dtype <= tol.atol + tol.rtol * np.abs(ref)) & np.isfinite(ref) | equal)
+            failed, err = _numpy_rule(x, y, work, tol, equal, scalar_pair)
         elif rule.arithmetic == "float64" and rule.test == "allclose":
             err = exact_d
             ref_abs = exact_b if rule.scale_by == "b" else _modulus(x, None)
             failed = ~(within(exact_d, ref_abs, tol) | equal)
         else:  # torch's arithmetic (or a format numpy has no complex of: each part rounded)
-            err = _modulus(_rounded(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
-            atol, rtol = _scalar(tol.atol, scalar), _scalar(tol.rtol, scalar)
-            if rule.test == "both":
-                divisor = np.where((y == 0).all(axis=1), _scalar(POLYGRAPHY_EPSILON, work), exact_b)
-                rel = _rounded(err / divisor, work)
-                failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
-            else:
-                ref = y if rule.scale_by == "b" else x
-                allowed = _rounded(atol + _modulus(_rounded(rtol * ref, work), work), work)
-                finite = np.isfinite(err) if rule.arithmetic == "torch" else np.isfinite(ref).all(axis=1)
-                failed = ~((err <= allowed) & finite | equal)
+            failed, err = _torch_rule(x, y, work, scalar, tol, equal, exact_b)
         # A NaN or infinite part meets only the same value, in every rule: numpy's |b| of a
         # finite complex b can overflow to inf, and its test then passes anything against it.
         failed |= ~equal & ~(np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1))
@@ -116,3 +96,42 @@ def complex_test(
         failed[idx[ok]] = False
         excused = int(ok.sum())
     return failed, err, exact_d, exact_b, excused
+
+
+def _numpy_rule(x: np.ndarray, y: np.ndarray, work: Format, tol: Tolerance, equal: np.ndarray,
+                scalar_pair: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Where numpy's (or Polygraphy's) test fails, and its ``|a - b|``: numpy itself is asked,
+    in the complex dtype, since its ``abs`` of complex64 is not always correctly rounded."""
+    rule = tol.rule
+    real = np.dtype(work.storage)
+    cx, cy = _complex_of(x, real), _complex_of(y, real)
+    # numpy's a - b of two 0-d arrays is a scalar, whose abs is correctly rounded;
+    # an array's abs (a vector loop) is not always.
+    in_dtype = _modulus(rounded_to(x - y, work), work).astype(real) if scalar_pair else np.abs(cx - cy)
+    err = in_dtype.astype(np.float64)
+    if rule.test == "both":
+        rel = in_dtype / np.abs(np.where(cy == 0, real.type(POLYGRAPHY_EPSILON), cy))
+        failed = ((in_dtype > tol.atol) | np.isnan(err)) & ((rel > tol.rtol) | np.isnan(rel))
+    else:
+        ref = cy if rule.scale_by == "b" else cx
+        failed = ~((in_dtype <= tol.atol + tol.rtol * np.abs(ref)) & np.isfinite(ref) | equal)
+    return failed, err
+
+
+def _torch_rule(x: np.ndarray, y: np.ndarray, work: Format | None, scalar: Format | None, tol: Tolerance,
+                equal: np.ndarray, exact_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where torch's test fails, and its ``|a - b|``: each part of ``a - b`` and of ``rtol * b``
+    rounded to the dtype, then the modulus (also for a format numpy has no complex of)."""
+    rule = tol.rule
+    err = _modulus(rounded_to(x - (_torch_times_one(y) if rule.arithmetic == "torch" else y), work), work)
+    atol, rtol = scalar_in(tol.atol, scalar), scalar_in(tol.rtol, scalar)
+    if rule.test == "both":
+        divisor = np.where((y == 0).all(axis=1), scalar_in(POLYGRAPHY_EPSILON, work), exact_b)
+        rel = rounded_to(err / divisor, work)
+        failed = ((err > atol) | np.isnan(err)) & ((rel > rtol) | np.isnan(rel))
+    else:
+        ref = y if rule.scale_by == "b" else x
+        allowed = rounded_to(atol + _modulus(rounded_to(rtol * ref, work), work), work)
+        finite = np.isfinite(err) if rule.arithmetic == "torch" else np.isfinite(ref).all(axis=1)
+        failed = ~((err <= allowed) & finite | equal)
+    return failed, err

@@ -108,14 +108,7 @@ def isolate(
     a_names, b_names = {e.name for e in a}, {e.name for e in b}
     onnx_is_b = len(b_names & set(producers)) >= len(a_names & set(producers))
     by_name = {e.name: e for e in (b if onnx_is_b else a)}
-    # Each paired ONNX value → the PyTorch side's entry for it.
-    torch_of: dict[str, Entry] = {}
-    torch_entries = {e.name: e for e in (a if onnx_is_b else b)}
-    for p in result.pairs:
-        if p.likely_mispaired:  # its PyTorch values are another layer's: no input to feed a layer with
-            continue
-        onnx_name, torch_name = (p.b_name, p.a_name) if onnx_is_b else (p.a_name, p.b_name)
-        torch_of[onnx_name] = torch_entries[torch_name]
+    torch_of = _torch_of(result, a, b, onnx_is_b)
     if not any(v in producers for v in torch_of):
         raise InputError(
             f"no paired tensor is a value of {Path(model_path).name}; give the model the ONNX run was made from"
@@ -130,31 +123,46 @@ def isolate(
         if isinstance(cut, str):
             p.isolated = {"verdict": None, "why": cut}
             continue
-        nodes, reads = cut
-        feeds = {}
-        for name in reads:
-            source = torch_of[name] if name in torch_of else by_name[name]
-            feeds[name] = source.load().array
-        try:
-            out = _alone(model, nodes, reads, feeds, onnx_name)
-        except InputError as err:
-            p.isolated = {"verdict": None, "why": err.message}
-            continue
-        except Exception as err:  # ORT refusing the inputs PyTorch gave (a dtype it lacks)
-            p.isolated = {"verdict": None, "why": " ".join(str(err).split())[:300]}
-            continue
-        mine = torch_of[onnx_name].load()
-        ran = from_numpy(np.asarray(out), "ONNX Runtime, layer alone", name=onnx_name)
-        report = compare(mine, ran, options) if onnx_is_b else compare(ran, mine, options)
-        t = report.tolerance
-        p.isolated = {
-            "verdict": report.verdict,
-            "max_ulp": report.max_ulp,
-            "max_abs_diff": report.max_abs_diff,
-            "max_rel_diff": report.max_rel_diff,
-            "fraction_fail": t.fraction_fail if t is not None else None,
-            **similarity(mine, ran),  # cosine and SQNR of the layer's own error, beside the inherited one's
-            "nodes": [n.op_type for n in nodes],
-            "reads": reads,
-        }
+        feeds = {name: (torch_of[name] if name in torch_of else by_name[name]).load().array for name in cut[1]}
+        p.isolated = _run_alone(model, onnx_name, cut, feeds, torch_of[onnx_name], onnx_is_b, options)
     return result
+
+
+def _torch_of(result: BisectReport, a: Sequence[Entry], b: Sequence[Entry], onnx_is_b: bool) -> dict[str, Entry]:
+    """Each paired ONNX value → the PyTorch side's entry for it (likely mispairings left out:
+    their PyTorch values are another layer's, no input to feed a layer with)."""
+    torch_of: dict[str, Entry] = {}
+    torch_entries = {e.name: e for e in (a if onnx_is_b else b)}
+    for p in result.pairs:
+        if p.likely_mispaired:
+            continue
+        onnx_name, torch_name = (p.b_name, p.a_name) if onnx_is_b else (p.a_name, p.b_name)
+        torch_of[onnx_name] = torch_entries[torch_name]
+    return torch_of
+
+
+def _run_alone(model: Any, onnx_name: str, cut: tuple[list[Any], list[str]], feeds: dict[str, np.ndarray],
+               mine_entry: Entry, onnx_is_b: bool, options: ComparisonOptions) -> dict[str, Any]:
+    """One layer run alone on the PyTorch side's inputs, compared with the PyTorch side's
+    output: its own error, or why it has none."""
+    nodes, reads = cut
+    try:
+        out = _alone(model, nodes, reads, feeds, onnx_name)
+    except InputError as err:
+        return {"verdict": None, "why": err.message}
+    except Exception as err:  # ORT refusing the inputs PyTorch gave (a dtype it lacks)
+        return {"verdict": None, "why": " ".join(str(err).split())[:300]}
+    mine = mine_entry.load()
+    ran = from_numpy(np.asarray(out), "ONNX Runtime, layer alone", name=onnx_name)
+    report = compare(mine, ran, options) if onnx_is_b else compare(ran, mine, options)
+    t = report.tolerance
+    return {
+        "verdict": report.verdict,
+        "max_ulp": report.max_ulp,
+        "max_abs_diff": report.max_abs_diff,
+        "max_rel_diff": report.max_rel_diff,
+        "fraction_fail": t.fraction_fail if t is not None else None,
+        **similarity(mine, ran),  # cosine and SQNR of the layer's own error, beside the inherited one's
+        "nodes": [n.op_type for n in nodes],
+        "reads": reads,
+    }

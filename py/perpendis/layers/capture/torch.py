@@ -43,6 +43,35 @@ def capture(model: Any, *, inputs: bool = False) -> Iterator[Capture]:
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"capture takes a torch.nn.Module, got {type(model).__name__}")
     run = Capture()
+    handles = _hook_leaves(model, run, inputs)
+    with ExitStack() as stack:
+        set_stance = getattr(torch.compiler, "set_stance", None)
+        if set_stance is not None:
+            stack.enter_context(set_stance("force_eager"))
+        try:
+            yield run
+        except Exception as err:
+            if "higher order op" in f"{type(err).__name__} {err}".lower().replace("operator", "op"):
+                raise InputError(
+                    f"the model's forward could not run with capture hooks: {type(err).__name__}: "
+                    f"{' '.join(str(err).split())[:300]}; this torch cannot run torch.cond eagerly, so modules "
+                    "called inside its branches cannot be hooked: capture the branch modules' callers instead"
+                ) from err
+            raise
+        finally:
+            for handle in handles:
+                handle.remove()
+    if not run.names:
+        raise InputError(
+            f"nothing was captured: no module of {type(model).__name__} ran inside the `with perpendis.capture(model)` "
+            "block; call the model (model(x)) inside it"
+        )
+
+
+def _hook_leaves(model: Any, run: Capture, inputs: bool) -> list[Any]:
+    """Hook every leaf module of ``model`` to add what it returns (and, with ``inputs``, what it
+    receives) to ``run``; the k-th call of a module after its first is named ``path@k``.
+    Returns the hooks' handles, for the caller to remove."""
     calls: dict[str, int] = {}
     handles = []
 
@@ -75,28 +104,7 @@ def capture(model: Any, *, inputs: bool = False) -> Iterator[Capture]:
         if inputs:
             handles.append(module.register_forward_pre_hook(before(path)))
         handles.append(module.register_forward_hook(after(path, module)))
-    with ExitStack() as stack:
-        set_stance = getattr(torch.compiler, "set_stance", None)
-        if set_stance is not None:
-            stack.enter_context(set_stance("force_eager"))
-        try:
-            yield run
-        except Exception as err:
-            if "higher order op" in f"{type(err).__name__} {err}".lower().replace("operator", "op"):
-                raise InputError(
-                    f"the model's forward could not run with capture hooks: {type(err).__name__}: "
-                    f"{' '.join(str(err).split())[:300]}; this torch cannot run torch.cond eagerly, so modules "
-                    "called inside its branches cannot be hooked: capture the branch modules' callers instead"
-                ) from err
-            raise
-        finally:
-            for handle in handles:
-                handle.remove()
-    if not run.names:
-        raise InputError(
-            f"nothing was captured: no module of {type(model).__name__} ran inside the `with perpendis.capture(model)` "
-            "block; call the model (model(x)) inside it"
-        )
+    return handles
 
 
 def _flatten(value: Any, suffix: str = "") -> Iterator[tuple[str, Any]]:
