@@ -167,12 +167,34 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
     hit = _systematic(rel_dev, signed, bound, one)
     if hit is None:
         return None
+    if mode == "fibre":
+        with_offset = bool(np.any(np.abs(c[hit]) / pair.b_rms > one))
+        return share, _fibre_finding(pair, axis, s, c, hit, share, with_offset)
+    found = _slice_finding(pair, axis, along, (a, b), (s, c, resid), hit, share)
+    return None if found is None else (share, found)
+
+
+def _slice_finding(
+    pair: Pair,
+    axis: int,
+    along: np.ndarray,
+    sides: tuple[np.ndarray, np.ndarray],
+    fit: tuple[np.ndarray, np.ndarray, np.ndarray],
+    hit: np.ndarray,
+    share: float,
+) -> Finding | None:
+    """The finding of a per-slice map along ``axis`` (``fit``: each slice's scale, offset
+    and RMS residual; ``hit``: the slices whose deviation is systematic): the simplest map
+    that explains them (offset, scale, both, or a sign flip), or None when every slice has
+    one and the same map, which the global fit says better."""
+    (a, b), (s, c, resid) = sides, fit
+    n = pair.shape[axis]
+    one = rounding_bound(pair.u, pair.depth)
+    bound = rounding_bound(pair.u, pair.depth, math.prod(pair.shape) / n)
     varies_scale = float(np.std(s[hit])) > one if hit.sum() > 1 else False
     varies_offset = float(np.std(c[hit])) / pair.b_rms > one if hit.sum() > 1 else False
     with_scale = bool(np.any(np.abs(s[hit] - 1) > one))
     with_offset = bool(np.any(np.abs(c[hit]) / pair.b_rms > one))
-    if mode == "fibre":
-        return share, _fibre_finding(pair, axis, s, c, hit, share, with_offset)
     if hit.all() and not (varies_scale or varies_offset):
         return None  # one relation for every slice: the global fit says it better
     if with_scale and with_offset:
@@ -181,6 +203,30 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
     if kind in ("slice_scale", "slice_affine") and np.all(np.abs(s[hit] + 1) <= bound):
         kind = "sign_flip"  # A ≈ −B (+ c): a negated weight or gain, whose bias stays
     zeroed = kind == "slice_affine" and bool(np.all(np.abs(s[hit]) <= bound))
+    message, where, evidence = _slice_text(pair, axis, along, kind, (s, c), hit, share, with_offset)
+    causes = why.for_slices(kind, n)
+    if zeroed:
+        # s = 0: A holds one value per slice whatever B is, which no per-slice constant
+        # (a BatchNorm statistic, a mean) explains: the signal itself was cut.
+        message += "; A does not follow B there (s = 0), and no known cause fits"
+        causes = []
+    return Finding(kind, "error", message, where, causes, evidence)
+
+
+def _slice_text(
+    pair: Pair,
+    axis: int,
+    along: np.ndarray,
+    kind: str,
+    fit: tuple[np.ndarray, np.ndarray],
+    hit: np.ndarray,
+    share: float,
+    with_offset: bool,
+) -> tuple[str, dict, dict]:
+    """The message, ``where`` and evidence of a per-slice map of ``kind`` (``fit``: each
+    slice's scale and offset) on the slices ``hit`` along ``axis``."""
+    s, c = fit
+    n = pair.shape[axis]
     indices = along[hit]
     every = bool(hit.all()) and len(along) == n
     noun = axis_noun(pair.shape, axis)
@@ -211,13 +257,7 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
         "scale": s.tolist()[:256],
         "offset": c.tolist()[:256],
     }
-    causes = why.for_slices(kind, n)
-    if zeroed:
-        # s = 0: A holds one value per slice whatever B is, which no per-slice constant
-        # (a BatchNorm statistic, a mean) explains: the signal itself was cut.
-        message += "; A does not follow B there (s = 0), and no known cause fits"
-        causes = []
-    return share, Finding(kind, "error", message, where, causes, evidence)
+    return message, where, evidence
 
 
 def _fewest_parameters(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[bool, bool]:
