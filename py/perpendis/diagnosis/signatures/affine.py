@@ -20,7 +20,7 @@ from ...report.model import Finding, place
 from ..relations import region
 from ..relations.constants import name_of
 from . import causes as why
-from .model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, rms, rounding_bound, sign_z
+from .model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
 from .sample import Pair, axis_noun
 
 # A global map that leaves more than this share of the raw difference describes it but
@@ -76,7 +76,7 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
     if has_offset:
         amount["offset"] = float(c)
     rel = f"residual {resid / raw:.1%} of the raw difference"
-    loose = resid > CAUSE_RESIDUAL * raw
+    loose = resid > CAUSE_RESIDUAL * raw or not holds(a, s * b + c, pair.tolerance)
     if has_scale and not has_offset and abs(s + 1) <= one:
         kind, rule, causes = "sign_flip", "A ≈ −B", list(why.SIGN_FLIP)
     elif has_scale and not has_offset:
@@ -103,8 +103,9 @@ def _global(pair: Pair) -> list[tuple[Finding, float]]:
         where = place(None, **amount)  # everywhere: no place, only the amount
     if loose:
         # Two constants fitted over the whole tensor leave a fifth of a small perturbation
-        # unexplained whatever it was: the map describes it, it does not identify it.
-        message += f"; the map leaves over {CAUSE_RESIDUAL:.0%} of the difference, so no known cause fits"
+        # unexplained whatever it was, or more than rounding (a softmax appended to logits):
+        # the map describes it, it does not identify it.
+        message += "; the map does not hold to the tolerance, so no known cause fits"
         causes = []
     return [(Finding(kind, "error", message, where, causes), float(resid / raw))]
 
@@ -205,7 +206,14 @@ def _slice_finding(
     zeroed = kind == "slice_affine" and bool(np.all(np.abs(s[hit]) <= bound))
     message, where, evidence = _slice_text(pair, axis, along, kind, (s, c), hit, share, with_offset)
     causes = why.for_slices(kind, n)
-    if zeroed:
+    if kind == "slice_affine" and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance):
+        # Two constants per slice explain most of any perturbation that later layers spread
+        # over features (an input scaled, a LayerNorm's weight doubled mid-graph): such a
+        # map names a cause only where it holds to rounding.  One constant per slice (an
+        # offset, a scale) is held to EXPLAINED, as a bias changed mid-graph leaves it.
+        message += "; the map does not hold to the tolerance, so no known cause fits"
+        causes = []
+    elif zeroed:
         # s = 0: A holds one value per slice whatever B is, which no per-slice constant
         # (a BatchNorm statistic, a mean) explains: the signal itself was cut.
         message += "; A does not follow B there (s = 0), and no known cause fits"
