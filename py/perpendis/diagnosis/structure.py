@@ -63,7 +63,9 @@ def declared_precision(findings: list[Finding], r: Report) -> None:
     format (the rounding finding, against B's RMS where |B| is smaller): the preset's
     fixed atol failing near-zero values of a cancelling sum is then no bug, and an error
     verdict would contradict the rounding finding.  The tolerance and precision findings
-    become a warning and information that say so."""
+    become a warning and information that say so; so does a region of those failures that
+    names no cause (not gross, not apart from the rest): it is where that atol meets small
+    |B|, and every difference in it is rounding too."""
     tol = r.tolerance
     found = next((f for f in findings if f.kind == "precision" and f.severity == "error"), None)
     if tol is None or tol.passed or found is None or not any(f.kind in ("rounding", "deep_rounding") for f in findings):
@@ -74,7 +76,11 @@ def declared_precision(findings: list[Finding], r: Report) -> None:
         return  # the preset names no format the differences fit: the user declared none
     found.severity = "info"
     found.message = found.message.split("; even preset")[0] + f"; the preset {tol.preset} was chosen for it"
+    formats = " or ".join(amount.get("formats", []))
     for f in findings:
+        if f.kind == "region" and f.severity == "error" and not f.causes:
+            f.severity = "warning"
+            f.message += f"; every difference there is {formats} rounding (see the rounding finding)"
         if f.kind == "tolerance" and f.severity == "error":
             f.severity = "warning"
             f.message += (f"; the differences are {' or '.join(amount['formats'])} rounding of B's scale (see the "
