@@ -27,7 +27,8 @@ def _named(report) -> list[str]:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_softmax_appended_to_logits_names_no_affine_cause(seed):
     """A = softmax(B) over 2x10 logits: a global affine fit explains most of it (softmax is
-    near-linear over a small range) but leaves more than rounding, so no cause is named."""
+    near-linear over a small range) but leaves more than rounding, so it names no cause;
+    the softmax relation, which holds, names its own."""
     net, x = _head(seed)
     with torch.no_grad():
         b = net(x)
@@ -35,6 +36,9 @@ def test_a_softmax_appended_to_logits_names_no_affine_cause(seed):
     r = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
     assert r.verdict == "investigate"
     assert _named(r) == []
+    # Two rows of 10 values are enough for the normalisation relation itself.
+    found = next(f for f in r.findings if f.kind == "normalisation")
+    assert found.causes and found.where["relation"]["params"] == {"map": "softmax", "axis": 1}
 
 
 def test_an_input_scaled_through_a_layernorm_names_no_per_feature_cause():
