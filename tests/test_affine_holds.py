@@ -71,3 +71,21 @@ def test_holds_is_the_tolerance_test_on_the_fitted_values():
     assert holds(2 * b + 1e-7, 2 * b, (1e-5, 1.3e-6))
     assert not holds(np.exp(b), 1 + b, (1e-5, 1.3e-6))
     assert holds(np.exp(b), 1 + b, None)  # no tolerance known: nothing to hold it to
+
+
+def test_a_layernorm_epsilon_changed_is_a_per_row_map_not_a_per_token_scale():
+    """A LayerNorm's epsilon changed scales each row (batch entry and token) by its own
+    factor: one scale per token fits that only roughly, one map per row exactly, so the
+    per-row relation is named (a richer map that leaves less than half the residual)."""
+    torch.manual_seed(5)
+    x = torch.randn(2, 8, 32) * (0.05 + torch.rand(1, 8, 1)) * (0.5 + torch.rand(2, 1, 1))  # per token and entry
+    ln = torch.nn.LayerNorm(32, eps=1e-5).eval()
+    with torch.no_grad():
+        ln.weight.copy_(1 + 0.1 * torch.randn(32))
+        ln.bias.copy_(0.1 * torch.randn(32))
+        b = ln(x)
+        ln.eps = 1e-2
+        a = ln(x)
+    r = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    named = _named(r)
+    assert named and named[0] in ("row_scale", "row_offset"), [(f.kind, f.message) for f in r.findings]

@@ -345,7 +345,12 @@ def find(pair: Pair) -> list[Finding]:
 
 
 def _per_axis(pair: Pair) -> tuple[float, Finding] | None:
-    best: tuple[tuple[int, bool, float], Finding] | None = None
+    """The per-slice or per-fibre relation that says most: the one with the fewest fitted
+    values (one per channel beats one per row within each channel, which any per-channel
+    map also fits), then the smaller residual, slices before fibres at a tie; unless a
+    richer one leaves less than half its residual (a LayerNorm epsilon changed scales each
+    row of A by its own factor, which one scale per token fits only roughly)."""
+    found: list[tuple[tuple[int, bool, float], Finding]] = []
     for axis, n in enumerate(pair.shape):
         if n < MIN_SLICES and n < MIN_FIT:
             continue
@@ -355,13 +360,14 @@ def _per_axis(pair: Pair) -> tuple[float, Finding] | None:
             if mode == "fibre" and n < MIN_FIT:
                 continue
             got = _per_slice(pair, axis, mode)
-            if got is None:
-                continue
-            # The relation with the fewest fitted values wins (one per channel beats one
-            # per row within each channel, which any per-channel map also fits), then the
-            # smaller residual; slices before fibres at a tie.
-            fits = n if mode == "slice" else math.prod(pair.shape) // n
-            key = (fits, mode != "slice", got[0])
-            if best is None or key < best[0]:
-                best = (key, got[1])
-    return None if best is None else (best[0][2], best[1])
+            if got is not None:
+                fits = n if mode == "slice" else math.prod(pair.shape) // n
+                found.append(((fits, mode != "slice", got[0]), got[1]))
+    if not found:
+        return None
+    found.sort(key=lambda x: x[0])
+    best = found[0]
+    for other in found[1:]:
+        if 2 * other[0][2] < best[0][2]:
+            best = other
+    return best[0][2], best[1]
