@@ -145,10 +145,11 @@ def single_node_mutations(arch: str, manifest: Path | None = None) -> list[dict[
 
 
 def pick(all_targets: list[str], arch: str, operator: str, k: int = PER_OPERATOR) -> list[str]:
-    """Up to ``k`` targets drawn without replacement, seeded by (architecture, operator)."""
+    """Up to ``k`` targets drawn without replacement, seeded by (architecture, operator)
+    and the corpus seed (:func:`models.variant_seed`)."""
     if len(all_targets) <= k:
         return list(all_targets)
-    seed = int.from_bytes(hashlib.sha256(f"{arch}/{operator}".encode()).digest()[:8], "little")
+    seed = models.variant_seed(f"{arch}/{operator}")
     chosen = np.random.default_rng(seed).choice(len(all_targets), size=k, replace=False)
     return [all_targets[i] for i in sorted(chosen)]
 

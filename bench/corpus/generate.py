@@ -1,7 +1,9 @@
 """Generate the mutation corpus: every architecture exported, mutated and run, with the
 legitimate pairs, into ``bench/corpus/.cache/cases/`` and its ``manifest.json``.
 
-Usage: ``python bench/corpus/generate.py [--arch NAME ...] [--per-operator K] [--no-compile]``
+Usage: ``python bench/corpus/generate.py [--arch NAME ...] [--per-operator K] [--no-compile] [--seed N]``
+``--seed N`` (N > 0) draws other weights, inputs, mutation targets and perturbations and
+writes to ``bench/corpus/.cache/seed<N>/``: a fresh corpus of cases nothing was tuned on.
 Prints the counts (cases per operator, skipped, no effect) and the time taken.
 """
 
@@ -19,16 +21,16 @@ if __package__ in (None, ""):
 
 from bench.corpus import cases, models
 
-CASES = models.CACHE / "cases"
-MANIFEST = CASES / "manifest.json"
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="*", choices=list(models.ARCHITECTURES), default=list(models.ARCHITECTURES))
     parser.add_argument("--per-operator", type=int, default=cases.PER_OPERATOR)
     parser.add_argument("--no-compile", action="store_true", help="leave out the torch.compile pairs")
+    parser.add_argument("--seed", type=int, default=0, help="corpus seed (0: the original corpus)")
     args = parser.parse_args(argv)
+    models.use_seed(args.seed)
+    cases_dir = models.CACHE / "cases"
     # torch.compile's build products go to the corpus cache, not the machine-wide default,
     # where an interrupted run elsewhere can leave a truncated module behind.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(models.CACHE / "inductor"))
@@ -38,13 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         models.export(arch)
         for case in cases.bug_cases(arch, tally, args.per_operator):
-            entries.append(cases.save(case, CASES))
+            entries.append(cases.save(case, cases_dir))
         for case in cases.legitimate_cases(arch, tally, compile_=not args.no_compile):
-            entries.append(cases.save(case, CASES))
+            entries.append(cases.save(case, cases_dir))
         per_arch[arch] = round(time.perf_counter() - t, 1)
         print(f"{arch}: {sum(e['arch'] == arch for e in entries)} cases in {per_arch[arch]} s", flush=True)
     elapsed = time.perf_counter() - started
-    MANIFEST.write_text(
+    (cases_dir / "manifest.json").write_text(
         json.dumps(
             {"cases": entries, "tally": tally, "seconds": round(elapsed, 1), "per_arch_seconds": per_arch}, indent=1
         )

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-CACHE = Path(__file__).resolve().parent / ".cache"
+BASE_CACHE = Path(__file__).resolve().parent / ".cache"
+CACHE = BASE_CACHE
 SEED = 0
 BATCH = 2
 SEQ = 8
@@ -25,6 +26,27 @@ VOCAB = 96
 # where GELU's tanh form equals erf's to rounding; 0.2 gives activations of order 1, as in
 # a trained network, so an activation or epsilon change shows.
 INIT = 0.2
+
+
+def use_seed(seed: int) -> Path:
+    """Make every later build, input and mutation draw from ``seed`` and cache under its
+    own folder (``.cache/seed<N>/``; seed 0 is the original corpus in ``.cache/``).
+
+    A second seed gives a corpus of new cases (other weights, inputs, mutation targets,
+    perturbed slices) that no threshold was tuned on: a fresh held-back set."""
+    global SEED, CACHE
+    SEED = int(seed)
+    CACHE = BASE_CACHE if SEED == 0 else BASE_CACHE / f"seed{SEED}"
+    return CACHE
+
+
+def variant_seed(*parts: str) -> int:
+    """A 64-bit seed from ``parts`` and, when not 0, the corpus seed: seed 0 draws exactly
+    what the corpus drew before seeds existed, so its cache stays valid."""
+    import hashlib
+
+    key = "/".join(parts) if SEED == 0 else "/".join((*parts, f"seed{SEED}"))
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
 
 
 def _seeded() -> None:

@@ -333,6 +333,15 @@ cast_bf16 = _after_node(_round_trip(TensorProto.BFLOAT16))
 # ---------------------------------------------------------------- initializer operators
 
 
+def _target_seed(target: str) -> int:
+    """The perturbation's seed: from the target's name, mixed with the corpus seed when
+    one is set (seed 0 keeps the original draws)."""
+    from . import models
+
+    own = int.from_bytes(target.encode()[:8].ljust(8, b"\0"), "little")
+    return own if models.SEED == 0 else models.variant_seed(target)
+
+
 def _init_op(change: Callable[[np.ndarray, np.random.Generator], np.ndarray]):
     def op(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
         out = _copy(model)
@@ -340,7 +349,7 @@ def _init_op(change: Callable[[np.ndarray, np.random.Generator], np.ndarray]):
         w = numpy_helper.to_array(t)
         if w.dtype.kind != "f" or w.size < 2:
             raise NotApplicable("not a float tensor of two or more values")
-        rng = np.random.default_rng(int.from_bytes(target.encode()[:8].ljust(8, b"\0"), "little"))
+        rng = np.random.default_rng(_target_seed(target))
         new = np.asarray(change(w.copy(), rng), dtype=w.dtype)
         if new.shape != w.shape:
             raise NotApplicable("shape changed")
@@ -534,7 +543,8 @@ def head_unit(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
     rows = reader.op_type == "Gemm" and _attr(reader, "transB", 0) == 1  # (out, in), else (in, out)
     n = w.shape[0] if rows else w.shape[1]
     k = n // 3
-    fresh = np.random.default_rng(SLICE_SEED).standard_normal(w.shape[1] if rows else w.shape[0]) * w.std()
+    rng = np.random.default_rng(SLICE_SEED + _corpus_seed())
+    fresh = rng.standard_normal(w.shape[1] if rows else w.shape[0]) * w.std()
     if rows:
         w[k] = fresh
     else:
@@ -544,6 +554,13 @@ def head_unit(model: onnx.ModelProto, target: str) -> onnx.ModelProto:
 
 
 SLICE_SEED = 7
+
+
+def _corpus_seed() -> int:
+    from . import models
+
+    return models.SEED
+
 
 pre_scale = _on_input(_scale_input)
 pre_normalise = _on_input(_normalise_input)

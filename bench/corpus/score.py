@@ -2,7 +2,9 @@
 each case of the manifest ``generate.py`` wrote, per operator and overall.
 
 Usage: ``python bench/corpus/score.py [--half tuning|held-back|all] [--limit N]
-[--operator NAME ...] [--arch NAME ...] [--json FILE] [-v]``
+[--operator NAME ...] [--arch NAME ...] [--json FILE] [--seed N] [-v]``
+``--seed N`` scores the corpus ``generate.py --seed N`` wrote (all of it is unseen data:
+use ``--half all``).
 
 What is measured, and how it is judged:
 
@@ -47,7 +49,11 @@ from perpendis.report.headline import main_finding  # noqa: E402
 
 from bench.corpus import cases, effects, models  # noqa: E402
 
-MANIFEST = models.CACHE / "cases" / "manifest.json"
+
+def manifest() -> Path:
+    """The manifest of the corpus seed in use (:func:`models.use_seed`)."""
+    return models.CACHE / "cases" / "manifest.json"
+
 
 # Finding kinds that report the tolerance or the error's size, not a cause.
 NOT_A_CAUSE = {"tolerance", "tolerance_warning", "rounding", "deep_rounding", "not_rounding", "reference", "dtype"}
@@ -150,7 +156,7 @@ def clean_graph(arch: str) -> onnx.GraphProto | None:
 
 def judge(entry: dict[str, Any]) -> dict[str, Any]:
     """Compare one case and judge the report against its label."""
-    a, b = cases.load(entry, MANIFEST.parent)
+    a, b = cases.load(entry, manifest().parent)
     report = compare_values(a, b, preset=entry["preset"])
     lab = entry["label"]
     bug = entry["class"] != "legitimate"
@@ -248,11 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every case's judgement here")
     parser.add_argument("--by", choices=["operator", "family"], default="operator", help="rows of the table")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each wrong case")
+    parser.add_argument("--seed", type=int, default=0, help="corpus seed generate.py was run with")
     args = parser.parse_args(argv)
-    if not MANIFEST.exists():
-        print(f"no corpus yet: run python bench/corpus/generate.py first ({MANIFEST.name} missing)")
+    models.use_seed(args.seed)
+    if not manifest().exists():
+        print(f"no corpus yet: run python bench/corpus/generate.py --seed {args.seed} first (manifest missing)")
         return 2
-    entries = json.loads(MANIFEST.read_text())["cases"]
+    entries = json.loads(manifest().read_text())["cases"]
     entries = [e for e in entries if args.half == "all" or e["half"] == args.half]
     if args.operator:
         entries = [e for e in entries if e["label"]["operator"] in args.operator]

@@ -21,6 +21,8 @@ from ..signatures.sample import Pair
 
 HOLD_SHARE = 0.99
 MIN_FIBRES = 8
+MIN_LENGTH = 4  # with fewer fibres, each this long
+MIN_VALUES = 16  # and this many values over all of them
 Fn = Callable[[np.ndarray], np.ndarray]
 
 
@@ -62,7 +64,10 @@ def _fibres(pair: Pair, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     _, a, b = got
     ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
-    return (a[ok], b[ok]) if ok.sum() >= MIN_FIBRES else None
+    # Few fibres are enough when they are long enough together: a softmax matched to
+    # rounding on 2 rows of 10 logits is 20 values of a nonlinear map, no coincidence.
+    enough = ok.sum() >= MIN_FIBRES or (a.shape[1] >= MIN_LENGTH and ok.sum() * a.shape[1] >= MIN_VALUES)
+    return (a[ok], b[ok]) if enough else None
 
 
 def _holds(y: np.ndarray, pred: np.ndarray, bound: float) -> bool:

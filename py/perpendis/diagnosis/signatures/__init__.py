@@ -44,4 +44,5 @@ def pair_of(report: Report, depth: float) -> Pair | None:
         a_store=a_store,
         b_store=b_store,
         hot={x.axis: [int(t[0]) for t in x.top[:8]] for x in report.axes if x.bucket == 1},
+        tolerance=None if report.tolerance is None else (report.tolerance.atol, report.tolerance.rtol),
     )

@@ -21,6 +21,7 @@ Z = 6.0  # standard deviations a rounding-null statistic must exceed
 EXPLAINED = 0.25  # a relation must leave at most this share of the raw RMS difference
 MIN_FIT = 16  # elements a per-slice fit needs
 MIN_SLICES = 2  # slices a per-slice pattern needs (an RGB image has 3)
+HOLDS_SHARE = 0.99  # share of elements a fitted map must bring within the tolerance
 
 
 def rounding_bound(u: float, depth: float, m: float = 1.0) -> float:
@@ -70,3 +71,17 @@ def binned_z(key: np.ndarray, values: np.ndarray, bins: int = BINS) -> tuple[flo
     chi2 = float(np.sum(counts * (means - grand) ** 2) / within)
     df = bins - 1
     return (chi2 - df) / math.sqrt(2 * df), float(np.sqrt(np.mean((means - grand) ** 2)))
+
+
+def holds(a: np.ndarray, mapped: np.ndarray, tolerance: tuple[float, float] | None) -> bool:
+    """Whether a fitted map T holds to rounding: A = T(B) within the pair's tolerance
+    (``|A − T(B)| <= atol + rtol·|T(B)|``, the test the user judges rounding by) on at
+    least :data:`HOLDS_SHARE` of the elements.  A map that only explains most of the
+    difference (a global affine fit to a softmax, to a LayerNorm weight scaled per
+    feature) describes it but implies no cause.  True when no tolerance is known."""
+    if tolerance is None or a.size == 0:
+        return True
+    atol, rtol = tolerance
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.abs(a - mapped) <= atol + rtol * np.abs(mapped)
+    return float(np.mean(ok)) >= HOLDS_SHARE

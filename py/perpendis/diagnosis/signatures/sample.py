@@ -72,6 +72,9 @@ class Pair:
     # Per axis, indices where the tolerance failed most (the fold's per-axis counts): a
     # long axis's slice view always holds them, so one wrong channel of 1024 is not missed.
     hot: dict[int, list[int]] = field(default_factory=dict)
+    # (atol, rtol) of the tolerance the pair is judged with: a fitted map names a cause
+    # only where it holds to it (:func:`.model.holds`); None when there is none.
+    tolerance: tuple[float, float] | None = None
     _rng: Stream = field(default_factory=lambda: Stream(SEED))
     _cache: dict = field(default_factory=dict)
 
