@@ -22,7 +22,7 @@ from decimal import Decimal
 import numpy as np
 
 from ..errors import InputError
-from . import bits
+from . import bits, element_bits
 from .bits import Format
 from .peer_rounding import rounded_to, scalar_in, working_formats
 
@@ -375,7 +375,7 @@ def print_slack(raw: np.ndarray, fmt: Format, digits: int) -> np.ndarray:
     """
     out = np.full(raw.size, math.inf)
     for i, code in enumerate(raw.tolist()):
-        shortest = Decimal(bits.decimal_string(code, fmt))
+        shortest = Decimal(element_bits.decimal_string(code, fmt))
         if shortest.is_finite():
             last = shortest.as_tuple().exponent
             if digits:

@@ -5,7 +5,7 @@ none changes it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ import numpy as np
 from ..engine.fold.chunk import CHUNK, relative
 from ..engine.fold.numbers import make_element
 from ..errors import InputError
-from ..numerics import bits
+from ..numerics import bits, element_bits
 from ..numerics.tolerance import Tolerance, bit_equal_nan_fails, failing, printed_digits
 from ..report.model import plain
 from .fold import Progress
@@ -29,7 +29,7 @@ def _flat_index(flat: object, size: int, *, lo: int = 0, hi: int | None = None) 
 
 
 def _decimal(raw: int | None, fmt: bits.Format) -> str | None:
-    return None if raw is None else bits.decimal_string(raw, fmt)
+    return None if raw is None else element_bits.decimal_string(raw, fmt)
 
 
 def element(
@@ -41,10 +41,10 @@ def element(
     flat = _flat_index(request.flat, a.size)
     ra, rb = (int(bits.raw_bits(x[flat : flat + 1], fmt)[0]) for x in (a, b))
     element = plain(make_element(flat, ra, rb, fmt, report.aligned.shape))
-    (a_prev, a_next), (b_prev, b_next) = bits.neighbours(ra, fmt), bits.neighbours(rb, fmt)
+    (a_prev, a_next), (b_prev, b_next) = element_bits.neighbours(ra, fmt), element_bits.neighbours(rb, fmt)
     element |= {
-        "a_fields": bits.fields(ra, fmt) if fmt.is_float else None,
-        "b_fields": bits.fields(rb, fmt) if fmt.is_float else None,
+        "a_fields": element_bits.fields(ra, fmt) if fmt.is_float else None,
+        "b_fields": element_bits.fields(rb, fmt) if fmt.is_float else None,
         "a_prev": _decimal(a_prev, fmt),
         "a_next": _decimal(a_next, fmt),
         "b_prev": _decimal(b_prev, fmt),
@@ -151,61 +151,23 @@ def pooled_slice(
     report, _, _ = session.flat_arrays()
     aligned = report.aligned
     a, b = aligned.a, aligned.b
-    nd = a.ndim
     max_cells = request.max_cells
     if not isinstance(max_cells, int) or max_cells < 1:
         raise InputError(f"max_cells must be a positive integer, got {max_cells!r}")
-    if nd < 2:
-        pa, pb = a.reshape(1, -1), b.reshape(1, -1)
-    else:
-        axes = request.axes
-        if not (isinstance(axes, list) and len(axes) == 2 and all(isinstance(x, int) and 0 <= x < nd for x in axes)):
-            raise InputError(f"axes must be two distinct axis numbers from 0 to {nd - 1}, got {axes!r}")
-        row, col = axes
-        if row == col:
-            raise InputError(f"axes must be two distinct axis numbers, got {axes!r}")
-        index = request.index or [0] * nd
-        if not (isinstance(index, list) and len(index) == nd):
-            raise InputError(f"index must give one integer per axis ({nd}), got {index!r}")
-        sel: list[int | slice] = []
-        for axis, (i, size) in enumerate(zip(index, a.shape, strict=True)):
-            if axis in (row, col):
-                sel.append(slice(None))
-            elif isinstance(i, int) and 0 <= i < size:
-                sel.append(i)
-            else:
-                raise InputError(f"index {i!r} is out of range for axis {axis} of size {size}")
-        pa, pb = a[tuple(sel)], b[tuple(sel)]
-        if row > col:
-            pa, pb = pa.T, pb.T
+    pa, pb, place = _slice_of(a, b, request)
     t = report.tolerance
     tol = Tolerance(t.atol, t.rtol, t.preset) if t is not None else Tolerance(0.0, 0.0)
     lossy = (printed_digits(report.a), printed_digits(report.b))
     values = _metric(
         request.metric, np.ascontiguousarray(pa), np.ascontiguousarray(pb), aligned.fmt, tol, lossy
     )
-    rows, cols = values.shape
-    rs, cs = _steps(rows, cols, max_cells)
-    pr, pc = math.ceil(rows / rs), math.ceil(cols / cs)
-    padded = np.full((pr * rs, pc * cs), -np.inf)
-    padded[:rows, :cols] = values
-    blocks = padded.reshape(pr, rs, pc, cs).transpose(0, 2, 1, 3).reshape(pr, pc, rs * cs)
-    pooled = blocks.max(axis=2)
-    # The element each cell shows (the worst of its block), so a click on it opens that element.
-    worst = blocks.argmax(axis=2)
-    at_row = np.arange(pr)[:, None] * rs + worst // cs
-    at_col = np.arange(pc)[None, :] * cs + worst % cs
-    if nd < 2:
-        flat = at_col
-    else:
-        full = [np.full(worst.shape, i) for i in index]
-        full[row], full[col] = at_row, at_col
-        flat = np.ravel_multi_index(full, a.shape)
+    pooled, at_row, at_col, (rs, cs) = _pooled(values, max_cells)
+    flat = place(at_row, at_col)
     return {
         "slice": plain(
             {
-                "rows": pr,
-                "cols": pc,
+                "rows": pooled.shape[0],
+                "cols": pooled.shape[1],
                 "row_step": rs,
                 "col_step": cs,
                 "values": [float(v) for v in pooled.ravel()],
@@ -215,6 +177,60 @@ def pooled_slice(
             }
         )
     }
+
+
+Place = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _slice_of(a: np.ndarray, b: np.ndarray, request: SliceRequest) -> tuple[np.ndarray, np.ndarray, Place]:
+    """The 2-D slice of A and B the request names (rows, columns), and how a (row, column)
+    of it maps back to the flat index of the element it shows."""
+    nd = a.ndim
+    if nd < 2:
+        return a.reshape(1, -1), b.reshape(1, -1), lambda at_row, at_col: at_col
+    axes = request.axes
+    if not (isinstance(axes, list) and len(axes) == 2 and all(isinstance(x, int) and 0 <= x < nd for x in axes)):
+        raise InputError(f"axes must be two distinct axis numbers from 0 to {nd - 1}, got {axes!r}")
+    row, col = axes
+    if row == col:
+        raise InputError(f"axes must be two distinct axis numbers, got {axes!r}")
+    index = request.index or [0] * nd
+    if not (isinstance(index, list) and len(index) == nd):
+        raise InputError(f"index must give one integer per axis ({nd}), got {index!r}")
+    sel: list[int | slice] = []
+    for axis, (i, size) in enumerate(zip(index, a.shape, strict=True)):
+        if axis in (row, col):
+            sel.append(slice(None))
+        elif isinstance(i, int) and 0 <= i < size:
+            sel.append(i)
+        else:
+            raise InputError(f"index {i!r} is out of range for axis {axis} of size {size}")
+    pa, pb = a[tuple(sel)], b[tuple(sel)]
+    if row > col:
+        pa, pb = pa.T, pb.T
+
+    def place(at_row: np.ndarray, at_col: np.ndarray) -> np.ndarray:
+        full = [np.full(at_row.shape, i) for i in index]
+        full[row], full[col] = at_row, at_col
+        return np.ravel_multi_index(full, a.shape)
+
+    return pa, pb, place
+
+
+def _pooled(values: np.ndarray, max_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """``values`` pooled into blocks (the worst of each) to at most ``max_cells`` cells, with
+    the row and column of the element each cell shows (so a click opens that element) and
+    the block's steps."""
+    rows, cols = values.shape
+    rs, cs = _steps(rows, cols, max_cells)
+    pr, pc = math.ceil(rows / rs), math.ceil(cols / cs)
+    padded = np.full((pr * rs, pc * cs), -np.inf)
+    padded[:rows, :cols] = values
+    blocks = padded.reshape(pr, rs, pc, cs).transpose(0, 2, 1, 3).reshape(pr, pc, rs * cs)
+    worst = blocks.argmax(axis=2)
+    at_row = np.arange(pr)[:, None] * rs + worst // cs
+    at_col = np.arange(pc)[None, :] * cs + worst % cs
+    return blocks.max(axis=2), at_row, at_col, (rs, cs)
 
 
 def scatter(

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...numerics import bits
+from ...numerics import bits, element_bits
 from ...numerics.bits import Format
 from ...numerics.tolerance import Tolerance, dynamo_rmse_passes, refusal
 from ...report.model import AxisFailures, Element, Histogram, MinTolerance, Stats, ToleranceResult
@@ -32,7 +32,7 @@ def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[in
     """One element of the pair in every form the report shows."""
     pair = np.array([raw_a, raw_b], dtype=np.uint64)
     dist, defined = bits.ulp_distance(pair[:1], pair[1:], fmt)
-    va, vb = bits.value_of(raw_a, fmt), bits.value_of(raw_b, fmt)
+    va, vb = element_bits.value_of(raw_a, fmt), element_bits.value_of(raw_b, fmt)
     abs_diff = rel_diff = None
     if not (math.isnan(va) or math.isnan(vb)):
         abs_diff = 0.0 if va == vb else float(abs(va - vb))
@@ -40,12 +40,12 @@ def make_element(flat: int, raw_a: int, raw_b: int, fmt: Format, shape: tuple[in
     return Element(
         flat=int(flat),
         index=multi_index(flat, shape),
-        a=bits.decimal_string(raw_a, fmt),
-        b=bits.decimal_string(raw_b, fmt),
-        a_bits=bits.bit_string(raw_a, fmt),
-        b_bits=bits.bit_string(raw_b, fmt),
-        a_hex=bits.hex_string(raw_a, fmt),
-        b_hex=bits.hex_string(raw_b, fmt),
+        a=element_bits.decimal_string(raw_a, fmt),
+        b=element_bits.decimal_string(raw_b, fmt),
+        a_bits=element_bits.bit_string(raw_a, fmt),
+        b_bits=element_bits.bit_string(raw_b, fmt),
+        a_hex=element_bits.hex_string(raw_a, fmt),
+        b_hex=element_bits.hex_string(raw_b, fmt),
         ulp=int(dist[0]) if defined[0] else None,
         abs_diff=abs_diff,
         rel_diff=rel_diff,
