@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from perpendis.diagnosis.signatures.model import holds
 from perpendis.engine.compare import compare_values
+
+torch = pytest.importorskip("torch")
 
 _AFFINE = {"affine", "scale", "offset", "slice_affine", "slice_scale", "slice_offset", "row_scale", "row_offset"}
 

@@ -104,6 +104,11 @@ def _beyond_rounding(
     :func:`rounding_findings`): how deep a computation they are rounding of, or that no
     plausible depth makes them rounding."""
     typical, u = s.typical, s.u
+    if not math.isfinite(typical / (ROUNDOFF_FACTOR * u)):  # differences that overflow the measure
+        return [] if not passed else [Finding(
+            "not_rounding", "warning",
+            f"the differences are too large for rounding at any depth: the 99th percentile is {typical:.3g} "
+            f"{_MEASURE}; only the tolerance given passes them")]
     needed = math.ceil(typical / (ROUNDOFF_FACTOR * u))
     if not passed:
         if narrow is not None and not structured and needed <= NARROW_DEPTH:
