@@ -26,11 +26,15 @@ from ..inputs.tensor import Tensor
 from ..layers.bisect import bisect, model_info, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
+from ..service.boundary import raised
 from ..service.handle import serve
 from ..service.requests import CompareRequest
 from ..service.session import Session
 from . import exits, routes
 from .options import add_pair_options, add_tolerance_options, comparison_options
+
+SIDES = {"a": "A", "b": "B"}
+"""The request's sides as the CLI names them in its messages."""
 
 # Every command: its usage and what it does, for the main --help ("": the plain comparison).
 COMMANDS = {
@@ -161,12 +165,7 @@ def answer_of(args: argparse.Namespace) -> tuple[dict[str, Any], Session]:
         inputs = {"a": a, "b": b, **({} if ref is None else {"ref": ref})}
         request = CompareRequest(inputs, comparison_options(args), {}, text=True)
     session = Session()
-    answer = serve(request, {}, files, session=session)
-    if not answer["ok"]:
-        error = answer["error"]
-        side = {"a": "A", "b": "B"}.get(error["side"], error["side"])
-        raise InputError(error["message"], where=error["where"], side=side)
-    return answer, session
+    return raised(serve(request, {}, files, session=session), SIDES), session
 
 
 def report_of(args: argparse.Namespace) -> Report:
