@@ -135,6 +135,14 @@ class BisectRequest:
     void_format: Mapping[str, str]
     mapping: Mapping[str, str] = field(default_factory=dict)
     only: Any = ()
+    read: Mapping[str, Any] | None = None
+    """The pairing records (``info_a``, ``info_b``) of captures a front end in Python read
+    itself (the CLI: ``inputs`` then holds each side's lazy entries); None for the page's boxes."""
+    threads: int = 1
+    """Threads the pairs are compared on: the CLI's cores; the page's worker is one thread."""
+    allow_unpaired: bool = True
+    """Nothing paired is an answer for the page, which shows both sides' names to pair by
+    hand; the CLI has no such table and says it as bad input."""
 
     def engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
