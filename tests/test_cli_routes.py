@@ -268,9 +268,10 @@ def test_the_cli_bisect_is_the_pages_bisect_of_the_same_captures(capsys):
     paths = [MODELS / "cnn.capture.torch.npz", MODELS / "cnn.capture.ort.npz"]
     code = main(["bisect", *map(str, paths), "--json"])
     mine = json.loads(capsys.readouterr().out)
-    request = {"op": "bisect", "inputs": {side: {"name": p.name, "data": side} for side, p in zip("ab", paths)},
+    sides = dict(zip("ab", paths, strict=True))
+    request = {"op": "bisect", "inputs": {side: {"name": p.name, "data": side} for side, p in sides.items()},
                "options": {}}
-    page = api.handle(request, {side: p.read_bytes() for side, p in zip("ab", paths)})["bisect"]
+    page = api.handle(request, {side: p.read_bytes() for side, p in sides.items()})["bisect"]
     assert code == (1 if page["first_failing"] is not None else 0)
     assert [p["a_name"] for p in mine["pairs"]] == [p["a_name"] for p in page["pairs"]] != []
     assert [p["report"]["verdict"] for p in mine["pairs"]] == [p["report"]["verdict"] for p in page["pairs"]]
