@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli import checkpoints as cli_checkpoints
 from perpendis.cli import main as cli
 from perpendis.cli.main import COMMANDS, main
 from perpendis.service import judge
@@ -127,7 +126,9 @@ def test_a_crash_in_checkpoints_exits_3_too(monkeypatch, capsys, conversion):
     def broken(*args, **kwargs):
         raise KeyError("shard")
 
-    monkeypatch.setattr(cli_checkpoints, "compare_checkpoints", broken)
+    from perpendis.service import checkpoints
+
+    monkeypatch.setattr(checkpoints, "begin_checkpoints", broken)  # the CLI's checkpoints run in the service
     assert main(["checkpoints", *map(str, conversion), "--single", "--no-progress"]) == 3
     assert "internal error" in capsys.readouterr().err
 
