@@ -75,3 +75,26 @@ def test_resume_file(conversion, tmp_path, capsys):
     again = json.loads(capsys.readouterr().out)
     assert again["tensors"] == first["tensors"] and again["summary"] == first["summary"]
     assert any("compared by an earlier run" in n for n in again["notes"])
+
+
+def test_the_cli_asks_the_service_and_answers_as_the_page(conversion, capsys, monkeypatch):
+    """``perpendis checkpoints`` sends its opened checkpoints to the service's ``checkpoints``
+    op: its JSON is the page's answer to the same folders' files sent as readers."""
+    from perpendis import service
+    from perpendis.inputs.formats.buffer import view_reader
+    from perpendis.service import handle
+
+    asked = []
+    real = handle._run
+    monkeypatch.setattr(handle, "_run", lambda s, request, *a: asked.append(request) or real(s, request, *a))
+    code = main(["checkpoints", *map(str, conversion), "--rename", RENAME, "--single", "--json", "--no-progress"])
+    mine = json.loads(capsys.readouterr().out)
+    assert code == 1 and [type(r).__name__ for r in asked] == ["CheckpointsRequest"]
+    files, inputs = {}, {}
+    for side, root in zip("ab", conversion, strict=True):
+        inputs[side] = []
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            files[f"p{len(files)}"] = view_reader(path.read_bytes())
+            inputs[side].append({"name": path.relative_to(root).as_posix(), "data": f"p{len(files) - 1}"})
+    page = service.serve({"op": "checkpoints", "inputs": inputs, "options": {"rename": [RENAME]}}, {}, files)
+    assert page["ok"] and mine == page["checkpoints"]

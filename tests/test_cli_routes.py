@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli import checkpoints as cli_checkpoints
 from perpendis.cli import main as cli
 from perpendis.cli.main import COMMANDS, main
 from perpendis.service import judge
@@ -127,7 +126,9 @@ def test_a_crash_in_checkpoints_exits_3_too(monkeypatch, capsys, conversion):
     def broken(*args, **kwargs):
         raise KeyError("shard")
 
-    monkeypatch.setattr(cli_checkpoints, "compare_checkpoints", broken)
+    from perpendis.service import checkpoints
+
+    monkeypatch.setattr(checkpoints, "begin_checkpoints", broken)  # the CLI's checkpoints run in the service
     assert main(["checkpoints", *map(str, conversion), "--single", "--no-progress"]) == 3
     assert "internal error" in capsys.readouterr().err
 
@@ -212,7 +213,9 @@ def test_a_crash_in_bisect_exits_3_with_one_line(monkeypatch, capsys):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in the bisect")
 
-    monkeypatch.setattr(cli, "bisect", broken)
+    from perpendis.service import captures
+
+    monkeypatch.setattr(captures, "bisect", broken)  # the CLI's bisect runs in the service, as the page's
     captures = [str(MODELS / "cnn.capture.torch.npz"), str(MODELS / "cnn.capture.ort.npz")]
     assert main(["bisect", *captures]) == 3
     err = capsys.readouterr().err
@@ -256,3 +259,31 @@ def test_the_cli_and_the_page_get_the_same_answer_from_the_service(capsys):
     assert code == (0 if page["report"]["verdict"] in ("identical", "rounding") else 1)
     main([str(a), str(b), "--depth", "2"])
     assert capsys.readouterr().out.startswith(page["report"]["verdict"].upper())
+
+
+def test_the_cli_bisect_is_the_pages_bisect_of_the_same_captures(capsys):
+    """``perpendis bisect`` asks the service's bisect op: its JSON is the page's answer to
+    the same two capture files sent as bytes."""
+    from perpendis.service import api
+
+    paths = [MODELS / "cnn.capture.torch.npz", MODELS / "cnn.capture.ort.npz"]
+    code = main(["bisect", *map(str, paths), "--json"])
+    mine = json.loads(capsys.readouterr().out)
+    sides = dict(zip("ab", paths, strict=True))
+    request = {"op": "bisect", "inputs": {side: {"name": p.name, "data": side} for side, p in sides.items()},
+               "options": {}}
+    page = api.handle(request, {side: p.read_bytes() for side, p in sides.items()})["bisect"]
+    assert code == (1 if page["first_failing"] is not None else 0)
+    assert [p["a_name"] for p in mine["pairs"]] == [p["a_name"] for p in page["pairs"]] != []
+    assert [p["report"]["verdict"] for p in mine["pairs"]] == [p["report"]["verdict"] for p in page["pairs"]]
+
+
+def test_the_cli_bisect_says_nothing_paired_as_bad_input(tmp_path, capsys):
+    """The page answers two captures with no name in common with both lists of names; the
+    CLI has no table to pair them by hand in, so it is bad input there (exit 2)."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "a.npz", conv=rng.standard_normal(6).astype(np.float32))
+    np.savez(tmp_path / "b.npz", other=rng.standard_normal(7).astype(np.float32))
+    assert main(["bisect", str(tmp_path / "a.npz"), str(tmp_path / "b.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perpendis bisect: ") and err.count("\n") == 1

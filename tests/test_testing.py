@@ -95,3 +95,52 @@ def test_a_report_prints_short_in_a_repl():
     report = perpendis.compare(-b, b)
     assert repr(report).startswith("<perpendis Report INVESTIGATE: ") and "\n" not in repr(report)
     assert len(repr(report)) < 300  # not every field, sample and aligned array
+
+
+def _npy(array):
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+def test_the_notebook_report_is_the_pages_report_of_the_same_arrays():
+    """``perpendis.compare`` asks the service the page's worker asks: the same arrays sent as
+    .npy bytes in the page's request give the same report, but for each side's source."""
+    from perpendis.service import api
+
+    b = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    a = b * np.float32(1.001)
+    mine = perpendis.compare(a, b, preset="fp16").to_dict()
+    request = {"op": "compare", "inputs": {"a": {"name": "a.npy", "data": "a"}, "b": {"name": "b.npy", "data": "b"}},
+               "options": {"preset": "fp16"}}
+    page = api.handle(request, {"a": _npy(a), "b": _npy(b)})["report"]
+    assert mine["verdict"] == page["verdict"] == "investigate"
+    sides = ("a", "b")
+    assert {k: v for k, v in mine.items() if k not in sides} == {k: v for k, v in page.items() if k not in sides}
+
+
+def test_assert_same_asks_the_service_except_for_bits_it_has_decided(monkeypatch):
+    import perpendis.testing as testing
+
+    asked = []
+    real = testing.serve
+    monkeypatch.setattr(testing, "serve", lambda request, *a, **kw: asked.append(request) or real(request, *a, **kw))
+    b = np.linspace(-2, 2, 100, dtype=np.float32)
+    passed = assert_same(b.copy(), b)
+    assert asked == []  # the bit check answered in front of the service
+    assert passed.verdict == "identical" and len(asked) == 1  # its report, made when first read
+    with pytest.raises(ComparisonError):
+        assert_same(b + 1, b)
+    assert len(asked) == 2 and type(asked[-1]).__name__ == "CompareRequest"
+    assert asked[-1].inputs["a"].shape == (100,)
+
+
+def test_bad_input_the_service_finds_is_raised_as_an_input_error():
+    from perpendis.errors import InputError
+
+    b = np.ones((8, 16), dtype=np.float32)
+    with pytest.raises(InputError, match="reference has shape") as info:
+        perpendis.compare(b, b, ref=np.ones(3))
+    assert info.value.side == "ref"

@@ -11,6 +11,13 @@ by one comparison of raw bits, with the same outcome as the full analysis (see
 :func:`bit_identical`). Most of the rest differ by rounding only, every element within a
 few units of the data's own precision: that is decided in a few vectorised passes (see
 :func:`rounding_close`). Either way the report is made only if the test looks at it.
+
+Every report is made by the service, as for the CLI and the page: a typed
+``CompareRequest`` holding the in-memory tensors, answered by ``service.serve``
+(:func:`served`), so the three front ends share one planner, one set of ops and one place
+where bad input becomes an answer (raised again here as :class:`InputError`). The two
+fast checks stay in front of it: they answer before any request is needed, and the report
+they defer is asked of the service when first used.
 """
 
 from __future__ import annotations
@@ -22,8 +29,6 @@ import numpy as np
 
 from .diagnosis.diagnose import ROUNDING_SHARE
 from .diagnosis.signatures.model import ROUNDOFF_FACTOR
-from .engine.compare import compare as compare_tensors
-from .engine.compare import compare_values as compare
 from .engine.options import ComparisonOptions
 from .errors import InputError
 from .inputs.tensor import Tensor, as_tensor
@@ -32,6 +37,10 @@ from .numerics.tolerance import failing
 from .report.explain import explain
 from .report.model import Report
 from .report.task_text import task_lines
+from .service.boundary import raised
+from .service.handle import serve
+from .service.requests import CompareRequest
+from .service.session import Session
 
 __all__ = ["ComparisonError", "PassedReport", "assert_same", "bit_identical", "compare", "rounding_close"]
 SOURCES = ("actual", "expected")
@@ -64,7 +73,7 @@ class PassedReport:
     def report(self) -> Report:
         if self._report is None:
             a, b, options = self._args  # type: ignore[misc]
-            self._report, self._args = compare_tensors(a, b, options), None
+            self._report, self._args = served(a, b, options), None
         return self._report
 
     def __getattr__(self, name: str) -> Any:
@@ -72,6 +81,29 @@ class PassedReport:
 
     def __repr__(self) -> str:
         return repr(self.report)
+
+
+def served(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None = None) -> Report:
+    """The report of A against B as the service makes it: the typed request of the tensors in
+    memory, through ``service.serve`` on a session of its own (a test's comparisons share no
+    state), and the report the session keeps; bad input is raised again as :class:`InputError`."""
+    inputs = {"a": a, "b": b, **({} if ref is None else {"ref": ref})}
+    session = Session()
+    raised(serve(CompareRequest(inputs, options, {}), {}, session=session))
+    return session.report()
+
+
+def compare(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None, *,
+            depth: float = 1.0, ref: Any = None, sources: tuple[str, str] = ("A", "B"), task: Any = None,
+            check_dtype: bool = True) -> Report:
+    """The report of A against B (``b`` the expected value: the tolerance scales with
+    ``|b|``); in a notebook it displays as a rich summary. ``task`` asks whether the
+    prediction changes (``task="logits"``); ``check_dtype=False`` compares values across
+    element formats. Unreadable input (an unsupported dtype, say) raises
+    :class:`~perpendis.errors.InputError`."""
+    options = ComparisonOptions(preset, atol, rtol, depth, check_dtype, task)
+    reference = None if ref is None else as_tensor(ref, "reference")
+    return served(as_tensor(a, sources[0]), as_tensor(b, sources[1]), options, reference)
 
 
 def bit_identical(a: Tensor, b: Tensor, options: ComparisonOptions) -> bool:
@@ -163,7 +195,7 @@ def assert_same(a: Any, b: Any, preset: str | None = None, atol: float | None = 
         return PassedReport(ta, tb, options)  # type: ignore[return-value]
     if ref is None and options.task is None and rounding_close(ta, tb, options):
         return PassedReport(ta, tb, options)  # type: ignore[return-value]
-    report = compare_tensors(ta, tb, options, ref=None if ref is None else as_tensor(ref, "reference"))
+    report = served(ta, tb, options, None if ref is None else as_tensor(ref, "reference"))
     if fail_on == "prediction":
         if report.task is None:
             raise InputError(f"fail_on='prediction' needs a task check, and there was none: {report.notes[-1:]}")

@@ -4,6 +4,14 @@
 Runtime with every value marked as an output and saves them all.  ``check-export``
 does the same for a saved model and bisects it against a PyTorch capture of the same
 input.  Exit 0 clean, 1 when a layer must be investigated, 2 on bad input.
+
+Unlike the plain command, ``bisect`` and ``checkpoints``, these two do not go through the
+service (:func:`perpendis.service.serve`): their work is running models, PyTorch and ONNX
+Runtime, which the service never imports (the page's worker has neither), and the page
+has no op for it.  What they produce are captures, which ``perpendis bisect`` (through
+the service) compares; ``check-export``'s own layer-by-layer comparison is
+:func:`perpendis.layers.capture.check.bisect_runs_of`, one step with the runs and the
+isolation of each layer in ONNX Runtime.
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..checkpoints import Resume, compare_checkpoints, folder, local_runner, parse_rule
+from ..checkpoints import Resume, folder, local_runner, parse_rule
 from ..checkpoints.distributed import (
     MIN_LOCAL_BYTES,
     MIN_SCHEDULER_BYTES,
@@ -30,6 +31,10 @@ from ..checkpoints.distributed import (
 )
 from ..checkpoints.rename import PRESETS, preset
 from ..errors import InputError
+from ..service.boundary import raised
+from ..service.handle import serve
+from ..service.requests import CheckpointsRequest, OpenedCheckpoints
+from ..service.session import Session
 from . import exits
 from .options import add_tolerance_options, comparison_options
 
@@ -146,6 +151,9 @@ class _Bar:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The checkpoints opened here (folders or files through memory maps) and compared by
+    the service's ``checkpoints`` op, the page's, with this command's runner, resume file
+    and progress bar."""
     args = _parser().parse_args(argv)
     bar = _Bar(not args.no_progress)
     resume = None
@@ -156,22 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         resume = Resume(args.resume) if args.resume else None
         sizes = checkpoint_bytes(path for c in (a, b) for path in (c.paths or {}).values())
         with _runner(args, sizes) as runner:
-            report = compare_checkpoints(
-                a,
-                b,
-                rules=rules,
-                preset=asked.preset,
-                atol=asked.atol,
-                rtol=asked.rtol,
-                depth=asked.depth,
-                runner=runner,
-                done=bar.done,
-                planned=bar.planned,
-                resume=resume,
-            )
+            opened = OpenedCheckpoints(a, b, tuple(rules), runner, resume, bar.planned, bar.done)
+            answer = raised(serve(CheckpointsRequest({}, asked, [], opened), {}, session=Session()))
     finally:
         bar.close()
         if resume is not None:
             resume.close()
-    print(report.to_json(indent=1) if args.json else report.to_text(), end="\n" if args.json else "")
-    return exits.judged(report.must_investigate)
+    if args.json:
+        print(json.dumps(answer["checkpoints"], allow_nan=False, indent=1))
+    else:
+        print(answer["text"], end="")
+    return exits.judged(answer["must_investigate"])

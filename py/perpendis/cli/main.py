@@ -23,14 +23,18 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path
 from ..inputs.tensor import Tensor
-from ..layers.bisect import bisect, model_info, path_entries, path_info
+from ..layers.bisect import model_info, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
+from ..service.boundary import raised
 from ..service.handle import serve
-from ..service.requests import CompareRequest
+from ..service.requests import BisectRequest, CompareRequest
 from ..service.session import Session
 from . import exits, routes
 from .options import add_pair_options, add_tolerance_options, comparison_options
+
+SIDES = {"a": "A", "b": "B"}
+"""The request's sides as the CLI names them in its messages."""
 
 # Every command: its usage and what it does, for the main --help ("": the plain comparison).
 COMMANDS = {
@@ -161,12 +165,7 @@ def answer_of(args: argparse.Namespace) -> tuple[dict[str, Any], Session]:
         inputs = {"a": a, "b": b, **({} if ref is None else {"ref": ref})}
         request = CompareRequest(inputs, comparison_options(args), {}, text=True)
     session = Session()
-    answer = serve(request, {}, files, session=session)
-    if not answer["ok"]:
-        error = answer["error"]
-        side = {"a": "A", "b": "B"}.get(error["side"], error["side"])
-        raise InputError(error["message"], where=error["where"], side=side)
-    return answer, session
+    return raised(serve(request, {}, files, session=session), SIDES), session
 
 
 def report_of(args: argparse.Namespace) -> Report:
@@ -295,6 +294,9 @@ def bisect_main(argv: Sequence[str]) -> int:
 
 
 def _bisect(argv: Sequence[str]) -> int:
+    """The captures read here (paths, an ONNX model's pairing records) and bisected by the
+    service's ``bisect`` op, as the page's are; ``--isolate`` then runs layers in ONNX
+    Runtime, which the service never imports, so it stays in the CLI."""
     args = _bisect_parser().parse_args(argv)
     if args.isolate and args.model is None:
         raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
@@ -303,8 +305,11 @@ def _bisect(argv: Sequence[str]) -> int:
     names_a, names_b = [e.name for e in a], [e.name for e in b]
     info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
     options = comparison_options(args)
-    pairing = {"mapping": _mapping(args.map), "only": args.only, "info_a": info_a, "info_b": info_b}
-    result = bisect(a, b, options, workers=_workers(), **pairing)
+    request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only,
+                            read={"info_a": info_a, "info_b": info_b}, threads=_workers(), allow_unpaired=False)
+    session = Session()
+    raised(serve(request, {}, session=session))
+    result = session.bisect().result
     if args.isolate:
         from ..layers.capture.isolate import isolate
 

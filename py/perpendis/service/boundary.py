@@ -10,7 +10,7 @@ error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InputError
@@ -22,6 +22,18 @@ def answering(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return run()
     except InputError as err:
         return err.to_answer()
+
+
+def raised(answer: dict[str, Any], sides: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The answer of a front end in Python (the CLI, ``perpendis.testing``), or the
+    :class:`InputError` it carries raised again, for that front end to say as it says bad
+    input (exit 2, an exception in a notebook): the inverse of :func:`answering`.
+    ``sides`` renames the request's sides as the front end names them (the CLI's "A")."""
+    if answer["ok"]:
+        return answer
+    error = answer["error"]
+    side = error["side"] if sides is None else sides.get(error["side"], error["side"])
+    raise InputError(error["message"], where=error["where"], side=side, sides=tuple(error.get("sides", ())))
 
 
 def cancelled() -> dict[str, Any]:

@@ -64,7 +64,7 @@ def bisect_entries(
 ) -> dict[str, Any]:
     """Bisect two captures' entries and keep the result for :func:`open_pair` and :func:`reorder`."""
     # Nothing paired is an answer here, not an error: the page shows both sides' names to pair by hand.
-    result = bisect(_counting(ea, len(ea), progress), eb, allow_unpaired=True, **options)
+    result = bisect(_counting(ea, len(ea), progress), eb, **{"allow_unpaired": True, **options})
     # The entries re-decode their tensor when a row is opened; the result's reports hold no tensors.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
     session.bisected = Bisected(result, [(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options)
@@ -82,11 +82,17 @@ def switch_to_bisect(
 def bisect_boxes(
     session: Session, request: BisectRequest, payloads: Mapping[str, Any], progress: Progress | None, workers: int
 ) -> dict[str, Any]:
-    # The .onnx model may be among the files of either box, and both captures in one box.
-    a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
-    ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
-    info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
-    return bisect_entries(session, ea, eb, {**request.engine(), **info}, progress)
+    """Bisect the boxes' captures; a front end in Python (the CLI) sends the entries and
+    pairing records it read itself (``request.read``), and its threads."""
+    if request.read is not None:
+        ea, eb, info = as_entries(request.inputs["a"]), as_entries(request.inputs["b"]), dict(request.read)
+    else:
+        # The .onnx model may be among the files of either box, and both captures in one box.
+        a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
+        ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
+        info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
+    ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
+    return bisect_entries(session, ea, eb, {**request.engine(), **info, **ran}, progress)
 
 
 def open_pair(

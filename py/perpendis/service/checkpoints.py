@@ -29,6 +29,7 @@ from ..engine.options import ComparisonOptions
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
 from .planner import WHOLE_MAX_BYTES
+from .requests import OpenedCheckpoints
 
 
 def _checkpoint(
@@ -108,6 +109,26 @@ def answer(
         return answer_of(fold.report())
     local_runner(begun.job)
     return answer_of(begun.finish())
+
+
+def answer_opened(opened: OpenedCheckpoints, options: ComparisonOptions) -> dict[str, Any]:
+    """The answer to the CLI's ``checkpoints`` request: its own checkpoints, folded by its
+    runner (in this process or on Dask), with ``must_investigate`` for its exit code."""
+    begun = begin_checkpoints(
+        opened.a,
+        opened.b,
+        rules=opened.rules,
+        preset=options.preset,
+        atol=options.atol,
+        rtol=options.rtol,
+        depth=options.depth,
+        planned=opened.planned,
+        done=opened.done,
+        resume=opened.resume,
+    )
+    (opened.runner or local_runner)(begun.job)
+    report = begun.finish()
+    return {**answer_of(report), "must_investigate": report.must_investigate}
 
 
 def answer_of(report: CheckpointReport) -> dict[str, Any]:

@@ -137,6 +137,10 @@ def _run(
         # Folders of shards, each read tensor by tensor through its reader: never in memory whole.
         from .checkpoints import answer as checkpoints_answer
 
+        if request.opened is not None:
+            from .checkpoints import answer_opened
+
+            return answer_opened(request.opened, request.options)
         answer = checkpoints_answer(request.inputs, request.rename, request.options, files, progress, workers)
         if isinstance(answer, dict):
             return answer

@@ -13,7 +13,7 @@ unknown ``op`` is a bug in the worker, not bad input: :class:`ValueError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,14 @@ class BisectRequest:
     void_format: Mapping[str, str]
     mapping: Mapping[str, str] = field(default_factory=dict)
     only: Any = ()
+    read: Mapping[str, Any] | None = None
+    """The pairing records (``info_a``, ``info_b``) of captures a front end in Python read
+    itself (the CLI: ``inputs`` then holds each side's lazy entries); None for the page's boxes."""
+    threads: int = 1
+    """Threads the pairs are compared on: the CLI's cores; the page's worker is one thread."""
+    allow_unpaired: bool = True
+    """Nothing paired is an answer for the page, which shows both sides' names to pair by
+    hand; the CLI has no such table and says it as bad input."""
 
     def engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
@@ -166,12 +174,32 @@ class RunsRequest:
 
 
 @dataclass(frozen=True)
+class OpenedCheckpoints:
+    """Two checkpoints a front end in Python opened itself (the CLI: folders or single files
+    through memory maps) and how their folds run there, none of which the page's request
+    can carry: the Dask runner, the resume file, the progress bar's byte counts."""
+
+    a: Any
+    """:class:`perpendis.checkpoints.run.Checkpoint` of A, as B's below."""
+    b: Any
+    rules: tuple[Any, ...] = ()
+    """Rename rules already parsed (a preset's, then ``--rename``'s)."""
+    runner: Callable[[Any], None] | None = None
+    """Folds the job (``checkpoints.run.local_runner`` when None, or a Dask cluster's)."""
+    resume: Any = None
+    planned: Callable[[int, int], object] | None = None
+    done: Callable[[int], object] | None = None
+
+
+@dataclass(frozen=True)
 class CheckpointsRequest:
     """Two checkpoints (folders of files handed over unread), compared tensor by tensor."""
 
     inputs: Mapping[str, Any]
     options: ComparisonOptions
     rename: list[str]
+    opened: OpenedCheckpoints | None = None
+    """The CLI's checkpoints, opened and run as it says; None for the page's files."""
 
 
 @dataclass(frozen=True)
