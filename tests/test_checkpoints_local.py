@@ -6,10 +6,10 @@ and a stop is honoured between chunks."""
 from __future__ import annotations
 
 import pytest
-from perpendis.checkpoints import compare_checkpoints, folder, run
+from perpendis.checkpoints import compare_checkpoints, folder, run, schedule
 from perpendis.checkpoints.pairs import compare_pair
 from perpendis.checkpoints.run import begin_checkpoints
-from perpendis.checkpoints.schedule import LocalFolder
+from perpendis.checkpoints.schedule import LocalFolder, run_units
 from perpendis.checkpoints.shared import CheckpointFold
 from perpendis.engine.fold.chunk import CHUNK
 from perpendis.engine.stream import Cancelled
@@ -55,10 +55,9 @@ def test_local_run_folds_its_units_through_run_units_and_gives_each_pair_s_own_r
 
     def recording(fold, local, cancelled=None):
         folders.append((fold, local))
-        return schedule_run_units(fold, local, cancelled)
+        return run_units(fold, local, cancelled)
 
-    schedule_run_units = run.run_units
-    monkeypatch.setattr(run, "run_units", recording)
+    monkeypatch.setattr(schedule, "run_units", recording)
     report = compare_checkpoints(*pair)
     assert len(folders) == 1 and isinstance(folders[0][1], LocalFolder)
     fold = folders[0][0]
@@ -100,3 +99,15 @@ def test_a_stop_is_honoured_between_chunks_of_the_big_pair(pair):
         run.local_runner(begun.job)
     assert len(asked) == 3 and rows == []  # stopped inside the first pair, before its third chunk
 
+
+
+def test_a_stop_between_two_units_is_cancelled_not_a_short_report(pair):
+    asked, rows = [], []
+    begun = begin_checkpoints(*pair)
+    made = begun.job.row
+    begun.job.row = lambda task, row: (rows.append(row), made(task, row))
+    fold = CheckpointFold.whole(begun, unit_bytes=64 * 1024)
+    assert len(fold.units) > 2
+    with pytest.raises(Cancelled, match="between two units"):
+        schedule.fold_all(fold, LocalFolder(fold), lambda: asked.append(1) or len(asked) > 1)
+    assert len(asked) == 2 and 0 < len(rows) < len(begun.job.tasks)  # the first unit's rows only

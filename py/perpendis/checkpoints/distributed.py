@@ -60,7 +60,7 @@ from ..inputs.formats.buffer import Reader
 from .job import Begun, Job, no_report, task_bytes
 from .pairs import Task, compare_pair
 from .report import TensorRow
-from .schedule import Folded, Unit, run_units
+from .schedule import Folded, Unit, fold_all
 from .shared import CheckpointFold, fold_unit_job
 
 UNIT_BYTES = 256 * 2**20
@@ -312,7 +312,7 @@ def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], N
         files = sorted({path for unit in fold.unit_jobs() if unit is not None for path in unit["files"]})
         if files:
             check_visible(client, files)
-        run_units(fold, DaskFolder(client, keys, dict(job.options)), job.cancelled)
+        fold_all(fold, DaskFolder(client, keys, dict(job.options)), job.cancelled)
 
     return run
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine.stream import Cancelled, Stop, map_reader
+from ..engine.stream import Stop, map_reader
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
 from .inputs import scan, tensor_files
@@ -23,7 +23,7 @@ from .job import Begun, Checkpoint, Done, Job, Runner, no_report, task_bytes
 from .pairs import Task, plan
 from .rename import Rule
 from .report import CheckpointReport, TensorRow
-from .schedule import LocalFolder, run_units
+from .schedule import LocalFolder, fold_all
 from .shared import CheckpointFold
 
 
@@ -74,8 +74,7 @@ def local_runner(job: Job) -> None:
     ``job.cancelled`` asked before each chunk; a stop between two units is the same
     :class:`~perpendis.engine.stream.Cancelled` as one between two chunks."""
     fold = CheckpointFold.whole(Begun(job, no_report))
-    if not run_units(fold, LocalFolder(fold), job.cancelled):
-        raise Cancelled("cancelled between two units")
+    fold_all(fold, LocalFolder(fold), job.cancelled)
 
 
 class Resume:
