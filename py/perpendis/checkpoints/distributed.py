@@ -57,10 +57,10 @@ import numpy as np
 from ..engine.stream import map_reader
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
+from .job import Begun, Job, no_report, task_bytes
 from .pairs import Task, compare_pair
 from .report import TensorRow
-from .run import Begun, Job, task_bytes
-from .schedule import Folded, Unit, run_units
+from .schedule import Folded, Unit, fold_all
 from .shared import CheckpointFold, fold_unit_job
 
 UNIT_BYTES = 256 * 2**20
@@ -308,11 +308,11 @@ def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], N
         if size is None:
             threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
             size = unit_size(sum(task_bytes(t) for t in job.tasks), threads)
-        fold = CheckpointFold.plan(Begun(job, _unused), keys, size, kinds=ALL_KINDS)
+        fold = CheckpointFold.plan(Begun(job, no_report), keys, size, kinds=ALL_KINDS)
         files = sorted({path for unit in fold.unit_jobs() if unit is not None for path in unit["files"]})
         if files:
             check_visible(client, files)
-        run_units(fold, DaskFolder(client, keys, dict(job.options)), job.cancelled)
+        fold_all(fold, DaskFolder(client, keys, dict(job.options)), job.cancelled)
 
     return run
 
@@ -338,7 +338,3 @@ def _not_installed(err: Exception) -> Exception:
 def _absolute(paths: Mapping[str, str]) -> dict[str, str]:
     """Each file's path made absolute here, before it is sent to workers that run elsewhere."""
     return {name: os.path.abspath(path) for name, path in paths.items()}
-
-
-def _unused() -> Any:
-    raise RuntimeError("the Dask runner's fold gives rows, not the report")

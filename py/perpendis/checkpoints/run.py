@@ -11,34 +11,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..engine.stream import Stop, map_reader
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
-from .inputs import RANGED, Opener, scan, tensor_files
-from .pairs import Task, compare_pair, plan
+from .inputs import scan, tensor_files
+from .job import Begun, Checkpoint, Done, Job, Runner, no_report, task_bytes
+from .pairs import Task, plan
 from .rename import Rule
 from .report import CheckpointReport, TensorRow
-
-Done = Callable[[int], object]
-"""``done(nbytes)``: called as bytes of the checkpoints are compared, for a progress bar."""
-
-
-@dataclass
-class Checkpoint:
-    """The files of one checkpoint by their name inside it, and how to read each.
-
-    ``paths`` gives each name's path on disk when there is one, for workers that open
-    the files themselves.
-    """
-
-    names: list[str]
-    open: Opener
-    paths: dict[str, str] | None = None
+from .schedule import LocalFolder, fold_all
+from .shared import CheckpointFold
 
 
 def folder(path: str | Path) -> Checkpoint:
@@ -81,46 +67,14 @@ def _mapped(paths: dict[str, str]) -> Checkpoint:
     return Checkpoint(sorted(paths), open_file, paths)
 
 
-@dataclass
-class Job:
-    """What a runner is given: the pairs to fold, both checkpoints and the options, where
-    each row goes as it is made (in any order), and the progress and stop callbacks."""
-
-    tasks: Sequence[Task]
-    a: Checkpoint
-    b: Checkpoint
-    options: Mapping[str, Any]
-    row: Callable[[Task, TensorRow], object]
-    done: Done | None = None
-    cancelled: Stop | None = None
-
-
-Runner = Callable[[Job], None]
-"""Folds every task of a job (:func:`local_runner`, or
-:func:`perpendis.checkpoints.distributed.dask_runner`)."""
-
-
 def local_runner(job: Job) -> None:
-    """Every task folded here, one after another, reading each tensor chunk by chunk."""
-    for task in job.tasks:
-        total = task_bytes(task)
-        reported = [0]
-
-        def progress(fraction: float, total: int = total, reported: list[int] = reported) -> None:
-            now = int(fraction * total)
-            if job.done is not None and now > reported[0]:
-                job.done(now - reported[0])
-                reported[0] = now
-
-        row = compare_pair(task, job.a.open, job.b.open, job.options, progress=progress, cancelled=job.cancelled)
-        job.row(task, row)
-        if job.done is not None and total > reported[0]:
-            job.done(total - reported[0])
-
-
-def task_bytes(task: Task) -> int:
-    """Bytes a pair reads (both sides), as far as the scan knows them (for progress only)."""
-    return sum(loc.end - loc.begin if loc.kind in RANGED else loc.size for loc in (task.a, task.b))
+    """Every task folded here, through the same units and the same interface as on a
+    cluster or in the page (:func:`~perpendis.checkpoints.schedule.run_units`): each pair
+    whole in its unit, read chunk by chunk, its progress told chunk by chunk and
+    ``job.cancelled`` asked before each chunk; a stop between two units is the same
+    :class:`~perpendis.engine.stream.Cancelled` as one between two chunks."""
+    fold = CheckpointFold.whole(Begun(job, no_report))
+    fold_all(fold, LocalFolder(fold), job.cancelled)
 
 
 class Resume:
@@ -145,16 +99,6 @@ class Resume:
 
     def close(self) -> None:
         self._file.close()
-
-
-@dataclass
-class Begun:
-    """A checkpoint comparison scanned and paired, its folds not run yet: a runner runs
-    :attr:`job` (here, on a cluster, or stepped by the page's workers), then :meth:`finish`
-    gives the report."""
-
-    job: Job
-    finish: Callable[[], CheckpointReport]
 
 
 def begin_checkpoints(

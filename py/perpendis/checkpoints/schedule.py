@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..engine.stream import Cancelled
 from ..errors import InputError
 from ..inputs.formats.buffer import BytesLike
 from .pairs import Task
@@ -96,6 +97,14 @@ def run_units(fold: CheckpointFold, folder: Folder, cancelled: Any = None) -> bo
             return False
         take(fold, index, folded)
     return True
+
+
+def fold_all(fold: CheckpointFold, folder: Folder, cancelled: Any = None) -> None:
+    """:func:`run_units` for a runner, whose caller then reads every row: a stop between two
+    units raises the same :class:`~perpendis.engine.stream.Cancelled` as one between two
+    chunks, never a report short of the rows not folded."""
+    if not run_units(fold, folder, cancelled):
+        raise Cancelled("cancelled between two units")
 
 
 def take(fold: CheckpointFold, index: int, folded: Folded) -> None:

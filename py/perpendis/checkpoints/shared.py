@@ -41,9 +41,9 @@ from ..engine.stream import Source
 from ..errors import InputError
 from ..inputs.formats.buffer import BytesLike, Reader, as_view
 from .inputs import Located
-from .pairs import Task, error_row, fold_located, merged_row, prepare_pair, sources
+from .job import Begun, task_bytes
+from .pairs import Task, compare_pair, error_row, fold_located, merged_row, prepare_pair, sources
 from .report import CheckpointReport, TensorRow
-from .run import Begun, task_bytes
 
 UNIT_BYTES = 64 * 2**20
 """Bytes of both sides read per unit: a fifth of a second of folding in the browser, so a
@@ -56,11 +56,12 @@ STREAMED = ("safetensors", "npy")
 
 @dataclass
 class _Pair:
-    """One pair being folded in shares: its sources and comparison, and the partials in so far."""
+    """One pair being folded in shares: its sources and comparison (None: not prepared when
+    planned, folded whole by :func:`compare_pair`), and the partials in so far."""
 
     task: Task
-    sources: tuple[Source, Source]
-    prepared: Prepared
+    sources: tuple[Source, Source] | None
+    prepared: Prepared | None
     shares: list[Share]
     parts: list[Partial | None]
     left: int = 0
@@ -71,6 +72,7 @@ class _Piece:
     pair: int
     share: int
     nbytes: int
+    reported: int = 0  # bytes of it told to ``done`` while it was folded
 
 
 class UnitQueue:
@@ -158,6 +160,29 @@ class CheckpointFold:
         fold.queue = UnitQueue(fold.helped)
         return fold
 
+    @classmethod
+    def whole(cls, begun: Begun, unit_bytes: int = UNIT_BYTES) -> CheckpointFold:
+        """Every pair whole, batched into units of about ``unit_bytes``, for a fold in this
+        process (the CLI's local run): a pair is prepared only when its unit is folded, so a
+        tensor read whole (an archive's, a distributed checkpoint's chunk) is held only while
+        it is folded, and each row is the one :func:`compare_pair` makes (a pair folded whole
+        has its task rows judged on the way; cutting it would gain nothing in one process)."""
+        fold = cls(begun, {})
+        batch: list[_Piece] = []
+        batch_bytes = 0
+        for task in begun.job.tasks:
+            nbytes = task_bytes(task)
+            if batch and batch_bytes + nbytes > unit_bytes:
+                fold._close(batch, False)
+                batch, batch_bytes = [], 0
+            batch.append(_Piece(len(fold.pairs), 0, nbytes))
+            batch_bytes += nbytes
+            fold.pairs.append(_Pair(task, None, None, [], [None], 1))
+        if batch:
+            fold._close(batch, False)
+        fold.queue = UnitQueue(fold.helped)
+        return fold
+
     def _close(self, batch: list[_Piece], helpable: bool | None) -> None:
         self.units.append(batch)
         self.helped.append(bool(helpable))
@@ -199,6 +224,9 @@ class CheckpointFold:
             pair = self.pairs[piece.pair]
             if not pair.left:
                 continue
+            if pair.prepared is None:
+                self._fold_whole(pair, piece)
+                continue
             share = pair.shares[piece.share]
             try:
                 if views is None:
@@ -212,6 +240,24 @@ class CheckpointFold:
                 self._failed(pair, err)
                 continue
             self._take(pair, piece, partial)
+
+    def _fold_whole(self, pair: _Pair, piece: _Piece) -> None:
+        """A pair not prepared when planned (:meth:`whole`) folded here, its progress told chunk
+        by chunk and ``cancelled`` asked before each chunk, as one process folds it alone."""
+        job = self.begun.job
+
+        def progress(fraction: float) -> None:
+            self.advance(piece, int(fraction * piece.nbytes))
+
+        row = compare_pair(pair.task, job.a.open, job.b.open, job.options, progress=progress, cancelled=job.cancelled)
+        self._done(pair, piece, row)
+
+    def advance(self, piece: _Piece, nbytes: int) -> None:
+        """``nbytes`` of ``piece`` folded so far: the bytes beyond what was told are told to ``done``."""
+        done = self.begun.job.done
+        if done is not None and nbytes > piece.reported:
+            done(nbytes - piece.reported)
+            piece.reported = nbytes
 
     def take_unit(self, index: int, data: BytesLike) -> None:
         """Take in the partials a helper folded for unit ``index`` (:func:`fold_unit_job`'s bytes)."""
@@ -229,24 +275,26 @@ class CheckpointFold:
         """The pairs of unit ``index`` when each is whole in it (not cut across units), so
         that whoever folds the unit can make their rows itself; else None."""
         unit = self.units[index]
-        if any(len(self.pairs[piece.pair].shares) != 1 for piece in unit):
+        pairs = [self.pairs[piece.pair] for piece in unit]
+        if any(pair.prepared is not None and len(pair.shares) != 1 for pair in pairs):
             return None
-        return [self.pairs[piece.pair].task for piece in unit]
+        return [pair.task for pair in pairs]
 
     def take_rows(self, index: int, rows: Sequence[TensorRow]) -> None:
         """Take in the rows a worker made for unit ``index`` of whole pairs (:meth:`whole_pairs`)."""
         unit = self.units[index]
         if len(rows) != len(unit):
             raise ValueError(f"unit {index} has {len(unit)} pairs, a worker sent {len(rows)} rows")
-        job = self.begun.job
         for piece, row in zip(unit, rows, strict=True):
             pair = self.pairs[piece.pair]
-            if not pair.left:
-                continue
-            pair.left, pair.parts = 0, []
-            if job.done is not None:
-                job.done(piece.nbytes)
-            job.row(pair.task, row)
+            if pair.left:
+                self._done(pair, piece, row)
+
+    def _done(self, pair: _Pair, piece: _Piece, row: TensorRow) -> None:
+        """A whole pair's row made: the rest of its bytes told to ``done``, the row to the job."""
+        pair.left, pair.parts = 0, []
+        self.advance(piece, piece.nbytes)
+        self.begun.job.row(pair.task, row)
 
     def fail_unit(self, index: int, err: InputError) -> None:
         """Unit ``index`` could not be folded (a file its worker cannot read): each of its
@@ -260,8 +308,7 @@ class CheckpointFold:
         job = self.begun.job
         pair.parts[piece.share] = partial
         pair.left -= 1
-        if job.done is not None:
-            job.done(piece.nbytes)
+        self.advance(piece, piece.nbytes)
         if not pair.left:
             sa, sb = pair.sources
             job.row(pair.task, merged_row(pair.task, sa, sb, pair.prepared, pair.parts))  # type: ignore[arg-type]
