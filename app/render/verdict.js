@@ -47,7 +47,7 @@ function countLine(report) {
   }
   const differ = `${count(report.n_bitwise_diff)} of ${count(report.n_elements)} elements differ`;
   if (isExact(report.compared_as)) return `${differ}; largest |A − B| ${full(report.max_abs_diff)}.`;
-  return `${differ} in their bits; largest distance ${full(report.max_ulp)} ULP.`;
+  return `${differ} in their bits; largest distance ${count(report.max_ulp)} ULP.`;
 }
 
 /** Fill the verdict box: the word, what it means, layout problems first, then the top finding. */

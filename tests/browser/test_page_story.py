@@ -47,6 +47,8 @@ def test_the_cards_agree(ready_page):
     y[7] = np.float32(1e-3)
     grouped = compared(page, numpy_text(x), numpy_text(y))
     assert "1 of 12,345 elements differ" in grouped["evidence"], grouped
+    ulp = int(np.float32(1e-3).view(np.int32))  # from +0: the bit pattern's own order
+    assert f"largest distance {ulp:,} ULP" in grouped["evidence"], grouped
 
     t = torch.tensor([0.12344, 1.5])
     u = t + 1e-6
