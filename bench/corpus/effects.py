@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 
 SHARE = 0.5  # a relation carries the family when it leaves at most this share of |A - B|
+HOLDS = 1e-3  # a map holds (is the relation, not a description of most of it) below this share
 BINS = 64  # quantile bins of B for "A - B is a function of B"
 SHIFTS = (1, 2, 3)  # positions a shifted axis is tried at, each way
 NARROW = {"cast_fp16": np.float16, "cast_bf16": ml_dtypes.bfloat16}
@@ -68,6 +69,34 @@ def per_fibre_affine(a: np.ndarray, b: np.ndarray) -> float:
         fibres = a.size // a.shape[axis]
         best = min(best, _left(a - (s * db + ma), a - b) / max(_by_chance(2 * fibres, a.size), 1e-12))
     return best
+
+
+def per_slice_affine(a: np.ndarray, b: np.ndarray) -> float:
+    """One scale and offset per index of some axis, the same across every other axis (a
+    per-feature ``A = s·B + c``: a LayerNorm gain or bias changed where nothing follows it);
+    the share left, over what as many constants leave of a random difference."""
+    best = 1.0
+    for axis in range(a.ndim):
+        k = a.shape[axis]
+        if k < 2 or a.size // k < 3:
+            continue
+        rest = _others(a.ndim, axis)
+        mb, ma = b.mean(axis=rest, keepdims=True), a.mean(axis=rest, keepdims=True)
+        db = b - mb
+        vb = np.maximum((db * db).mean(axis=rest, keepdims=True), 1e-300)
+        s = (db * (a - ma)).mean(axis=rest, keepdims=True) / vb
+        best = min(best, _left(a - (s * db + ma), a - b) / max(_by_chance(2 * k, a.size), 1e-12))
+    return best
+
+
+def holds_per_slice(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether A is a per-index affine map of B that holds (leaves at most :data:`HOLDS` of
+    |A − B|): the relation a gain changed at the output leaves, whatever the mutation's
+    family says of the middle of a graph."""
+    if a.shape != b.shape or a.ndim < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return False
+    with np.errstate(all="ignore"):
+        return per_slice_affine(a.astype(np.float64), b.astype(np.float64)) <= HOLDS
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:

@@ -74,6 +74,9 @@ FAMILY_KINDS: dict[str, set[str]] = {
     "layout": {"layout", "transposed", "shape"},
     "position": {"position_dependence", "shifted", "rotation"},
     "region": {"region", "slice_scale", "slice_offset", "slice_affine"},
+    # A per-index map s·B + c that holds at the output (a LayerNorm gain changed where
+    # nothing follows it), whatever the mutation's family: :func:`family_of`.
+    "feature_map": {"slice_affine", "slice_scale", "slice_offset", "sign_flip", "affine", "scale", "offset"},
     "weight": set(),
     "propagated": set(),
     "structure": set(),
@@ -101,14 +104,23 @@ def changes_an_additive_term(graph: onnx.GraphProto | None, lab: dict[str, Any])
     return bool(uses) and all(i in _ADDITIVE_INPUTS.get(op, ()) for op, i in uses)
 
 
-def family_of(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.GraphProto | None) -> str | None:
+def family_of(
+    lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.GraphProto | None, by_relation: bool = True
+) -> str | None:
     """What the mutation did to the output, decided from the mutation and the arrays (never
     from a report): a changed bias whose output difference is mostly one constant per index
     of an axis (:func:`.effects.offset`) is an offset, whatever the
     operator's family (``init_half`` of a LayerNorm bias, a bias redrawn); an output that is
     B reversed along an axis is a reordering (an input reversed through an equivariant
     model); a family whose relation the output does not carry (:mod:`.effects`) is
-    ``propagated``, nameable by nothing; otherwise the generator's family stands."""
+    ``propagated``, nameable by nothing; otherwise the generator's family stands.
+
+    With ``by_relation`` a case no family names (a weight, a gain, propagated) whose output
+    is a per-index affine map of B that holds (:func:`.effects.holds_per_slice`: a
+    LayerNorm gain doubled, redrawn or scaled by 1/√d where nothing follows it) is a
+    ``feature_map``: that is the relation it leaves, which a report can name.  Without it,
+    the labels know only global maps and per-index offsets (the figures before this
+    label, printed beside it)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     if changes_an_additive_term(graph, lab) and effects.offset(a64, b64) <= effects.SHARE:
         return "offset"
@@ -116,7 +128,9 @@ def family_of(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, graph: onnx.Gra
         return "reorder"
     family = lab.get("family")
     if family and not effects.carries(family, lab["operator"], a, b):
-        return "propagated"
+        family = "propagated"
+    if by_relation and not FAMILY_KINDS.get(family or "") and effects.holds_per_slice(a, b):
+        return "feature_map"
     return family
 
 
@@ -162,7 +176,9 @@ def judge(entry: dict[str, Any]) -> dict[str, Any]:
     bug = entry["class"] != "legitimate"
     top = named_cause(report.findings)
     family = family_of(lab, a, b, clean_graph(entry["arch"])) if bug else None
+    plain = family_of(lab, a, b, clean_graph(entry["arch"]), by_relation=False) if bug else None
     kinds = FAMILY_KINDS.get(family or "", set())
+    plain_kinds = FAMILY_KINDS.get(plain or "", set())
     called = report.verdict == "investigate"
     out = {
         "id": entry["id"],
@@ -174,6 +190,8 @@ def judge(entry: dict[str, Any]) -> dict[str, Any]:
         "named": top.kind if top else None,
         "nameable": bool(kinds),
         "cause_right": bool(top and top.kind in kinds),
+        "nameable_plain": bool(plain_kinds),
+        "cause_right_plain": bool(top and top.kind in plain_kinds),
         "located": None,
     }
     if bug and lab.get("location"):
@@ -204,6 +222,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "named_right": sum(r["cause_right"] for r in named),
         "nameable": len(nameable),
         "recalled": sum(r["cause_right"] for r in nameable),
+        "named_right_plain": sum(r["cause_right_plain"] for r in named),
+        "nameable_plain": sum(r["nameable_plain"] for r in bug),
+        "recalled_plain": sum(r["cause_right_plain"] for r in bug if r["nameable_plain"]),
         "with_location": len(located),
         "located": sum(bool(r["located"]) for r in located),
     }
@@ -241,6 +262,11 @@ def print_table(rows: list[dict[str, Any]], by: str = "operator") -> None:
     print(
         f"  cause precision {_pct(s['named_right'], s['named'])} ({s['named_right']}/{s['named']} named); "
         f"cause recall {_pct(s['recalled'], s['nameable'])} ({s['recalled']}/{s['nameable']} nameable)"
+    )
+    print(
+        f"  without the feature_map label (labels of global maps and per-index offsets only): cause precision "
+        f"{_pct(s['named_right_plain'], s['named'])} ({s['named_right_plain']}/{s['named']}); cause recall "
+        f"{_pct(s['recalled_plain'], s['nameable_plain'])} ({s['recalled_plain']}/{s['nameable_plain']})"
     )
     print(f"  location {s['located']}/{s['with_location']} of the cases with a labelled location")
 

@@ -1,0 +1,41 @@
+"""The corpus's labels by the relation a mutation leaves at the output (bench/corpus/score.py
+``family_of``, effects.py), on a real ``nn.TransformerEncoder`` export
+(tests/fixtures/corpus, run in ONNX Runtime with the corpus's own mutation operators)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from bench.corpus import effects, models, score  # noqa: E402
+from bench.corpus.mutate import OPERATORS, apply, label  # noqa: E402
+
+HERE = Path(__file__).parent / "fixtures" / "corpus"
+
+
+def _case(operator: str, target: str) -> tuple[dict, np.ndarray, np.ndarray, onnx.GraphProto]:
+    model, x = onnx.load(HERE / "transformer_encoder.onnx"), np.load(HERE / "transformer_encoder.input.npy")
+    a = models.run_ort(apply(model, OPERATORS[operator], target), (x,))
+    return label(model, OPERATORS[operator], target), a, models.run_ort(model, (x,)), model.graph
+
+
+def test_a_last_layernorm_gain_redrawn_is_labelled_by_the_per_feature_map_it_leaves():
+    """The last LayerNorm's gain redrawn: A = s·B + c per feature, exactly (the mutation's
+    family, a weight, names nothing; the output's relation does)."""
+    lab, a, b, graph = _case("init_redrawn", "encoder.layers.1.norm2.weight")
+    assert effects.per_slice_affine(a.astype(np.float64), b.astype(np.float64)) <= effects.HOLDS
+    assert score.family_of(lab, a, b, graph) == "feature_map"
+    assert score.family_of(lab, a, b, graph, by_relation=False) == lab["family"] == "weight"
+    assert "slice_affine" in score.FAMILY_KINDS["feature_map"]
+
+
+def test_the_same_gain_one_layer_earlier_stays_unnameable():
+    """One layer earlier the next layer mixes the features: no per-feature map holds."""
+    lab, a, b, graph = _case("init_redrawn", "encoder.layers.0.norm2.weight")
+    assert effects.per_slice_affine(a.astype(np.float64), b.astype(np.float64)) > 10 * effects.HOLDS
+    assert score.family_of(lab, a, b, graph) == "weight"
