@@ -39,3 +39,24 @@ def test_the_same_gain_one_layer_earlier_stays_unnameable():
     lab, a, b, graph = _case("init_redrawn", "encoder.layers.0.norm2.weight")
     assert effects.per_slice_affine(a.astype(np.float64), b.astype(np.float64)) > 10 * effects.HOLDS
     assert score.family_of(lab, a, b, graph) == "weight"
+
+
+def test_a_last_rmsnorm_statistic_computed_otherwise_is_labelled_a_normalisation():
+    """A torch RMSNorm and a bias-free head (Llama's last layers), its mean of squares
+    computed otherwise (epsilon 1e-6 against 0.5): A is one scale per row of B, to float32
+    rounding; a mutation family that names nothing (``structure``) is then labelled by that
+    relation.  A head with a bias leaves no such map."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 96)
+    head = torch.nn.Linear(96, 50, bias=False)
+    with torch.no_grad():
+        b = head(torch.nn.RMSNorm(96, eps=1e-6)(x)).numpy()
+        a = head(torch.nn.RMSNorm(96, eps=0.5)(x)).numpy()
+        lab = {"operator": "swap_inputs", "family": "structure"}
+        assert effects.holds_per_fibre(a, b) and not effects.holds_per_slice(a, b)
+        assert score.family_of(lab, a, b, None) == "normalisation"
+        assert score.family_of(lab, a, b, None, by_relation=False) == "structure"
+        head.bias = torch.nn.Parameter(torch.randn(50))
+        biased = head(torch.nn.RMSNorm(96, eps=0.5)(x)).numpy(), head(torch.nn.RMSNorm(96, eps=1e-6)(x)).numpy()
+    assert not effects.holds_per_fibre(*biased)

@@ -19,6 +19,8 @@ import numpy as np
 
 SHARE = 0.5  # a relation carries the family when it leaves at most this share of |A - B|
 HOLDS = 1e-3  # a map holds (is the relation, not a description of most of it) below this share
+NEAR = 1e-2  # ... or below this share when what it leaves is float32 rounding of the output
+F32_ROUNDING = 16 * 2.0**-24  # a few float32 roundings of B's RMS (a dot product's)
 BINS = 64  # quantile bins of B for "A - B is a function of B"
 SHIFTS = (1, 2, 3)  # positions a shifted axis is tried at, each way
 NARROW = {"cast_fp16": np.float16, "cast_bf16": ml_dtypes.bfloat16}
@@ -95,8 +97,28 @@ def holds_per_slice(a: np.ndarray, b: np.ndarray) -> bool:
     family says of the middle of a graph."""
     if a.shape != b.shape or a.ndim < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()):
         return False
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(all="ignore"):
-        return per_slice_affine(a.astype(np.float64), b.astype(np.float64)) <= HOLDS
+        return _holds(per_slice_affine(a64, b64), a64, b64)
+
+
+def _holds(share: float, a: np.ndarray, b: np.ndarray) -> bool:
+    """A fit that leaves ``share`` holds below :data:`HOLDS`, or below :data:`NEAR` when
+    that rest is float32 rounding (an effect a few thousand ULP in size, as a statistic
+    rounded to float16, leaves its map's rounding as a visible share of it)."""
+    rest = share * float(np.sqrt(np.mean(np.square(a - b))))
+    return share <= HOLDS or (share <= NEAR and rest <= F32_ROUNDING * float(np.sqrt(np.mean(np.square(b)))))
+
+
+def holds_per_fibre(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether A is one scale and offset per fibre of B that holds (leaves at most
+    :data:`HOLDS`): what a last normalisation's statistic that differs leaves (an RMSNorm's
+    mean of squares computed from 2^x, or rounded to float16)."""
+    if a.shape != b.shape or a.ndim < 1 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return False
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return _holds(per_fibre_affine(a64, b64), a64, b64)
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:

@@ -118,7 +118,9 @@ def family_of(
     With ``by_relation`` a case no family names (a weight, a gain, propagated) whose output
     is a per-index affine map of B that holds (:func:`.effects.holds_per_slice`: a
     LayerNorm gain doubled, redrawn or scaled by 1/√d where nothing follows it) is a
-    ``feature_map``: that is the relation it leaves, which a report can name.  Without it,
+    ``feature_map``: that is the relation it leaves, which a report can name; one whose
+    output is one scale and offset per fibre that holds (:func:`.effects.holds_per_fibre`:
+    the last RMSNorm's mean of squares computed otherwise) is a ``normalisation``.  Without it,
     the labels know only global maps and per-index offsets (the figures before this
     label, printed beside it)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -129,8 +131,11 @@ def family_of(
     family = lab.get("family")
     if family and not effects.carries(family, lab["operator"], a, b):
         family = "propagated"
-    if by_relation and not FAMILY_KINDS.get(family or "") and effects.holds_per_slice(a, b):
-        return "feature_map"
+    if by_relation and not FAMILY_KINDS.get(family or ""):
+        if effects.holds_per_slice(a, b):
+            return "feature_map"
+        if effects.holds_per_fibre(a, b):
+            return "normalisation"
     return family
 
 
@@ -264,7 +269,7 @@ def print_table(rows: list[dict[str, Any]], by: str = "operator") -> None:
         f"cause recall {_pct(s['recalled'], s['nameable'])} ({s['recalled']}/{s['nameable']} nameable)"
     )
     print(
-        f"  without the feature_map label (labels of global maps and per-index offsets only): cause precision "
+        f"  without the labels by a map that holds (feature_map, a last normalisation's statistic): cause precision "
         f"{_pct(s['named_right_plain'], s['named'])} ({s['named_right_plain']}/{s['named']}); cause recall "
         f"{_pct(s['recalled_plain'], s['nameable_plain'])} ({s['recalled_plain']}/{s['nameable_plain']})"
     )

@@ -18,6 +18,7 @@ ROW_SCALE = [
     "a LayerNorm / RMSNorm epsilon that differs (a changed default, 1e-5 against 1e-6 or 1e-12)",
     "biased against unbiased variance in a hand-written normalisation",
     "epsilon inside against outside the square root",
+    "the normaliser's statistic (variance, mean of squares) computed from other values or rounded to a narrower format",
     "a softmax or normaliser computed over a different axis or with a mask",
 ]
 SIGN_FLIP = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
