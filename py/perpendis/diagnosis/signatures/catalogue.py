@@ -87,8 +87,8 @@ CATALOGUE: list[Signature] = [
     ),
     Signature(
         ("clipped",),
-        "one side's extreme value held exactly where the other goes beyond it",
-        "≥ 8 held, 90% of those beyond; the rest leaves ≤ 25% of the raw RMS",
+        "one side's extreme value held exactly where the other goes beyond it (both extremes when both are)",
+        "≥ 8 held (2 at each bound of a two-sided clip), 90% of those beyond; the rest leaves ≤ 25% of the raw RMS",
         tuple(c for cs in causes.CLIPPED.values() for c in cs),
         False,
         clip.find,
