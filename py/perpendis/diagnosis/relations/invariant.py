@@ -45,25 +45,28 @@ def _fit(pair: Pair, axis: int, bound: float) -> tuple[np.ndarray, np.ndarray] |
         return None
     # "Whatever the input" needs inputs that differ: B must vary across each slice named
     # by BEYOND times its offset, or a change that follows B (a weight) is as constant there.
-    beyond = (np.abs(c) > BEYOND * allowed * np.max(scale, axis=1)) & _unlike_a_scale(d, b, c, left, scale, bound)
+    quiet = float(np.median(left.max(axis=1))) <= bound
+    beyond = (np.abs(c) > BEYOND * allowed * np.max(scale, axis=1)) & _unlike_a_scale(d, b, c, scale, bound, quiet)
     if not beyond.any():
         return None
     return along[beyond], c[beyond]
 
 
 def _unlike_a_scale(
-    d: np.ndarray, b: np.ndarray, c: np.ndarray, left: np.ndarray, scale: np.ndarray, bound: float
+    d: np.ndarray, b: np.ndarray, c: np.ndarray, scale: np.ndarray, bound: float, quiet: bool
 ) -> np.ndarray:
     """Per slice, whether A − B = c rules out A − B = k·B (a weight or gain that changed,
-    which is as constant across samples whose B hardly varies).  Where the offset holds to
-    rounding, it is ruled out when k·B leaves BEYOND times the rounding allowed (two samples'
-    logits that differ by 4e-4 pin it); where it holds only to the pair's noise, when k·B
-    leaves at least 1/BEYOND of the offset (the samples' B must differ in earnest)."""
+    which is as constant across samples whose B hardly varies).  Where the pair is
+    ``quiet`` (the median slice agrees to rounding, so every slice holds to it), it is
+    ruled out when k·B leaves BEYOND times the rounding allowed (two samples' logits that
+    differ by 4e-4 pin it); where the slices agree only to the pair's noise, when k·B
+    leaves at least 1/BEYOND of the offset (the samples' B must differ in earnest): one
+    slice of ten that agrees to 1e-7 while the others differ by 1e-5 is chance."""
     k = np.sum(d * b, axis=1) / np.maximum(np.sum(b * b, axis=1), 1e-300)
     as_scale = np.abs(d - k[:, None] * b)
-    exact = np.max(left, axis=1) <= bound
-    pinned = np.max(as_scale / scale, axis=1) > BEYOND * bound
-    return np.where(exact, pinned, BEYOND * np.max(as_scale, axis=1) >= np.abs(c))
+    if quiet:
+        return np.max(as_scale / scale, axis=1) > BEYOND * bound
+    return BEYOND * np.max(as_scale, axis=1) >= np.abs(c)
 
 
 def find(pair: Pair) -> list[Finding]:
