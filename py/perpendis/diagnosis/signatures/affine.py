@@ -216,8 +216,8 @@ def _slice_finding(
     elif zeroed:
         # s = 0: A holds one value per slice whatever B is, which no per-slice constant
         # (a BatchNorm statistic, a mean) explains: the signal itself was cut.
-        message += "; A does not follow B there (s = 0), and no known cause fits"
-        causes = []
+        message += "; A does not follow B there (s = 0): the signal was cut"
+        causes = list(why.CUT)
     return Finding(kind, "error", message, where, causes, evidence)
 
 

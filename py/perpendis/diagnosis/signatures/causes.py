@@ -21,6 +21,10 @@ ROW_SCALE = [
     "the normaliser's statistic (variance, mean of squares) computed from other values or rounded to a narrower format",
     "a softmax or normaliser computed over a different axis or with a mask",
 ]
+CUT = [
+    "a gain or weight set to zero before these features (a LayerNorm weight zero-initialised, a gate or mask of zeros)",
+    "an output that no longer depends on its input (a constant, cached or detached tensor returned)",
+]
 SIGN_FLIP = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
 SLICE = {
     "sign_flip": SIGN_FLIP,
