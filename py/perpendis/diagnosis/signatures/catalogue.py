@@ -27,6 +27,13 @@ def elementwise_relation(pair: Pair) -> list[Finding]:
     return find(pair) or normalise.find(pair) or rotation.find(pair)
 
 
+def centred_row_scale(pair: Pair) -> list[Finding]:
+    """The relation search's per-row scale about a per-feature centre (imported late)."""
+    from ..relations import centred
+
+    return centred.find(pair)
+
+
 def input_independent_offset(pair: Pair) -> list[Finding]:
     """The relation search's offset that is the same for every sample (imported late)."""
     from ..relations import invariant
@@ -159,7 +166,7 @@ def run(pair: Pair, u: float | None = None, u_proven: float | None = None) -> li
     # images) leaves both sides on grids: the affine relation says more, so it goes first.
     # A parameter-free elementwise map (A = exp(B), GELU's variants, a cast) is more
     # specific than a fitted scale, so the relation search comes before both.
-    for find in (elementwise_relation, affine.find, input_independent_offset, grid.find):
+    for find in (elementwise_relation, centred_row_scale, affine.find, input_independent_offset, grid.find):
         found = find(pair)
         if found:
             return found
