@@ -71,8 +71,11 @@ def find(pair: Pair) -> list[Finding]:
     if got is None:
         return []
     axis, a, b = got
-    u, kappa, left = fit(a, b)
     one = rounding_bound(pair.u, pair.depth)
+    scale = np.maximum(np.sqrt(np.mean(b * b, axis=1)), pair.b_rms)
+    if np.any(np.sqrt(np.mean(np.square(a - b), axis=1)) <= BEYOND * one * scale):
+        return []  # a row left as it was: no statistic that moves every row (one row scaled)
+    u, kappa, left = fit(a, b)
     moved = np.all(np.abs(u) > BEYOND * one) and (np.all(u > 0) or np.all(u < 0))
     spread = float(np.std(u)) / max(float(np.mean(np.abs(u))), 1e-300)
     if not moved or spread < MIN_SPREAD or left > MAX_LEFT:
