@@ -13,8 +13,9 @@ nothing simpler: every row moved beyond rounding and in the same direction (a st
 that differs moves every row one way), the rows' factors differing (one factor for all is
 a global map, which the affine fit says), the fit leaving at most :data:`MAX_LEFT` of
 ``|A − B|`` beyond what as many constants leave by chance, and holding to the tolerance.
-Two samples whose B hardly differ admit any such fit with equal factors, which the
-spread rule refuses.
+Rows of B that hardly differ (a ResNet's two samples' logits, 4e-4 apart) admit the fit
+for any difference whose rows are proportional, with a centre they cannot pin: B must vary
+across the rows by :data:`MIN_PIN` of its distance from the centre.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ MAX_LEFT = 0.01  # share of |A − B| the map may leave, over the share constant
 MIN_SPREAD = 0.02  # the rows' factors differ by at least this share of their mean distance from 1
 MIN_SPARE = 8  # values beyond the fitted constants (one per row, one per feature)
 BEYOND = 4.0  # every row's factor is this many roundings from 1
+MIN_PIN = 0.1  # B varies across rows by this share of its distance from the centre
 
 
 def fit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -47,6 +49,10 @@ def fit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     size = float(np.linalg.norm(d))
     chance = np.sqrt(max(1.0 - (a.shape[0] + a.shape[1]) / d.size, 1e-12))
     return u, kappa, float(np.linalg.norm(rest)) / size / chance if size > 0 else 1.0
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x))))
 
 
 def _rows(pair: Pair) -> tuple[int, np.ndarray, np.ndarray] | None:
@@ -78,7 +84,8 @@ def find(pair: Pair) -> list[Finding]:
     u, kappa, left = fit(a, b)
     moved = np.all(np.abs(u) > BEYOND * one) and (np.all(u > 0) or np.all(u < 0))
     spread = float(np.std(u)) / max(float(np.mean(np.abs(u))), 1e-300)
-    if not moved or spread < MIN_SPREAD or left > MAX_LEFT:
+    pinned = _rms(np.std(b, axis=0)) >= MIN_PIN * _rms(b - kappa)
+    if not moved or spread < MIN_SPREAD or left > MAX_LEFT or not pinned:
         return []
     if not holds(a, b + u[:, None] * (b - kappa), pair.tolerance):
         return []
