@@ -15,7 +15,9 @@ a global map, which the affine fit says), the fit leaving at most :data:`MAX_LEF
 ``|A − B|`` beyond what as many constants leave by chance, and holding to the tolerance.
 Rows of B that hardly differ (a ResNet's two samples' logits, 4e-4 apart) admit the fit
 for any difference whose rows are proportional, with a centre they cannot pin: B must vary
-across the rows by :data:`MIN_PIN` of its distance from the centre.
+across the rows by :data:`MIN_PIN` of its distance from the centre.  Factors that are one
+per index of another axis (a batch norm's per-channel scale, NCHW, read row by row along W)
+are a per-slice map with fewer constants, which the affine fit names.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ MIN_SPREAD = 0.02  # the rows' factors differ by at least this share of their me
 MIN_SPARE = 8  # values beyond the fitted constants (one per row, one per feature)
 BEYOND = 4.0  # every row's factor is this many roundings from 1
 MIN_PIN = 0.1  # B varies across rows by this share of its distance from the centre
+PER_INDEX = 0.01  # rows' factors that vary within an index of another axis by at most this share
 
 
 def fit(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -55,8 +58,25 @@ def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x))))
 
 
-def _rows(pair: Pair) -> tuple[int, np.ndarray, np.ndarray] | None:
-    """The last axis and its sampled fibres (A rows, B rows), finite, with values to spare."""
+def _per_index(r: np.ndarray, where: tuple[np.ndarray, ...]) -> bool:
+    """Whether the rows' factors are one value per index of another axis (a per-channel
+    scale of a batch norm's output, NCHW, seen row by row along W): that map has fewer
+    constants, and the per-slice fit of :mod:`..signatures.affine` names it.  Only axes
+    whose indices each hold two rows or more can say so."""
+    spread = float(np.std(r))
+    for index in where:
+        groups, inverse = np.unique(index, return_inverse=True)
+        if len(groups) < 2 or 2 * len(groups) > len(r):
+            continue
+        means = np.bincount(inverse, r) / np.bincount(inverse)
+        if float(np.std(r - means[inverse])) <= PER_INDEX * spread:
+            return True
+    return False
+
+
+def _rows(pair: Pair) -> tuple[int, np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | None:
+    """The last axis, its sampled fibres (A rows, B rows), finite, with values to spare,
+    and where those rows lie on the other axes."""
     if not pair.in_memory or pair.printed or not pair.fmt.is_float or len(pair.shape) < 2:
         return None
     axis = len(pair.shape) - 1
@@ -68,7 +88,8 @@ def _rows(pair: Pair) -> tuple[int, np.ndarray, np.ndarray] | None:
     a, b = a[ok], b[ok]
     if a.shape[0] < 2 or a.size - a.shape[0] - a.shape[1] < MIN_SPARE:
         return None
-    return axis, a, b
+    where = tuple(index[ok] for index in pair.fibre_index(axis))
+    return axis, a, b, where
 
 
 def find(pair: Pair) -> list[Finding]:
@@ -76,7 +97,7 @@ def find(pair: Pair) -> list[Finding]:
     got = _rows(pair)
     if got is None:
         return []
-    axis, a, b = got
+    axis, a, b, where = got
     one = rounding_bound(pair.u, pair.depth)
     scale = np.maximum(np.sqrt(np.mean(b * b, axis=1)), pair.b_rms)
     if np.any(np.sqrt(np.mean(np.square(a - b), axis=1)) <= BEYOND * one * scale):
@@ -85,7 +106,7 @@ def find(pair: Pair) -> list[Finding]:
     moved = np.all(np.abs(u) > BEYOND * one) and (np.all(u > 0) or np.all(u < 0))
     spread = float(np.std(u)) / max(float(np.mean(np.abs(u))), 1e-300)
     pinned = _rms(np.std(b, axis=0)) >= MIN_PIN * _rms(b - kappa)
-    if not moved or spread < MIN_SPREAD or left > MAX_LEFT or not pinned:
+    if not moved or spread < MIN_SPREAD or left > MAX_LEFT or not pinned or _per_index(u, where):
         return []
     if not holds(a, b + u[:, None] * (b - kappa), pair.tolerance):
         return []

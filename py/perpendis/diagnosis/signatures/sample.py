@@ -111,6 +111,13 @@ class Pair:
             self._cache[key] = self._fibres(axis)
         return self._cache[key]
 
+    def fibre_index(self, axis: int) -> tuple[np.ndarray, ...]:
+        """Where the rows of :meth:`fibres` lie: one index array per other axis (in order,
+        ``axis`` left out), so a finding can ask whether a per-row quantity is really one
+        per index of another axis."""
+        self.fibres(axis)
+        return self._cache.get(("fibre_index", axis), ())
+
     def _slices(self, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Slices ``X[..., i, ...]`` along ``axis``: (indices i, A rows, B rows), each row the
         same sampled positions of the other axes."""
@@ -139,6 +146,7 @@ class Pair:
         size = math.prod(rest)
         pos = self._rng.distinct(size, FIBRE_ROWS)
         parts = list(np.unravel_index(pos, rest)) if rest else []
+        self._cache[("fibre_index", axis)] = tuple(parts)
         index = [p[:, None] for p in parts]
         index.insert(axis, along[None, :])
         full = tuple(np.broadcast_arrays(*index))
