@@ -415,10 +415,10 @@ export function createBisectView(ctx) {
       showResult(result.bisect);
     },
 
-    /** The tolerance changed: judge every layer again. */
+    /** The tolerance changed: judge every layer again; settles when the table is redrawn. */
     rejudge(options) {
       view.options = options;
-      again();
+      return again();
     },
 
     hide() {

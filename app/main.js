@@ -43,6 +43,7 @@ const state = {
   example: null, // the inputs of the example whose description is shown
   judged: null, // {inputs, options} of the report or layer table on screen: what "stale" is measured against
   badField: false, // an atol/rtol field holds what is not a number: the report shown does not use it
+  rejudging: null, // the job judging the report shown again at a new tolerance, until it answers
   selected: null, // flat index of the element shown in the inspector
   selectedIndex: null,
   view: null, // heatmap slice: {axes: [row, col], index: [...], metric}
@@ -141,13 +142,19 @@ function refreshStale() {
     state.example = null;
   }
   const reasons = staleReasons();
-  const stale = reasons.length > 0;
+  // A new tolerance is being judged on the same inputs: the answer on screen is the old
+  // tolerance's until the new one arrives, so it is marked as such (and busy) meanwhile.
+  const pending = state.rejudging !== null && state.rejudging === state.job;
+  const stale = reasons.length > 0 || pending;
   for (const id of ["report", "bisect"]) {
     $(id).classList.toggle("stale", stale);
     $(id).dataset.stale = String(stale);
+    $(id).setAttribute("aria-busy", String(pending));
   }
   const note = $("stale-note");
-  const text = stale
+  const text = pending
+    ? "Judging again at the new tolerance: until the answer arrives, this report shows the earlier tolerance's."
+    : stale
     ? `Out of date: ${reasons.join(", and ")} since this report was made. It still shows the earlier answer; ` +
       "press Compare to judge what is on screen."
     : "";
@@ -430,6 +437,24 @@ async function compare() {
   showReport(result, { fresh: true });
 }
 
+/**
+ * The report shown marked stale and busy (visibly, and in the live note) while `work` — the
+ * same inputs judged at a new tolerance — is in flight: the old tolerance's answer must not
+ * look like the new one's. The marking is the job's: a newer job (Compare) replaces it.
+ */
+async function whileRejudging(work) {
+  const job = state.job;
+  state.rejudging = job;
+  setBusy(true, "judging again");
+  refreshStale();
+  try {
+    return await work;
+  } finally {
+    if (state.rejudging === job) state.rejudging = null;
+    refreshStale();
+  }
+}
+
 async function rejudge() {
   if (!canRejudge()) {
     // The core holds the arrays of the report shown, not those on screen: judging them again
@@ -439,19 +464,19 @@ async function rejudge() {
   }
   if (bisectView.active) {
     state.judged = { ...state.judged, options: toleranceOptions() };
-    refreshStale();
-    bisectView.rejudge(toleranceOptions());
+    await whileRejudging(bisectView.rejudge(toleranceOptions()));
     return;
   }
   if (!state.result) return;
   if (state.result.streamed) {
-    compare(); // the core kept nothing of a streamed pair: stream it again with the new tolerance
+    // The core kept nothing of a streamed pair: stream it again with the new tolerance.
+    await whileRejudging(compare());
     return;
   }
   clearError();
   const job = ++state.job;
   const options = toleranceOptions();
-  const result = await ask("rejudge", { options }, [], job);
+  const result = await whileRejudging(ask("rejudge", { options }, [], job));
   if (!result) return;
   if (!result.ok) {
     refreshStale();
