@@ -172,7 +172,10 @@ def bisect60(tab: Tab, url: str, tmp: Path) -> None:
         tab.page.get_by_test_id(f"file-{side}").set_input_files(str(tmp / f"run{side}.npz"))
     tab.phase("harness")
     compare(tab)
-    tab.page.locator("[data-testid=bisect-row]").first.wait_for(timeout=ANSWER_MS)
+    # Every row: a table built in slices (app/render/bisect_table.js) is built after the answer.
+    tab.page.wait_for_function("() => document.querySelectorAll('[data-testid=bisect-row]').length >= 60",
+                               timeout=ANSWER_MS)
+    tab.page.wait_for_timeout(500)
     tab.phase("bisect 60")
 
 
