@@ -15,6 +15,7 @@ import { renderInputNotes } from "./render/inputs.js";
 import { copyFullValues } from "./render/numbers.js";
 import { renderReference } from "./render/reference.js";
 import { renderScatter } from "./render/scatter.js";
+import { afterFrame } from "./render/slices.js";
 import { renderStats, renderSummary } from "./render/summary.js";
 import { renderTask } from "./render/task.js";
 import { renderTolerance } from "./render/tolerance.js";
@@ -539,18 +540,33 @@ function showReport(result, { fresh }) {
     : null;
   $("slice-card").hidden = !state.view;
   lastSlice = null; // the last report's slice: never redrawn for this one
+  // What the report itself holds is drawn now, with it; what the core computes, a frame later.
+  if (state.view) renderSliceControls($("slice-controls"), shape, state.view, changeView, isExact(report.compared_as));
+  if (start && start.a_bits !== undefined) showElement(start, null);
+  if (!start && !(report.n_elements > 0 && report.shape_match)) showNoElement();
+  // The evidence (element, heat map, scatter) is asked for once the report's first frame is
+  // painted: asked at once, the core computed it on the other core while that frame was laid
+  // out, and on two cores shared with the helpers' start the frame took 4x its CPU time.
+  const job = state.job;
+  afterFrame(() => {
+    if (state.result === result && state.job === job) askEvidence(report, start);
+  });
+}
+
+/** The element view emptied: the report has no element to show. */
+function showNoElement() {
+  state.selected = null;
+  state.selectedIndex = null;
+  fill($("element"));
+  $("element-index").textContent = "";
+}
+
+/** The element at `start` (else the first element), the heat map's slice and the scatter
+ * plot of a fresh report, from the core. */
+function askEvidence(report, start) {
   if (state.view) loadSlice();
-  if (start) {
-    if (start.a_bits !== undefined) showElement(start, null);
-    selectElement(start.flat, { follow: false }); // the heat map stays on the finding's slice
-  } else if (report.n_elements > 0 && report.shape_match) {
-    selectElement(0);
-  } else {
-    state.selected = null;
-    state.selectedIndex = null;
-    fill($("element"));
-    $("element-index").textContent = "";
-  }
+  if (start) selectElement(start.flat, { follow: false }); // the heat map stays on the finding's slice
+  else if (report.n_elements > 0 && report.shape_match) selectElement(0);
   loadScatter(report);
 }
 
