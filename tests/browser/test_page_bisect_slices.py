@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from perpendis.inputs import formats
 from perpendis.layers.bisect import bisect
+from test_accessibility import violations
 from test_page_bisect import drop_files, rows
 from test_page_cls import CLS_SINCE_JS, SHIFTS_INIT
 
@@ -119,6 +120,7 @@ def test_the_first_failing_row_comes_at_once_and_the_rest_in_place(page, server,
     print(f"{width} px: CLS {shifts['value']:.4f} while {at_once['pending']} rows came in later "
           f"(since Compare: {page.evaluate(CLS_SINCE_JS, start)['value']:.4f})")
     assert shifts["value"] <= 0.01, shifts["shifts"]
+    assert violations(page) == []  # axe, on the whole table (a region that scrolls at 390 px)
 
 
 def test_a_row_of_a_sliced_table_moves_by_keyboard_and_keeps_the_focus(ready_page, captures):
