@@ -249,7 +249,7 @@ export function createBisectView(ctx) {
     const { a, b } = view.pair.labels;
     $("bisect-sides").textContent = `— ${a}: ${view.names[a] ?? a}; ${b}: ${view.names[b] ?? b}`;
     $("bisect-moved").textContent = "";
-    renderRows();
+    renderRows(null, false);
     renderUnpaired($("unpaired"), result, pairByHand);
     const skipped = result.only && result.only.length ? result.n_skipped : 0;
     $("skipped").hidden = !skipped;
@@ -258,8 +258,11 @@ export function createBisectView(ctx) {
       : "";
   }
 
-  function renderRows(focus = null) {
-    renderBisectTable($("bisect-table"), view.result, { selected: view.selected, onSelect: select, onMove: move, focus });
+  /** The table and chart drawn again; `again`: over the same table (a move, a selection), whose
+   * rows in view are then built at once, not a slice later. */
+  function renderRows(focus = null, again = true) {
+    renderBisectTable($("bisect-table"), view.result, { selected: view.selected, onSelect: select, onMove: move, focus,
+      again });
     renderDepthChart($("depth-chart"), view.result, { selected: view.selected, onSelect: select });
   }
 
@@ -415,10 +418,10 @@ export function createBisectView(ctx) {
       showResult(result.bisect);
     },
 
-    /** The tolerance changed: judge every layer again. */
+    /** The tolerance changed: judge every layer again; settles when the table is redrawn. */
     rejudge(options) {
       view.options = options;
-      again();
+      return again();
     },
 
     hide() {

@@ -36,6 +36,13 @@ const PROTOCOL = {
     reserve: ["bytes"],
     spare: ["buffer"],
   },
+  // The page (app/client.js) → app/worker.js: control ops, messages about the jobs rather than
+  // jobs, {id?, op, ...fields}; reserve is also served by the core as a request of its op.
+  control: {
+    cancel: ["upTo", "flag"],
+    reserve: ["bytes"],
+    prefetch: ["files"],
+  },
 };
 
 // `python` (a bridge class's proxy) as an object with one function per method of `table`,

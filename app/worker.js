@@ -358,33 +358,68 @@ async function foldCheckpoints(units, available, blobs) {
   return JSON.parse(core.answer_checkpoints());
 }
 
-async function handle(message) {
-  const { id, op } = message;
-  if (op === "reserve" && Number.isSafeInteger(message.bytes) && message.bytes > 0) {
-    const ready = helpers.filter((helper) => helper.ready);
-    for (const helper of ready) helper.reserve(Math.ceil(message.bytes / (ready.length + 1)));
-  }
+// One job of the page served by the core: its payloads taken out, run through the service,
+// and a big comparison's shares folded with the helpers ready now.
+async function serveJob(message) {
+  const { id } = message;
   const buffers = [];
   const blobs = [];
   const tags = [];
-  const request = op === "prefetch" ? null : takePayloads(message, buffers, blobs, tags);
+  const request = takePayloads(message, buffers, blobs, tags);
   const progress = (stage, fraction) => self.postMessage({ id, type: "progress", stage, fraction });
   const available = helpers.filter((helper) => helper.ready);
+  const ahead = takeAhead(tags, blobs);
+  const result = JSON.parse(core.serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
+  if (result.ok && result.fold_jobs) return foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
+  if (result.ok && result.checkpoint_units) return foldCheckpoints(result.checkpoint_units, available, blobs);
+  return result;
+}
+
+// The page's control ops (PROTOCOL.control, app/protocol.js): messages about the jobs rather
+// than jobs, one entry each. `now` runs as the message arrives, never queued behind the job
+// it is about; `queued` runs in turn like a job and is answered like one, but it is a hint
+// nobody waits for: it is never cancelled and does not hold back the warm-up.
+const CONTROL = {
+  cancel: {
+    now(message) {
+      if (message.flag instanceof Int32Array) cancelFlag = message.flag;
+      cancelledUpTo = Math.max(cancelledUpTo, message.upTo ?? 0);
+      if (cancelAsked()) onCancel();
+    },
+  },
+  reserve: {
+    // The helpers grow their heaps for their shares; the core grows its own through the service.
+    queued(message) {
+      if (Number.isSafeInteger(message.bytes) && message.bytes > 0) {
+        const ready = helpers.filter((helper) => helper.ready);
+        for (const helper of ready) helper.reserve(Math.ceil(message.bytes / (ready.length + 1)));
+      }
+      return serveJob(message);
+    },
+  },
+  prefetch: {
+    queued: (message) => prefetch(message.files),
+  },
+};
+const controlOp = protocolHandlers(PROTOCOL.control, CONTROL);
+
+/** The control entry of a message's op, or null for a job. */
+function control(op) {
+  return Object.hasOwn(PROTOCOL.control, op) ? controlOp(op) : null;
+}
+
+async function handle(message) {
+  const { id, op } = message;
+  const entry = control(op);
   let result;
   running = id;
-  if (op !== "prefetch" && op !== "reserve" && cancelAsked()) {
+  if (!entry && cancelAsked()) {
     running = null;
     self.postMessage({ id, type: "result", result: CANCELLED });
     return;
   }
   try {
-    if (op === "prefetch") result = prefetch(message.files);
-    else {
-      const ahead = takeAhead(tags, blobs);
-      result = JSON.parse(core.serve(JSON.stringify(request), buffers, blobs, ahead.early, progress, available.length + 1));
-      if (result.ok && result.fold_jobs) result = await foldShared(result, available, [...buffers, ...ahead.buffers], blobs);
-      else if (result.ok && result.checkpoint_units) result = await foldCheckpoints(result.checkpoint_units, available, blobs);
-    }
+    result = entry ? await entry.queued(message) : await serveJob(message);
   } catch (err) {
     result = cancelAsked() ? CANCELLED : internalError(err);
     if (/fatal/i.test(result.error.detail)) {
@@ -404,16 +439,12 @@ let started = null; // resolves once the core is ready: jobs sent before then wa
 let waiting = 0; // jobs received and not started yet
 
 self.onmessage = (event) => {
-  // Cancelling is seen at once, not queued behind the job it stops.
-  if (event.data.op === "cancel") {
-    if (event.data.flag instanceof Int32Array) cancelFlag = event.data.flag;
-    cancelledUpTo = Math.max(cancelledUpTo, event.data.upTo ?? 0);
-    if (cancelAsked()) onCancel();
+  const entry = control(event.data.op);
+  if (entry && entry.now) {
+    entry.now(event.data);
     return;
   }
-  // Growing the heap and reading files ahead of a comparison are hints, not jobs anyone
-  // waits for: they do not stop the warm-up.
-  const counted = event.data.op !== "reserve" && event.data.op !== "prefetch";
+  const counted = !entry; // control ops are hints: they do not stop the warm-up
   if (counted) waiting++;
   done = done
     .then(() => started)

@@ -27,10 +27,11 @@ def js_table(part: str) -> dict[str, list[str]]:
     return {name: re.findall(r'"(\w+)"', values) for name, values in entries}
 
 
-@pytest.mark.parametrize("part, table", [("core", protocol.CORE), ("helper", protocol.HELPER)])
+@pytest.mark.parametrize("part, table", [("core", protocol.CORE), ("helper", protocol.HELPER),
+                                         ("control", protocol.CONTROL)])
 def test_both_sides_declare_the_same_methods_and_values(part, table):
     js = js_table(part)
-    assert len(js) >= 6
+    assert len(js) >= (3 if part == "control" else 6)
     assert js == {name: list(method.fields) for name, method in table.items()}
 
 
@@ -76,3 +77,30 @@ def test_a_call_the_table_does_not_declare_is_refused_by_name():
         helper.call("spare", b"")  # the helper's JavaScript keeps it; Python never sees it
     with pytest.raises(ValueError, match="fold_checkpoint takes job, files, views: given 1 values"):
         helper.call("fold_checkpoint", "[]")
+
+
+def test_the_worker_dispatches_the_control_ops_through_one_table():
+    """cancel, reserve and prefetch each have one entry of ``CONTROL`` in app/worker.js, checked
+    against ``PROTOCOL.control`` when the worker starts; no op is picked by an ``if`` chain."""
+    worker, client, main = ((APP / name).read_text() for name in ("worker.js", "client.js", "main.js"))
+    entries = re.search(r"^const CONTROL = \{\n(.*?)^\};", worker, re.MULTILINE | re.DOTALL)
+    assert entries, "app/worker.js has no CONTROL table"
+    assert set(re.findall(r"^  (\w+): \{", entries.group(1), re.MULTILINE)) == set(protocol.CONTROL)
+    assert "protocolHandlers(PROTOCOL.control, CONTROL)" in worker
+    assert not re.search(r"\bop (===|!==) ", worker)
+    # What the page sends: the control ops by the fields declared, and nothing undeclared.
+    sent = set(re.findall(r'op: "(\w+)"', client)) | set(re.findall(r'request\("(reserve|prefetch)"', main))
+    assert sent == set(protocol.CONTROL)
+    for field in re.findall(r'op: "cancel", (\w+)', client):
+        assert field in protocol.CONTROL["cancel"].fields
+
+
+def test_a_control_op_the_core_serves_takes_the_fields_declared():
+    from perpendis.service import requests
+
+    served = protocol.python_methods(protocol.CONTROL)
+    assert served == {"reserve"}
+    for op in served:
+        assert op in requests.OPS
+        assert requests.FIELDS_OF[op] == protocol.CONTROL[op].fields
+    assert not ({"cancel", "prefetch"} & set(requests.OPS))

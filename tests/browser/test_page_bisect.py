@@ -42,6 +42,12 @@ def run_and_wait(page) -> None:
     page.evaluate("() => document.querySelector('[data-testid=\"bisect-summary\"]')?.remove()")
     page.get_by_test_id("compare").click()
     page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
+    whole_table(page)
+
+
+def whole_table(page) -> None:
+    """Wait until every row is built: a table of many rows is built in slices after the answer."""
+    page.locator("#bisect-table[data-rows=complete]").wait_for(timeout=TIMEOUT_MS)
 
 
 def bisect_captures(page, model: str, run_b: str, container: str = "npz") -> None:

@@ -83,6 +83,7 @@ def test_big_polygraphy_files_bisect_unread_to_the_bugged_layer(ready_page, capt
         assert "read in place" in page.locator(f"#chip-{side}").text_content()
     page.get_by_test_id("compare").click()
     page.get_by_test_id("bisect-summary").wait_for(timeout=TIMEOUT_MS)
+    page.locator("#bisect-table[data-rows=complete]").wait_for(timeout=TIMEOUT_MS)  # built in slices
 
     native = bisect(path_entries(captures[0]), path_entries(captures[1]))
     assert native.first_failing is not None and native.first_failing.a_name == BUG

@@ -129,6 +129,37 @@ def test_a_preset_on_unchanged_inputs_is_judged_again_at_once(ready_page):
     assert report_json(page)["tolerance"]["preset"] == "fp16"
 
 
+# A preset chosen, then what the report says at once, in the change event's own task: before
+# the re-judged answer can arrive.
+PRESET_AT_ONCE_JS = """(preset) => {
+  const select = document.getElementById("preset");
+  select.value = preset;
+  select.dispatchEvent(new Event("change", { bubbles: true }));
+  const report = document.getElementById("report");
+  const note = document.getElementById("stale-note");
+  return { stale: report.dataset.stale, busy: report.getAttribute("aria-busy"),
+           dimmed: report.classList.contains("stale"), note: note.hidden ? "" : note.textContent,
+           pageBusy: document.body.classList.contains("busy") };
+}"""
+
+
+def test_a_preset_change_marks_the_report_busy_until_the_new_answer_arrives(ready_page):
+    page = ready_page
+    _a, _b = compared(page, (4, 5), seed=8, ulps=300)
+    before = report_json(page)["tolerance"]
+    at_once = page.evaluate(PRESET_AT_ONCE_JS, "fp16")
+    # While the answer is in flight the old tolerance's report is marked, for eyes and ears.
+    assert at_once["stale"] == "true" and at_once["dimmed"] and at_once["busy"] == "true"
+    assert "Judging again at the new tolerance" in at_once["note"]
+    assert at_once["pageBusy"]
+    expect(page.locator("#report")).to_have_attribute("data-stale", "false", timeout=REPORT_TIMEOUT_MS)
+    settle(page)
+    assert page.locator("#report").get_attribute("aria-busy") == "false"
+    assert page.get_by_test_id("stale-note").is_hidden()
+    after = report_json(page)["tolerance"]
+    assert after["preset"] == "fp16" and after != before
+
+
 def test_share_link_of_a_stale_report_carries_the_reports_inputs_and_says_so(ready_page, context):
     page = ready_page
     a, _b = compared(page, (3, 4), seed=6, ulps=2)

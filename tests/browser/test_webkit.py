@@ -252,3 +252,40 @@ def test_random_actions(browser, server):
         problems = [*browser.run("return window.__problems"), off_screen(browser.run(f"return ({SHOWN_JS})()"))]
         problems = [p for p in problems if p]
         assert not problems, f"after {' → '.join(done)}: {problems}"
+
+
+def test_a_bisect_of_60_layers_built_in_slices(browser, server, tmp_path):
+    """The bisect table of more rows than it builds at once (render/bisect_table.js): every row
+    arrives in place, in CPython's order and verdicts, and a row built later opens its pair."""
+    from perpendis.inputs import formats
+    from perpendis.layers.bisect import bisect
+    from test_page_bisect_slices import LAYERS, layer_names
+
+    open_page(browser, server.url)
+    rng = np.random.default_rng(36)
+    a = {name: rng.standard_normal((4, 32)).astype(np.float32) for name in layer_names()}
+    b = {name: (v + np.float32(1e-3) if i >= 40 else v.copy()) for i, (name, v) in enumerate(a.items())}
+    paths = {"a": tmp_path / "torch.npz", "b": tmp_path / "ort.npz"}
+    for side, arrays in (("a", a), ("b", b)):
+        np.savez(paths[side], **arrays)
+        browser.choose_files(f"#file-{side}", [paths[side]])
+        browser.wait("return !document.getElementById(arguments[0]).hidden", f"chip-{side}", timeout=30,
+                     what=f"the chip of {side}")
+    truth = bisect(*(formats.read(paths[side].read_bytes(), paths[side].name) for side in "ab"))
+    browser.click("#compare")
+    browser.wait("return document.getElementById('bisect-table').dataset.rows === 'complete'", timeout=ANSWER_S,
+                 what="every row of the table")
+    shown_rows = browser.run("""return [...document.querySelectorAll('[data-testid=bisect-row]')].map((r) =>
+      [r.querySelector('[data-testid=bisect-a-name]').firstChild.textContent, r.dataset.verdict,
+       r.dataset.standing])""")
+    assert len(shown_rows) == LAYERS
+    assert [r[0] for r in shown_rows] == [p.a_name for p in truth.pairs]
+    assert [r[1] for r in shown_rows] == [p.verdict for p in truth.pairs]
+    assert [r[2] for r in shown_rows].index("first-failing") == truth.pairs.index(truth.first_failing)
+    browser.screenshot(tmp_path / "bisect60.png")
+    late = LAYERS - 3
+    browser.run("document.querySelector(`[data-testid=bisect-row][data-index='${arguments[0]}'] button.link`)"
+                ".click()", late)
+    browser.wait("return !document.getElementById('pair-title').hidden", timeout=ANSWER_S, what="the pair's report")
+    title = browser.run("return document.getElementById('pair-title').textContent")
+    assert title.startswith(f"Layer {late + 1} of {LAYERS}: A {truth.pairs[late].a_name} "), title

@@ -317,6 +317,16 @@ const TESTS = {
     const first = await page.$eval("[data-testid=first-failing]", (n) => n.closest("[data-testid=bisect-row]")
       .querySelector("[data-testid=bisect-a-name]").firstChild.textContent);
     check(first === spec.bug_layer, `first failing layer ${first}, the bug is in ${spec.bug_layer}`);
+    if (spec.names) {
+      // A table built in slices (app/render/bisect_table.js): every row arrives, in place.
+      await until(page, () => document.getElementById("bisect-table").dataset.rows === "complete", null, ANSWER_MS,
+        "every row of the table");
+      const names = await page.$$eval("[data-testid=bisect-row]", (rows) =>
+        rows.map((r) => r.querySelector("[data-testid=bisect-a-name]").firstChild.textContent));
+      check(JSON.stringify(names) === JSON.stringify(spec.names), `rows ${names.length}: ${names.slice(0, 3)}…`);
+      const pending = await page.$$eval("[data-testid=bisect-row-pending]", (rows) => rows.length);
+      check(pending === 0, `${pending} rows still pending`);
+    }
     // Its row opens that layer's report.
     await page.$eval("[data-testid=first-failing]", (n) => n.closest("[data-testid=bisect-row]").querySelector("button.link").click());
     const opened = await outcome(page);

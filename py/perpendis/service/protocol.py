@@ -1,7 +1,7 @@
 """The workers' protocol, declared once on the Python side: every method the page's workers
 call, with what it takes and what it answers.
 
-Two tables, one per worker:
+Three tables, two per worker and one of the page's control ops:
 
 :data:`CORE`
     What ``app/worker.js`` calls on :class:`perpendis.service.bridge.CoreWorker`: a request
@@ -11,6 +11,8 @@ Two tables, one per worker:
     The messages ``app/worker.js`` sends a helper (``app/fold_worker.js``), each answered by
     :class:`perpendis.service.bridge.HelperWorker`'s method of that name, but for those
     marked ``python=False``, which the helper's JavaScript handles alone.
+:data:`CONTROL`
+    The page's control ops to ``app/worker.js`` (cancel, reserve, prefetch).
 
 ``app/protocol.js`` holds the same two tables for the JavaScript side, which both workers
 dispatch through; ``tests/test_protocol.py`` checks that the two sides name the same
@@ -79,6 +81,18 @@ HELPER: dict[str, Method] = {
 """``app/worker.js`` → ``app/fold_worker.js`` → :class:`~perpendis.service.bridge.HelperWorker`:
 each message is ``{id, method, ...fields}``.  ``spare`` gives the helper back an answer's buffer to write a
 later answer into: JavaScript alone."""
+
+
+CONTROL: dict[str, Method] = {
+    "cancel": Method((), None, python=False, message=("upTo", "flag")),
+    "reserve": Method(("bytes",), "reserved JSON"),
+    "prefetch": Method((), None, python=False, message=("files",)),
+}
+"""The page → ``app/worker.js``: control ops, messages about the jobs rather than jobs
+(``{id?, op, ...fields}``), which the worker dispatches through one table of its own.
+``cancel`` is read at once and ``prefetch`` read by the worker's JavaScript alone (its Python
+keeps what is read, through ``CORE``'s ``read_ahead``/``keep_ahead``); ``reserve`` is also
+served as a request of its op (:mod:`perpendis.service.requests`), with these fields."""
 
 
 def python_methods(table: Mapping[str, Method]) -> set[str]:
