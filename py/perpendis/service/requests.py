@@ -65,6 +65,13 @@ def _mapping(request: Mapping[str, Any]) -> dict[str, str]:
     return dict(mapping)
 
 
+def bisect_keywords(request: CompareRequest | BisectRequest) -> dict[str, Any]:
+    """A request's options, pairing map and layer filter as keyword arguments of
+    :func:`perpendis.layers.bisect.bisect` (both a compare of two archives and a bisect
+    end there)."""
+    return {"options": request.options, "mapping": dict(request.mapping), "only": request.only}
+
+
 @dataclass(frozen=True)
 class CompareRequest:
     """Compare box A with box B (and a reference): ``inputs`` holds each box's spec.
@@ -83,7 +90,7 @@ class CompareRequest:
 
     def bisect_engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`, when compared pair by pair."""
-        return {"options": self.options, "mapping": dict(self.mapping), "only": self.only}
+        return bisect_keywords(self)
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,7 @@ class BisectRequest:
 
     def engine(self) -> dict[str, Any]:
         """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
-        return {"options": self.options, "mapping": dict(self.mapping), "only": self.only}
+        return bisect_keywords(self)
 
 
 @dataclass(frozen=True)
