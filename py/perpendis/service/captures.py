@@ -18,7 +18,7 @@ from ..layers.bisect_inputs import pairing_info, sort_inputs
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
-from .requests import BisectOrderRequest, BisectPairRequest, BisectRequest, RunsRequest
+from .requests import BisectOrderRequest, BisectPairRequest, BisectRequest, RunsRequest, bisect_keywords
 from .session import Bisected, KeptPair, Session
 
 
@@ -92,7 +92,7 @@ def bisect_boxes(
         ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
         info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
     ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
-    return bisect_entries(session, ea, eb, {**request.engine(), **info, **ran}, progress)
+    return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress)
 
 
 def open_pair(
@@ -143,4 +143,4 @@ def runs(
     if reference in found:
         total = len(found[reference]) * (len(found) - 1)
         found[reference] = _counting(found[reference], total, progress)
-    return {"runs": bisect_runs(found, reference, **request.bisect.engine()).to_dict()}
+    return {"runs": bisect_runs(found, reference, **bisect_keywords(request.bisect)).to_dict()}

@@ -25,7 +25,7 @@ from .boundary import answering
 from .fold import FoldCoordinator, Progress, Step
 from .judge import report_answer
 from .planner import Captures, Files, StreamedPair, plan
-from .requests import Request
+from .requests import Request, bisect_keywords
 from .session import Session
 
 
@@ -151,8 +151,8 @@ def _run(
         from . import captures
 
         if isinstance(request, requests.BisectRequest):
-            return captures.bisect_entries(session, job.a, job.b, request.engine(), progress)
-        return captures.switch_to_bisect(session, job.a, job.b, request.bisect_engine(), progress)
+            return captures.bisect_entries(session, job.a, job.b, bisect_keywords(request), progress)
+        return captures.switch_to_bisect(session, job.a, job.b, bisect_keywords(request), progress)
     if isinstance(job, StreamedPair):
         return _streamed(session, request, job, progress, workers)
     return OPERATIONS[type(request)](session, request, job.payloads, progress, workers)

@@ -16,7 +16,7 @@ from ..errors import InputError
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
-from .requests import SIDES, CompareRequest, RejudgeRequest
+from .requests import SIDES, CompareRequest, RejudgeRequest, bisect_keywords
 from .session import KeptPair, Session
 
 
@@ -44,7 +44,7 @@ def compare_boxes(
             from . import captures
 
             info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])
-            return captures.switch_to_bisect(session, a_list, b_list, {**request.bisect_engine(), **info}, progress)
+            return captures.switch_to_bisect(session, a_list, b_list, {**bisect_keywords(request), **info}, progress)
         a, b = boxes.single(a_list, "a"), boxes.single(b_list, "b")
     ref = None
     if not boxes.is_empty(inputs.get("ref")):

@@ -88,10 +88,6 @@ class CompareRequest:
     stream: bool = False
     """Stream two ``.npy`` files of any size (the CLI's ``--stream``); the page never forces it."""
 
-    def bisect_engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.layers.bisect.bisect`, when compared pair by pair."""
-        return bisect_keywords(self)
-
 
 @dataclass(frozen=True)
 class RejudgeRequest:
@@ -150,10 +146,6 @@ class BisectRequest:
     allow_unpaired: bool = True
     """Nothing paired is an answer for the page, which shows both sides' names to pair by
     hand; the CLI has no such table and says it as bad input."""
-
-    def engine(self) -> dict[str, Any]:
-        """As keyword arguments of :func:`perpendis.layers.bisect.bisect`."""
-        return bisect_keywords(self)
 
 
 @dataclass(frozen=True)
