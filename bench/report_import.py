@@ -1,13 +1,15 @@
-"""What importing the report's renderings costs, natively and in Pyodide, apart from the model.
+"""What importing the report's model and each of its renderings costs, natively and in Pyodide.
 
 ``perpendis.report``'s ``__init__`` imports the text and HTML renderings (and what they
 import: ``task_text``, the standard library's ``html``) to fill ``model.RENDERINGS``, the
 first time anything imports the package, as the page's worker does for its first report,
-which renders neither.  This times that part alone: in a fresh interpreter, with NumPy
-loaded, the package is entered without running its ``__init__``, ``report.model`` is
-imported (timed apart), then the renderings.  Natively each run is a fresh ``python3``;
-in Pyodide (``--site``, a built site) a fresh Pyodide under Node.js loading NumPy and
-perpendis from the site's lock, as the page's worker does.  Prints the median and the
+which reads the Markdown rendering in every answer but never the HTML one.  This times
+each part alone: in a fresh interpreter, with NumPy loaded, the package is entered
+without running its ``__init__``, then ``report.model``, ``report.text`` (with
+``task_text``, ``paste_back``) and ``report.html`` are imported in that order, each
+timed.  Natively each run is a fresh ``python3``; in Pyodide (``--site``, a built site) a
+fresh Pyodide under Node.js loading NumPy and perpendis from the site's lock, as the
+page's worker does.  Prints the median and the
 smallest of ``--repeat`` runs; asserts nothing.
 
 Usage::
@@ -33,14 +35,13 @@ spec = importlib.util.find_spec("perpendis.report")
 package = types.ModuleType("perpendis.report")  # entered without its __init__, which imports the renderings
 package.__path__ = list(spec.submodule_search_locations)
 sys.modules["perpendis.report"] = package
-t0 = time.perf_counter()
-import perpendis.report.model
-t1 = time.perf_counter()
-before = set(sys.modules)
-import perpendis.report.html, perpendis.report.text
-t2 = time.perf_counter()
-result = json.dumps({"model_ms": (t1 - t0) * 1e3, "renderings_ms": (t2 - t1) * 1e3,
-                     "modules": sorted(set(sys.modules) - before)})
+times, modules = {}, {}
+for part in ("model", "text", "html"):
+    before, t = set(sys.modules), time.perf_counter()
+    importlib.import_module("perpendis.report." + part)
+    times[part] = (time.perf_counter() - t) * 1e3
+    modules[part] = sorted(set(sys.modules) - before)
+result = json.dumps({"ms": times, "modules": modules})
 """
 
 NODE = """
@@ -67,10 +68,10 @@ def pyodide(site: Path) -> dict:
 
 def shown(where: str, runs: list[dict]) -> str:
     parts = []
-    for key in ("model_ms", "renderings_ms"):
-        values = [run[key] for run in runs]
-        parts.append(f"{key[:-3]} median {statistics.median(values):6.1f} ms, least {min(values):6.1f} ms")
-    return f"{where:8s} " + "; ".join(parts) + f"  (renderings import {', '.join(runs[0]['modules'])})"
+    for part in runs[0]["ms"]:
+        values = [run["ms"][part] for run in runs]
+        parts.append(f"{part} median {statistics.median(values):6.1f} ms, least {min(values):6.1f} ms")
+    return f"{where:8s} " + "; ".join(parts)
 
 
 def main() -> None:
@@ -78,7 +79,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--site", type=Path, help="a built site, to time the imports in its Pyodide too")
     args = parser.parse_args()
-    print(shown("native", [native() for _ in range(args.repeat)]), flush=True)
+    runs = [native() for _ in range(args.repeat)]
+    for part, modules in runs[0]["modules"].items():
+        print(f"{part}: imports {', '.join(modules)}")
+    print(shown("native", runs), flush=True)
     if args.site:
         print(shown("pyodide", [pyodide(args.site) for _ in range(args.repeat)]))
 
