@@ -14,8 +14,8 @@ Chromium profile, which stays open; every report goes through the page's client
 (fetching the files into the page is not timed).  One untimed report per site first warms
 its core (the first report also imports the diagnosis); then each pair runs ``--repeat``
 times on each site, base and head alternating and their order swapped every round, so
-both see the same load.  Prints the median milliseconds, the ratio and the top finding
-per pair, and the load average before and after; asserts nothing.
+both see the same load.  Prints the median and the least milliseconds, their ratios and
+the top finding per pair, and the load average before and after; asserts nothing.
 
 Usage::
 
@@ -126,18 +126,23 @@ def alternating(tabs: dict[str, Tab], files: dict[str, tuple[str, str]], repeat:
 
 
 def printed(runs: dict, base: str) -> None:
-    print(f"report of 2 x {N // (1024 * 1024)}M float32 in the tab, median of {len(runs['head']['rounding'])} "
+    """Per pair: the medians and the least of each site's runs, and their ratios (head / base).
+    The least is shown beside the median because other work on the machine only ever adds time."""
+    print(f"report of 2 x {N // (1024 * 1024)}M float32 in the tab, {len(runs['head']['rounding'])} runs a site "
           "(wall ms, page client, sites alternating)")
-    print(f"{'pair':16s} {base + ' ms':>11s} {'this tree ms':>13s} {'ratio':>6s}  top finding (base -> this); runs")
+    print(f"{'pair':16s} {base + ' median':>15s} {'this median':>12s} {'ratio':>6s} {'least':>13s} {'ratio':>6s}"
+          "  top finding (base -> this); runs base | this")
     sums = {"base": 0.0, "head": 0.0}
     for name in runs["head"]:
-        medians = {label: statistics.median(r["ms"] for r in runs[label][name]) for label in runs}
-        sums = {label: sums[label] + medians[label] for label in sums}
+        ms = {label: [r["ms"] for r in runs[label][name]] for label in ("base", "head")}
+        median = {label: statistics.median(values) for label, values in ms.items()}
+        least = {label: min(values) for label, values in ms.items()}
+        sums = {label: sums[label] + median[label] for label in sums}
         tops = " -> ".join(str(runs[label][name][-1].get("top")) for label in ("base", "head"))
-        each = " | ".join(", ".join(f"{r['ms']:.0f}" for r in runs[label][name]) for label in ("base", "head"))
-        print(f"{name:16s} {medians['base']:11.0f} {medians['head']:13.0f} {medians['head'] / medians['base']:6.3f}"
-              f"  {tops}; {each}")
-    print(f"ratio of the sums: {sums['head'] / sums['base']:.3f}")
+        each = " | ".join(", ".join(f"{v:.0f}" for v in values) for values in ms.values())
+        print(f"{name:16s} {median['base']:15.0f} {median['head']:12.0f} {median['head'] / median['base']:6.3f} "
+              f"{least['base']:6.0f}/{least['head']:<6.0f} {least['head'] / least['base']:6.3f}  {tops}; {each}")
+    print(f"ratio of the sums of the medians: {sums['head'] / sums['base']:.3f}")
 
 
 def main() -> None:
