@@ -110,7 +110,7 @@ def main() -> None:
     print(f"{'pair':18s} {args.base + ' s':>10s} {'this tree s':>12s} {'ratio':>7s}  top finding (base -> this)")
     for name in base:
         b, h = base[name]["seconds"], head[name]["seconds"]
-        print(f"{name:18s} {b:10.2f} {h:12.2f} {h / b:7.3f}  {base[name]['top']} -> {head[name]['top']}")
+        print(f"{name:18s} {b:10.3f} {h:12.3f} {h / b:7.3f}  {base[name]['top']} -> {head[name]['top']}")
     total = sum(h["seconds"] for h in head.values()) / sum(b["seconds"] for b in base.values())
     print(f"ratio of the sums: {total:.3f}")
 

@@ -17,9 +17,13 @@ times on each site, base and head alternating and their order swapped every roun
 both see the same load.  Prints the median and the least milliseconds, their ratios and
 the top finding per pair, and the load average before and after; asserts nothing.
 
+With ``--node`` the same pairs are then timed in each site's own Pyodide under Node.js by
+``compare_values``, with neither the page nor its workers: the wasm Python's share of the
+tab's figure, before and after.
+
 Usage::
 
-    python bench/relations_cost_tab.py [BASE_REV] [--repeat 5] [--work DIR]   # BASE_REV defaults to main
+    python bench/relations_cost_tab.py [BASE_REV] [--repeat 5] [--work DIR] [--node]   # BASE_REV defaults to main
 
 ``--work DIR`` keeps the base site (per revision) and the pairs between runs; the head
 site is built afresh every run.
@@ -28,6 +32,7 @@ site is built afresh every run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -125,11 +130,57 @@ def alternating(tabs: dict[str, Tab], files: dict[str, tuple[str, str]], repeat:
     return runs
 
 
-def printed(runs: dict, base: str) -> None:
+NODE_JS = """
+import { loadPyodide } from "pyodide";
+const [dir, pairs, code] = process.argv.slice(1);
+const pyodide = await loadPyodide({ indexURL: dir, stdLibURL: dir + "python_stdlib.zip",
+                                    lockFileURL: dir + "pyodide-lock.json" });
+await pyodide.loadPackage(["numpy", "perpendis"], { messageCallback() {} });
+pyodide.FS.mkdirTree("/pairs");
+pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: pairs }, "/pairs");
+console.log(pyodide.runPython(code));
+"""
+
+NODE_PY = """
+import json, time
+import numpy as np
+try:
+    from perpendis.engine.compare import compare_values
+except ImportError:  # a revision from before the package was cut into layers
+    from perpendis.compare import compare_values
+out = {}
+for name, (a_file, b_file) in json.loads(FILES).items():
+    a, b = np.load("/pairs/" + a_file), np.load("/pairs/" + b_file)
+    if not out:
+        compare_values(a, b)  # the first report imports the diagnosis
+    t = time.perf_counter()
+    report = compare_values(a, b)
+    out[name] = {"ms": (time.perf_counter() - t) * 1e3, "top": report.findings[0].kind if report.findings else None}
+json.dumps(out)
+"""
+
+
+def in_node(sites: dict[str, Path], pairs: Path, files: dict[str, tuple[str, str]], repeat: int) -> dict:
+    """``compare_values`` on every pair in each site's own Pyodide under Node.js, without the
+    page or its workers (the wasm Python alone): one fresh Pyodide a round and site, the sites
+    alternating and their order swapped every round.  label -> pair -> runs, as :func:`alternating`."""
+    code = NODE_PY.replace("FILES", repr(json.dumps(files)))
+    runs: dict[str, dict[str, list[dict]]] = {label: {name: [] for name in files} for label in sites}
+    order = list(sites)
+    for _ in range(repeat):
+        for label in order:
+            got = subprocess.run(["node", "--input-type=module", "-e", NODE_JS, f"{sites[label].resolve()}/pyodide/",
+                                  str(pairs.resolve()), code], capture_output=True, text=True, check=True, cwd=ROOT)
+            for name, run in json.loads(got.stdout.strip().splitlines()[-1]).items():
+                runs[label][name].append(run)
+        order.reverse()
+    return runs
+
+
+def printed(runs: dict, base: str, where: str = "in the tab (wall ms, page client, sites alternating)") -> None:
     """Per pair: the medians and the least of each site's runs, and their ratios (head / base).
     The least is shown beside the median because other work on the machine only ever adds time."""
-    print(f"report of 2 x {N // (1024 * 1024)}M float32 in the tab, {len(runs['head']['rounding'])} runs a site "
-          "(wall ms, page client, sites alternating)")
+    print(f"report of 2 x {N // (1024 * 1024)}M float32, {len(runs['head']['rounding'])} runs a site, {where}")
     print(f"{'pair':16s} {base + ' median':>15s} {'this median':>12s} {'ratio':>6s} {'least':>13s} {'ratio':>6s}"
           "  top finding (base -> this); runs base | this")
     sums = {"base": 0.0, "head": 0.0}
@@ -150,6 +201,8 @@ def main() -> None:
     parser.add_argument("base", nargs="?", default="main")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--work", type=Path, help="a folder kept between runs (base site, pairs)")
+    parser.add_argument("--node", action="store_true",
+                        help="also time compare_values in each site's Pyodide under Node.js, without the page")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name, sync_playwright() as pw, ExitStack() as stack:
         tmp = Path(tmp_name)
@@ -167,6 +220,9 @@ def main() -> None:
             stack.callback(tabs[label].close)
         runs = alternating(tabs, files, args.repeat)
         printed(runs, args.base)
+        if args.node:
+            node = in_node(sites, work / "pairs", files, args.repeat)
+            printed(node, args.base, "in Pyodide under Node.js (wall ms, compare_values, no page)")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
