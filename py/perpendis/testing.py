@@ -94,7 +94,7 @@ def served(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None 
     return session.report()
 
 
-@keyword_front
+@keyword_front  # called as compare(a, b, preset, atol, rtol, *, depth, ref, sources, task, check_dtype)
 def compare(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None) -> Report:
     """The report of A against B, made by the service (:func:`served`)."""
     return served(a, b, options, ref)

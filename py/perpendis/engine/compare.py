@@ -267,7 +267,7 @@ def compare(
     return prepared.finish(prepared.fold(progress=progress), keep_aligned=keep_aligned)
 
 
-@keyword_front
+@keyword_front  # called as compare_values(a, b, preset, atol, rtol, *, depth, ref, sources, task, check_dtype)
 def compare_values(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None) -> Report:
     """The report of A against B, folded in this process by :func:`compare` (the front ends
     go through the service instead; the bench scripts and tests call this)."""
