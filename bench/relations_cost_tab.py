@@ -19,7 +19,8 @@ the top finding per pair, and the load average before and after; asserts nothing
 
 With ``--node`` the same pairs are then timed in each site's own Pyodide under Node.js by
 ``compare_values``, with neither the page nor its workers: the wasm Python's share of the
-tab's figure, before and after.
+tab's figure, before and after, and of that the diagnosis's (``diagnose()``, the relation
+search included).
 
 Usage::
 
@@ -146,16 +147,33 @@ import json, time
 import numpy as np
 try:
     from perpendis.engine.compare import compare_values
+    from perpendis.diagnosis import diagnose as diagnosis
 except ImportError:  # a revision from before the package was cut into layers
     from perpendis.compare import compare_values
+    from perpendis import diagnose as diagnosis
+spent = []
+whole = diagnosis.diagnose
+
+
+def timed(*args, **kwargs):  # the engine imports diagnose from its module when it finishes a report
+    start = time.perf_counter()
+    try:
+        return whole(*args, **kwargs)
+    finally:
+        spent.append(time.perf_counter() - start)
+
+
+diagnosis.diagnose = timed
 out = {}
 for name, (a_file, b_file) in json.loads(FILES).items():
     a, b = np.load("/pairs/" + a_file), np.load("/pairs/" + b_file)
     if not out:
         compare_values(a, b)  # the first report imports the diagnosis
+    spent.clear()
     t = time.perf_counter()
     report = compare_values(a, b)
-    out[name] = {"ms": (time.perf_counter() - t) * 1e3, "top": report.findings[0].kind if report.findings else None}
+    out[name] = {"ms": (time.perf_counter() - t) * 1e3, "diagnose_ms": sum(spent) * 1e3,
+                 "top": report.findings[0].kind if report.findings else None}
 json.dumps(out)
 """
 
@@ -194,6 +212,11 @@ def printed(runs: dict, base: str, where: str = "in the tab (wall ms, page clien
         print(f"{name:16s} {median['base']:15.0f} {median['head']:12.0f} {median['head'] / median['base']:6.3f} "
               f"{least['base']:6.0f}/{least['head']:<6.0f} {least['head'] / least['base']:6.3f}  {tops}; {each}")
     print(f"ratio of the sums of the medians: {sums['head'] / sums['base']:.3f}")
+    if "diagnose_ms" in runs["head"]["rounding"][0]:
+        for name in runs["head"]:
+            spent = {label: [r["diagnose_ms"] for r in runs[label][name]] for label in ("base", "head")}
+            print(f"  of which diagnose(), {name}: median (least) "
+                  + " -> ".join(f"{statistics.median(v):.0f} ({min(v):.0f}) ms" for v in spent.values()))
 
 
 def main() -> None:
