@@ -25,28 +25,22 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 N = 16 * 1024 * 1024
 
 CHILD = r"""
 import json, sys, time
-import numpy as np
+n, repeat = int(sys.argv[1]), int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])  # bench/, for the pairs; the package comes from PYTHONPATH
+from relations_cost import pairs
 try:
     from perpendis.engine.compare import compare_values
 except ImportError:  # a revision from before the package was cut into layers
     from perpendis.compare import compare_values
-n, repeat = int(sys.argv[1]), int(sys.argv[2])
-rng = np.random.default_rng(0)
-b = rng.standard_normal(n, dtype=np.float32)
-ulp = b.copy()
-hit = rng.random(n) < 0.1
-ulp[hit] = np.nextafter(ulp[hit], np.float32(np.inf))
-rows = b.reshape(4096, -1)
-row = rows.copy()
-row[17] *= np.float32(0.667)
-pairs = {"rounding": (ulp, b), "exp everywhere": (np.exp(b), b), "one row scaled": (row, rows)}
 out = {}
-for name, (a, ref) in pairs.items():
+for name, (a, ref) in pairs(n).items():
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -57,14 +51,29 @@ print(json.dumps(out))
 """
 
 
+def pairs(n: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The three (A, B) float32 pairs of ``n`` elements, seeded, that both cost benches time
+    (this one natively, ``relations_cost_tab.py`` in the page): rounding, exp everywhere, one
+    row of a 4,096-row matrix scaled by 0.667."""
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(n, dtype=np.float32)
+    ulp = b.copy()
+    hit = rng.random(n) < 0.1
+    ulp[hit] = np.nextafter(ulp[hit], np.float32(np.inf))
+    rows = b.reshape(4096, -1)
+    row = rows.copy()
+    row[17] *= np.float32(0.667)
+    return {"rounding": (ulp, b), "exp everywhere": (np.exp(b), b), "one row scaled": (row, rows)}
+
+
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def measure(py_dir: Path, repeat: int, cpu: bool = False) -> dict:
     child = CHILD.replace("time.perf_counter()", "time.process_time()") if cpu else CHILD
     env = {"PYTHONPATH": str(py_dir), "PATH": "/usr/bin:/bin", **(ONE_THREAD if cpu else {})}
-    got = subprocess.run([sys.executable, "-c", child, str(N), str(repeat)], capture_output=True, text=True,
-                         env=env, check=True)
+    command = [sys.executable, "-c", child, str(N), str(repeat), str(ROOT / "bench")]
+    got = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return json.loads(got.stdout.strip().splitlines()[-1])
 
 
@@ -101,7 +110,7 @@ def main() -> None:
     print(f"{'pair':18s} {args.base + ' s':>10s} {'this tree s':>12s} {'ratio':>7s}  top finding (base -> this)")
     for name in base:
         b, h = base[name]["seconds"], head[name]["seconds"]
-        print(f"{name:18s} {b:10.2f} {h:12.2f} {h / b:7.3f}  {base[name]['top']} -> {head[name]['top']}")
+        print(f"{name:18s} {b:10.3f} {h:12.3f} {h / b:7.3f}  {base[name]['top']} -> {head[name]['top']}")
     total = sum(h["seconds"] for h in head.values()) / sum(b["seconds"] for b in base.values())
     print(f"ratio of the sums: {total:.3f}")
 

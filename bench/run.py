@@ -458,7 +458,8 @@ TAB_REPORT_JS = """async ([urlA, urlB]) => {
     "compare", { inputs: { a: { name: "a.npy", buffer: a }, b: { name: "b.npy", buffer: b } }, options: {} }, [a, b]);
   const ms = performance.now() - t0;
   if (!result.ok) throw new Error(result.error.message);
-  return { ms, n_diff: result.report.n_bitwise_diff, workers: result.workers || 1 };
+  const top = result.report.findings.length ? result.report.findings[0].kind : null;
+  return { ms, n_diff: result.report.n_bitwise_diff, workers: result.workers || 1, top };
 }""".replace("async ([urlA, urlB]) => {", "async ([urlA, urlB]) => {" + READY_ON_ALL_CORES, 1)
 
 # Runs one snippet in a fresh benchmark worker: `fetch` lists [arg name, url, "buffer" | "text"].

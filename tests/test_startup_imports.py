@@ -114,3 +114,22 @@ def test_reading_ahead_imports_the_streaming_threshold_on_first_use():
                           "none": core.read_ahead([]), "stream": "perpendis.engine.stream" in sys.modules}))
     """)
     assert got == {"small": True, "huge": False, "none": False, "stream": True}
+
+
+def test_a_first_comparison_leaves_the_html_rendering_until_a_report_is_shown_as_html():
+    """The page reads the Markdown of every answer, never the HTML: ``perpendis.report``
+    imports that rendering (and the standard library's ``html``) on its first use."""
+    got = run("""
+        request = {"op": "compare", "inputs": {"a": {"text": "tensor([1.0000, 2.0000, 3.0000])"},
+                                              "b": {"text": "tensor([1.0000, 2.5000, 3.0000])"}}, "options": {}}
+        answer = json.loads(core.serve(json.dumps(request), [], [], [], None, 1))
+        before = loaded(["perpendis.report", "html"])
+        from perpendis.testing import compare
+        shown = compare(np.float32([1, 2, 3]), np.float32([1, 2.5, 3]))._repr_html_()
+        print(json.dumps({"markdown": answer["markdown"], "before": before, "html": shown,
+                          "after": "perpendis.report.html" in sys.modules}))
+    """)
+    assert "perpendis.report.text" in got["before"] and "perpendis.report.model" in got["before"]
+    assert "perpendis.report.html" not in got["before"] and "html" not in got["before"]
+    assert "investigate" in got["markdown"].lower()
+    assert got["after"] and got["html"].lstrip().startswith("<") and "investigate" in got["html"].lower()

@@ -29,6 +29,7 @@ import numpy as np
 
 from .diagnosis.diagnose import ROUNDING_SHARE
 from .diagnosis.signatures.model import ROUNDOFF_FACTOR
+from .engine.keywords import keyword_front
 from .engine.options import ComparisonOptions
 from .errors import InputError
 from .inputs.tensor import Tensor, as_tensor
@@ -93,17 +94,10 @@ def served(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None 
     return session.report()
 
 
-def compare(a: Any, b: Any, preset: str | None = None, atol: float | None = None, rtol: float | None = None, *,
-            depth: float = 1.0, ref: Any = None, sources: tuple[str, str] = ("A", "B"), task: Any = None,
-            check_dtype: bool = True) -> Report:
-    """The report of A against B (``b`` the expected value: the tolerance scales with
-    ``|b|``); in a notebook it displays as a rich summary. ``task`` asks whether the
-    prediction changes (``task="logits"``); ``check_dtype=False`` compares values across
-    element formats. Unreadable input (an unsupported dtype, say) raises
-    :class:`~perpendis.errors.InputError`."""
-    options = ComparisonOptions(preset, atol, rtol, depth, check_dtype, task)
-    reference = None if ref is None else as_tensor(ref, "reference")
-    return served(as_tensor(a, sources[0]), as_tensor(b, sources[1]), options, reference)
+@keyword_front  # called as compare(a, b, preset, atol, rtol, *, depth, ref, sources, task, check_dtype)
+def compare(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None) -> Report:
+    """The report of A against B, made by the service (:func:`served`)."""
+    return served(a, b, options, ref)
 
 
 def bit_identical(a: Tensor, b: Tensor, options: ComparisonOptions) -> bool:

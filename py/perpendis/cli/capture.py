@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, blame
-from ..inputs.load import load_path
+from ..inputs.load import load_path, only_tensor
 from . import exits
 
 
@@ -37,9 +37,7 @@ def read_inputs(items: Sequence[str]) -> list[np.ndarray] | dict[str, np.ndarray
             name, file = "", item
         with blame("input", file):
             tensors = load_path(file)
-        if len(tensors) != 1:
-            raise InputError(f"{file} holds {len(tensors)} tensors; give one array per --input", where=file)
-        array = tensors[0].array
+        array = only_tensor(tensors, file, "give one array per --input", where=file).array
         if name:
             if name in named:
                 raise InputError(f"--input names {name!r} twice", where="--input")

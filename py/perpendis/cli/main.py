@@ -21,7 +21,7 @@ from typing import Any
 from ..engine import stream
 from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
-from ..inputs.load import load_path
+from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
 from ..layers.bisect import model_info, path_entries, path_info
 from ..report.model import Report
@@ -109,17 +109,13 @@ def _inputs(args: argparse.Namespace) -> tuple[Tensor, Tensor, Tensor | None]:
         a, b = a_list
     else:
         b_list = _tagged(args.b, "B")
-        for side, tensors, path in (("A", a_list, args.a), ("B", b_list, args.b)):
-            if len(tensors) != 1:
-                more = routes.for_many(args.a, args.b, (len(a_list), len(b_list))) if len(tensors) > 1 else ""
-                raise InputError(f"{path} holds {len(tensors)} tensors; give one tensor per input{more}", side=side)
-        a, b = a_list[0], b_list[0]
+        counts = (len(a_list), len(b_list))
+        more = routes.for_many(args.a, args.b, counts) if max(counts) > 1 else ""
+        a, b = (only_tensor(tensors, path, "give one tensor per input" + (more if len(tensors) > 1 else ""), side=side)
+                for side, tensors, path in (("A", a_list, args.a), ("B", b_list, args.b)))
     ref = None
     if args.ref is not None:
-        ref_list = _tagged(args.ref, "ref")
-        if len(ref_list) != 1:
-            raise InputError(f"{args.ref} holds {len(ref_list)} tensors; give one reference tensor", side="ref")
-        ref = ref_list[0]
+        ref = only_tensor(_tagged(args.ref, "ref"), args.ref, "give one reference tensor", side="ref")
     return a, b, ref
 
 

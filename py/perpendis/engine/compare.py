@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..inputs.adopt import adopt_dtype
-from ..inputs.tensor import Tensor, as_tensor
+from ..inputs.tensor import Tensor
 from ..numerics.bits import Format, format_of
 from ..numerics.tolerance import Tolerance, printed_digits, resolve
 from ..report.model import Report
@@ -32,6 +32,7 @@ from .fold.chunk import CHUNK, Chunk, aligned_chunks, fold
 from .fold.numbers import numbers, print_limited_note
 from .fold.partial import Partial
 from .fold.share import Share
+from .keywords import keyword_front
 from .options import DEFAULT, ComparisonOptions
 from .reference import dynamo_rmse, reference
 from .task import TaskSpec, task_spec
@@ -266,24 +267,8 @@ def compare(
     return prepared.finish(prepared.fold(progress=progress), keep_aligned=keep_aligned)
 
 
-def compare_values(
-    a: Any,
-    b: Any,
-    preset: str | None = None,
-    atol: float | None = None,
-    rtol: float | None = None,
-    *,
-    depth: float = 1.0,
-    ref: Any = None,
-    sources: tuple[str, str] = ("A", "B"),
-    task: Any = None,
-    check_dtype: bool = True,
-) -> Report:
-    """The report of A against B (``b`` the expected value: the tolerance scales with
-    ``|b|``); in a notebook it displays as a rich summary. ``task`` asks whether the
-    prediction changes (``task="logits"``, see :func:`compare`); ``check_dtype`` as
-    :func:`compare`'s. Unreadable input (an unsupported dtype, say) raises
-    :class:`~perpendis.errors.InputError`."""
-    options = ComparisonOptions(preset, atol, rtol, depth, check_dtype, task)
-    reference = None if ref is None else as_tensor(ref, "reference")
-    return compare(as_tensor(a, sources[0]), as_tensor(b, sources[1]), options, ref=reference)
+@keyword_front  # called as compare_values(a, b, preset, atol, rtol, *, depth, ref, sources, task, check_dtype)
+def compare_values(a: Tensor, b: Tensor, options: ComparisonOptions, ref: Tensor | None) -> Report:
+    """The report of A against B, folded in this process by :func:`compare` (the front ends
+    go through the service instead; the bench scripts and tests call this)."""
+    return compare(a, b, options, ref=ref)

@@ -29,7 +29,7 @@ from ..engine.stream import map_reader
 from ..errors import InputError, blame
 from ..inputs.formats import polygraphy
 from ..inputs.formats.buffer import BytesLike, Reader
-from ..inputs.load import load_bytes, load_path
+from ..inputs.load import load_bytes, load_path, only_tensor
 from ..inputs.tensor import Tensor
 from ..report.model import Report
 from .bisect_report import BisectReport, Pair, RunsReport, few
@@ -66,13 +66,9 @@ def read_single(data: BytesLike, name: str) -> Tensor:
 
 
 def _only(tensors: list[Tensor], name: str) -> Tensor:
-    if len(tensors) != 1:
-        raise InputError(
-            f"{name} holds {len(tensors)} tensors; a list of files must give one tensor per file "
-            "(pass an archive on its own to compare its members)",
-            where=name,
-        )
-    return tensors[0]
+    """The one tensor of the file ``name`` of a list, in bisect's words for :func:`only_tensor`."""
+    hint = "a list of files must give one tensor per file (pass an archive on its own to compare its members)"
+    return only_tensor(tensors, name, hint, where=name)
 
 
 def file_entries(paths: Sequence[Path]) -> list[Entry]:

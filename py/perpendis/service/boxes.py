@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import InputError, SummarisedPrint, blame
 from ..inputs.formats import npy
 from ..inputs.formats.buffer import as_view
-from ..inputs.load import load_bytes, load_text
+from ..inputs.load import load_bytes, load_text, only_tensor
 from ..inputs.tensor import Tensor
 
 
@@ -62,33 +62,15 @@ def load_a(inputs: Mapping[str, Any], payloads: Mapping[str, Any], void: Mapping
         raise
 
 
-def names(tensors: list[Tensor], shown: int = 8) -> str:
-    """The tensors' names for a message, the first few and how many more.
-
-    Names that repeat (one output saved by several Polygraphy runners) are told apart by
-    where each tensor came from.
-    """
-    found = [repr(t.name) if t.name else "unnamed" for t in tensors]
-    separator = ", "
-    if len(set(found)) < len(found):
-        found = [f"{name} from {t.source}" for name, t in zip(found, tensors, strict=True)]
-        separator = "; "  # sources hold commas
-    return separator.join(found[:shown]) + (f" and {len(tensors) - shown} more" if len(tensors) > shown else "")
-
-
 def several(count_a: int, count_b: int) -> bool:
     """Whether boxes holding these numbers of tensors are compared pair by pair."""
     return count_a > 1 or count_b > 1
 
 
 def single(tensors: list[Tensor], side: str) -> Tensor:
-    if len(tensors) != 1:
-        raise InputError(
-            f"box {side.upper()} holds {len(tensors)} tensors ({names(tensors)}); put one tensor in each box, "
-            "or compare archives member by member with bisect",
-            side=side,
-        )
-    return tensors[0]
+    """The one tensor of box ``side``, the box's wording for :func:`only_tensor`."""
+    hint = "put one tensor in each box, or compare archives member by member with bisect"
+    return only_tensor(tensors, f"box {side.upper()}", hint, named=True, side=side)
 
 
 def void_choices(spec: object, payloads: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
+from ..inputs.load import tensor_names
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
@@ -33,7 +34,7 @@ def compare_boxes(
         notes.append("box B was empty and box A held two tensors: the first is A, the second B")
     elif boxes.is_empty(inputs.get("b")) and len(a_list) > 2:
         raise InputError(
-            f"box A holds {len(a_list)} tensors ({boxes.names(a_list)}) and box B is empty: put what to compare them "
+            f"box A holds {len(a_list)} tensors ({tensor_names(a_list)}) and box B is empty: put what to compare them "
             "with in box B (an archive or files of the same names), or one tensor in each box",
             side="b",
         )
