@@ -3,28 +3,16 @@ one (``perpendis.service.cancel``), through the bridge the page's worker calls."
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
+from numpy_written import npy, npz
 from perpendis.engine import stream
 from perpendis.service import api
 from perpendis.service.boundary import cancelled
 from perpendis.service.bridge import CoreWorker
 from perpendis.service.session import Session
 from worker_fakes import Blob, View, read_slice
-
-
-def npz(layers: dict[str, np.ndarray]) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **layers)
-    return out.getvalue()
-
-
-def npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
 class Signal:
@@ -44,7 +32,7 @@ def captures() -> tuple[bytes, bytes]:
     rng = np.random.default_rng(5)
     a = {f"layer{i}": rng.standard_normal((16, 16)).astype(np.float32) for i in range(8)}
     b = {name: np.nextafter(x, np.float32(9)) for name, x in a.items()}
-    return npz(a), npz(b)
+    return npz(**a), npz(**b)
 
 
 BISECT = {"op": "bisect", "inputs": {"a": [{"name": "a.npz", "data": "p0"}], "b": [{"name": "b.npz", "data": "p1"}]}}

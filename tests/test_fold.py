@@ -10,7 +10,6 @@ stand-ins (:class:`View`).  A step out of order fails, as it would in the browse
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy_written import npy
 from perpendis.engine.compare import compare_chunks, prepare
 from perpendis.engine.fold.chunk import CHUNK, aligned_chunks
 from perpendis.engine.fold.codec import partial_from_bytes, partial_to_bytes
@@ -35,12 +35,6 @@ from perpendis.service.bridge import CoreWorker, HelperWorker
 from perpendis.service.fold import FoldCoordinator
 from perpendis.service.helper import Helper
 from worker_fakes import Blob, View, read_slice
-
-
-def npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
 def rounding_pair(n: int, seed: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:

@@ -6,29 +6,17 @@ reference and ``capture --input``."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy_written import npy, npz
 from perpendis.errors import InputError
 from perpendis.inputs.load import load_bytes, only_tensor, tensor_names
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def npz(**arrays: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.savez(out, **arrays)
-    return out.getvalue()
-
-
-def npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
 def test_one_tensor_is_returned():

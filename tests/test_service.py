@@ -4,11 +4,11 @@ one error boundary (:mod:`perpendis.service`)."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 
 import numpy as np
 import pytest
+from numpy_written import npy
 from perpendis import service
 from perpendis.engine import stream
 from perpendis.engine.options import ComparisonOptions
@@ -18,12 +18,6 @@ from perpendis.service import planner, requests
 from perpendis.service.boundary import answering
 from perpendis.service.planner import Captures, InMemoryPair, StreamedPair, plan
 from perpendis.service.session import Session
-
-
-def npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
 
 
 def reader(data: bytes) -> tuple:
