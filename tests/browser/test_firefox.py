@@ -172,18 +172,13 @@ def test_bisect(server, tmp_path):
 
 
 def test_bisect_of_60_layers_in_slices(server, tmp_path):
-    from test_page_bisect_slices import layer_names
+    from test_page_bisect_slices import native, write_captures
 
-    rng = np.random.default_rng(36)
-    a = {name: rng.standard_normal((4, 32)).astype(np.float32) for name in layer_names()}
-    b = {name: (v + np.float32(1e-3) if i >= 40 else v.copy()) for i, (name, v) in enumerate(a.items())}
-    paths = {"a": tmp_path / "torch.npz", "b": tmp_path / "ort.npz"}
-    for side, arrays in (("a", a), ("b", b)):
-        np.savez(paths[side], **arrays)
-    native = bisect(*(formats.read(paths[side].read_bytes(), paths[side].name) for side in "ab"))
-    first = native.first_failing
-    spec = {"files": {k: str(v) for k, v in paths.items()}, "bug_layer": first.a_name,
-            "bug_verdict": first.report.verdict, "names": [p.a_name for p in native.pairs]}
+    paths = write_captures(tmp_path)
+    truth = native(paths)
+    first = truth.first_failing
+    spec = {"files": {"a": str(paths[0]), "b": str(paths[1])}, "bug_layer": first.a_name,
+            "bug_verdict": first.report.verdict, "names": [p.a_name for p in truth.pairs]}
     run_in_firefox("bisect", server, spec, tmp_path)
 
 

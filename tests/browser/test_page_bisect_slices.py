@@ -65,7 +65,12 @@ def layer_names() -> list[str]:
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("slices")
+    return write_captures(tmp_path_factory.mktemp("slices"))
+
+
+def write_captures(folder: Path) -> tuple[Path, Path]:
+    """Two ``.npz`` captures of the 60 layers (A's, B's), B off by 1e-3 from layer 40 on; every
+    engine's bisect-in-slices test opens these."""
     rng = np.random.default_rng(36)
     a = {name: rng.standard_normal((4, 32)).astype(np.float32) for name in layer_names()}
     b = {name: (v + np.float32(1e-3) if i >= BUG_FROM else v.copy()) for i, (name, v) in enumerate(a.items())}

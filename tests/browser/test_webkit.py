@@ -257,21 +257,15 @@ def test_random_actions(browser, server):
 def test_a_bisect_of_60_layers_built_in_slices(browser, server, tmp_path):
     """The bisect table of more rows than it builds at once (render/bisect_table.js): every row
     arrives in place, in CPython's order and verdicts, and a row built later opens its pair."""
-    from perpendis.inputs import formats
-    from perpendis.layers.bisect import bisect
-    from test_page_bisect_slices import LAYERS, layer_names
+    from test_page_bisect_slices import LAYERS, native, write_captures
 
     open_page(browser, server.url)
-    rng = np.random.default_rng(36)
-    a = {name: rng.standard_normal((4, 32)).astype(np.float32) for name in layer_names()}
-    b = {name: (v + np.float32(1e-3) if i >= 40 else v.copy()) for i, (name, v) in enumerate(a.items())}
-    paths = {"a": tmp_path / "torch.npz", "b": tmp_path / "ort.npz"}
-    for side, arrays in (("a", a), ("b", b)):
-        np.savez(paths[side], **arrays)
-        browser.choose_files(f"#file-{side}", [paths[side]])
+    paths = write_captures(tmp_path)
+    for side, path in zip("ab", paths, strict=True):
+        browser.choose_files(f"#file-{side}", [path])
         browser.wait("return !document.getElementById(arguments[0]).hidden", f"chip-{side}", timeout=30,
                      what=f"the chip of {side}")
-    truth = bisect(*(formats.read(paths[side].read_bytes(), paths[side].name) for side in "ab"))
+    truth = native(paths)
     browser.click("#compare")
     browser.wait("return document.getElementById('bisect-table').dataset.rows === 'complete'", timeout=ANSWER_S,
                  what="every row of the table")
