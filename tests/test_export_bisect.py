@@ -82,6 +82,30 @@ def test_isolation_marks_only_the_injected_node(capsys, bug):
     )
 
 
+# What each injected bug is, as the relation its layer run alone leaves: the kind of finding
+# and a cause it implies (the layer alone is free of the rounding its inputs inherit).
+OWN_RELATION = {
+    "cnn_bias": ("slice_offset", "a dropped or wrong bias"),
+    "transformer_eps": ("row_scale", "epsilon"),
+    "transformer_gelu": ("elementwise", "GELU's tanh approximation"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_the_culprit_states_its_own_relation_and_its_cause(capsys, bug):
+    fact = BUGS[bug]
+    argv = ["bisect", HERE / f"{fact['model']}.torch.safetensors", HERE / f"{bug}.ort.npz", "--isolate",
+            "--model", HERE / f"{bug}.onnx"]
+    code, out, _ = _run(capsys, *argv, "--json")
+    assert code == 1
+    finding = json.loads(out)["culprit"]["finding"]
+    kind, cause = OWN_RELATION[bug]
+    assert finding["kind"] == kind and any(cause in c for c in finding["causes"]), finding
+    _, text, _ = _run(capsys, *argv)
+    line = next(x for x in text.splitlines() if x.startswith("culprit"))
+    assert line.endswith(f"; run alone: {finding['message']}")
+
+
 def test_clean_export_isolated_has_no_culprit(capsys):
     code, out, _ = _run(
         capsys, "bisect", HERE / "transformer.torch.safetensors", HERE / "transformer.ort.safetensors",
@@ -335,3 +359,29 @@ def test_every_benchmarked_architecture_on_a_pinned_pair_of_bugs(tmp_path, name)
     assert row["false alarm"] == 0, row
     assert row["bugs"] >= 1 and row["first right"] == row["bugs"] and row["culprit right"] == row["bugs"], row
     assert row["nan origin right"] == row["nan"], row
+
+
+def test_a_bfloat16_value_is_captured_through_a_cast_to_float32(tmp_path):
+    """ONNX Runtime computes bfloat16 values it cannot hand to NumPy: a model with one (a
+    precision round trip mid-graph) is captured whole, that value exact as float32."""
+    import ml_dtypes
+    import onnx
+    from onnx import TensorProto, helper
+    from perpendis.layers.capture.onnx import capture_onnx
+
+    nodes = [
+        helper.make_node("Cast", ["x"], ["low"], to=TensorProto.BFLOAT16, name="to_bf16"),
+        helper.make_node("Cast", ["low"], ["back"], to=TensorProto.FLOAT, name="to_f32"),
+        helper.make_node("Mul", ["back", "back"], ["y"], name="square"),
+    ]
+    graph = helper.make_graph(
+        nodes, "round_trip", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    x = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+    run = capture_onnx(tmp_path / "m.onnx", [x])
+    assert run.names == ["x", "low", "back", "y"]
+    want = x.astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert run["low"].dtype == np.float32 and np.array_equal(run["low"], want)
+    assert np.array_equal(run["y"], want * want)

@@ -59,7 +59,8 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
     : bisect.first_nonfinite ? `First layer holding NaN or Inf: ${bisect.first_nonfinite.a_name}.` : null;
   const blame = culprit === null ? (bisect.isolated ? "Run alone, no layer's own error fails." : null)
     : `Run alone in ONNX Runtime on A's inputs, ${bisect.culprit.a_name} is the first layer whose own error fails: ` +
-      "the culprit; the failing layers after it inherit its error.";
+      "the culprit; the failing layers after it inherit its error." +
+      (bisect.culprit.finding ? ` Run alone: ${bisect.culprit.finding.message}` : "");
   fill(node,
     el("p", { class: `bisect-summary ${first === null ? "pass" : "fail"}`, "data-testid": "bisect-summary" }, summary),
     blame ? el("p", { class: "bisect-summary", "data-testid": "bisect-culprit" }, blame) : null,

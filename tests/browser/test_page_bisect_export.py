@@ -70,7 +70,8 @@ def test_command_line_isolated_results_show_the_culprit(ready_page, tmp_path, ca
     assert culprit_row.get_attribute("data-name") == fact["module"]
     assert culprit_row.get_attribute("data-standing") == "first-failing"
     assert page.locator("[data-testid=bisect-alone]", has_text="inherits").count() > 1
-    assert fact["module"] in page.get_by_test_id("bisect-culprit").text_content()
+    blame = page.get_by_test_id("bisect-culprit").text_content()
+    assert fact["module"] in blame and "Run alone: A = GELU(GELU_tanh⁻¹(B))" in blame
 
 
 def test_the_override_editor_pairs_what_nothing_else_does_and_compare_uses_it(ready_page, tmp_path):

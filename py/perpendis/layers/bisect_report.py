@@ -157,7 +157,8 @@ class BisectReport:
             else {"a_name": sure.a_name, "b_name": sure.b_name, "index": self.pairs.index(sure)},
             "culprit": None
             if (culprit := self.culprit) is None
-            else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit)},
+            else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit),
+                  "finding": (culprit.isolated or {}).get("finding")},
         }
 
     def pairing(self) -> dict[str, int]:
@@ -207,7 +208,7 @@ class BisectReport:
                 "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
                 if culprit is None
                 else "culprit (first layer whose own error fails when run alone): "
-                f"{culprit.a_name} (B: {culprit.b_name})"
+                f"{culprit.a_name} (B: {culprit.b_name})" + _own_text(culprit.isolated)
             )
         return "\n".join(lines) + "\n"
 
@@ -312,6 +313,12 @@ def _elide(name: str, width: int) -> str:
         return name
     head = (width - 1) // 2
     return name[:head] + "…" + name[-(width - 1 - head):]
+
+
+def _own_text(isolated: dict[str, Any] | None) -> str:
+    """The culprit's own relation, as its layer run alone states it (nothing when it has none)."""
+    finding = (isolated or {}).get("finding")
+    return f"; run alone: {finding['message']}" if finding else ""
 
 
 def _alone_text(isolated: dict[str, Any] | None) -> str:

@@ -23,6 +23,8 @@ from ...engine.compare import compare
 from ...engine.options import ComparisonOptions
 from ...errors import InputError
 from ...inputs.tensor import from_numpy
+from ...report.headline import main_finding
+from ...report.model import plain
 from ..bisect import BisectReport, Entry, similarity
 from .onnx import load_model, session
 
@@ -158,6 +160,8 @@ def _run_alone(model: Any, onnx_name: str, cut: tuple[list[Any], list[str]], fee
     t = report.tolerance
     return {
         "verdict": report.verdict,
+        # The layer's own relation, free of the rounding its inputs inherit: what the culprit did.
+        "finding": plain(main_finding(report.findings)) if report.verdict == "investigate" else None,
         "max_ulp": report.max_ulp,
         "max_abs_diff": report.max_abs_diff,
         "max_rel_diff": report.max_rel_diff,

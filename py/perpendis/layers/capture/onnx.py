@@ -117,6 +117,33 @@ def feeds_for(sess: Any, given: Sequence[np.ndarray] | Mapping[str, np.ndarray],
     return feeds
 
 
+# Formats ONNX Runtime computes but cannot hand to NumPy: their values are read through a
+# Cast to float32, which holds each of them exactly.
+_UNREADABLE = ("tensor(bfloat16)", "tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)",
+               "tensor(float8e5m2fnuz)")
+
+
+def _widen_unreadable(marked: Any, sess: Any) -> dict[str, str]:
+    """Each output of ``marked`` in a format NumPy cannot take (bfloat16, float8) replaced by
+    its Cast to float32 (edited in place); the map of value name → the cast's name."""
+    from onnx import TensorProto, helper
+
+    unreadable = {o.name for o in sess.get_outputs() if o.type in _UNREADABLE}
+    widened: dict[str, str] = {}
+    kept = []
+    for out in marked.graph.output:
+        if out.name not in unreadable:
+            kept.append(out)
+            continue
+        wide = widened[out.name] = f"{out.name}.float32"
+        marked.graph.node.append(helper.make_node("Cast", [out.name], [wide], to=TensorProto.FLOAT))
+        kept.append(helper.make_tensor_value_info(wide, TensorProto.FLOAT, None))
+    if widened:
+        del marked.graph.output[:]
+        marked.graph.output.extend(kept)
+    return widened
+
+
 def capture_onnx(
     path: str | Path,
     inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray],
@@ -136,6 +163,9 @@ def capture_onnx(
         if info["op_type"] != "input" and name not in outputs:
             marked.graph.output.append(typed.get(name) or onnx.ValueInfoProto(name=name))
     sess = session(marked, provider, path.name)
+    widened = _widen_unreadable(marked, sess)
+    if widened:
+        sess = session(marked, provider, path.name)
     feeds = feeds_for(sess, inputs, path.name)
     out_names = [o.name for o in sess.get_outputs()]
     try:
@@ -143,6 +173,7 @@ def capture_onnx(
     except Exception as err:
         raise InputError(f"ONNX Runtime could not run {path.name}: {' '.join(str(err).split())}") from None
     computed = dict(zip(out_names, results, strict=True))
+    computed.update({name: computed.pop(wide) for name, wide in widened.items() if wide in computed})
     run = Capture()
     for name, info in values.items():
         array = feeds.get(name) if info["op_type"] == "input" else computed.get(name)
