@@ -52,6 +52,7 @@ from perpendis.layers.capture.torch import capture  # noqa: E402
 
 from bench.corpus import cases, models  # noqa: E402
 from bench.corpus.mutate import NAN_OPERATORS, OPERATORS, NotApplicable, node_by_name, readers, targets  # noqa: E402
+from bench.corpus.places import expected_first  # noqa: E402
 
 # The corpus's operators that change one node or one initializer, by kind of bug.
 KINDS = {
@@ -135,22 +136,6 @@ def candidates(graph: onnx.ModelProto, kinds: tuple[str, ...]) -> list[tuple[str
 
 def _dims(graph: onnx.ModelProto, name: str) -> list[int]:
     return list(next(t.dims for t in graph.graph.initializer if t.name == name))
-
-
-def downstream(model: onnx.ModelProto, value: str) -> set[str]:
-    """Every value that reads ``value``, directly or not, and the value itself."""
-    reached = {value}
-    for node in model.graph.node:
-        if any(s in reached for s in node.input):
-            reached.update(o for o in node.output if o)
-    return reached
-
-
-def expected_first(result, model: onnx.ModelProto, value: str, order: list[str]) -> str | None:
-    """The first paired ONNX value, in ONNX order, that the mutated value reaches."""
-    reached = downstream(model, value)
-    paired = {p.b_name for p in result.pairs if not p.likely_mispaired}
-    return next((v for v in order if v in reached and v in paired), None)
 
 
 def _pairs_right(truth: dict[str, str], result) -> tuple[int, int]:

@@ -60,3 +60,16 @@ def test_a_last_rmsnorm_statistic_computed_otherwise_is_labelled_a_normalisation
         head.bias = torch.nn.Parameter(torch.randn(50))
         biased = head(torch.nn.RMSNorm(96, eps=0.5)(x)).numpy(), head(torch.nn.RMSNorm(96, eps=1e-6)(x)).numpy()
     assert not effects.holds_per_fibre(*biased)
+
+
+def test_an_activation_left_out_is_a_function_of_the_other_side():
+    """A GELU bypassed: A = x and B = GELU(x), so A − B is a function of A (B = f(A)), not of B
+    alone below GELU's minimum; the label takes either side, a random difference neither."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 16, 64, generator=torch.Generator().manual_seed(1))
+    a, b = x.numpy().astype(np.float64), torch.nn.functional.gelu(x).numpy().astype(np.float64)
+    assert effects.function_of_b(a, b) <= 0.05
+    assert effects.carries("activation", "bypass", a, b)
+    noise = np.random.default_rng(2).standard_normal(a.shape) * 1e-3
+    assert effects.function_of_b(b + noise, b) > 0.9
+

@@ -91,6 +91,20 @@ def output_relation(a: np.ndarray, b: np.ndarray, tol: float = 0.01) -> str | No
     return None
 
 
+def carried(lab: dict[str, Any], a: np.ndarray, b: np.ndarray, noise: float) -> dict[str, Any]:
+    """The label as A and B carry it, with its location (:func:`location_of`): a scale or
+    offset whose arrays are not that relation (:func:`output_relation`), or a slice, sign or
+    region change not confined to part of one axis, is ``propagated`` (the mutation's family
+    kept as ``done``): what lay between the mutation and these arrays turned it into
+    something no report could name from them."""
+    location = location_of(a, b, noise)
+    if (lab["family"] in ("scale", "offset") and output_relation(a, b) != lab["family"]) or (
+        lab["family"] in ("slice", "sign", "region") and location is None
+    ):
+        lab = {**lab, "done": lab["family"], "family": "propagated"}
+    return {**lab, "location": location}
+
+
 def reference(arch: str) -> tuple[Any, tuple[np.ndarray, ...], np.ndarray]:
     """``(module, inputs, torch eager float32 output)`` of the clean architecture."""
     module, inputs = models.build(arch)
@@ -187,19 +201,13 @@ def bug_cases(
             if within_rounding(a, clean_ort, exact):
                 tally["within_rounding"].append(cid)
                 continue
-            lab = label(model, op, target)
-            location = location_of(a, b, noise)
-            if (lab["family"] in ("scale", "offset") and output_relation(a, b) != lab["family"]) or (
-                lab["family"] in ("slice", "sign", "region") and location is None
-            ):
-                # Later layers turned the change into no simple relation: nothing to name.
-                lab = {**lab, "done": lab["family"], "family": "propagated"}
+            lab = carried(label(model, op, target), a, b, noise)
             yield {
                 "id": cid,
                 "arch": arch,
                 "class": lab["kind"],
                 "preset": "fp32-cpu",
-                "label": {**lab, "location": location},
+                "label": lab,
                 "a": a,
                 "b": b,
             }

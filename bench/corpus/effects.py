@@ -21,7 +21,7 @@ SHARE = 0.5  # a relation carries the family when it leaves at most this share o
 HOLDS = 1e-3  # a map holds (is the relation, not a description of most of it) below this share
 NEAR = 1e-2  # ... or below this share when what it leaves is float32 rounding of the output
 F32_ROUNDING = 16 * 2.0**-24  # a few float32 roundings of B's RMS (a dot product's)
-BINS = 64  # quantile bins of B for "A - B is a function of B"
+NEIGHBOURS = 9  # values of B, in order, averaged for "A - B is a function of B"
 SHIFTS = (1, 2, 3)  # positions a shifted axis is tried at, each way
 NARROW = {"cast_fp16": np.float16, "cast_bf16": ml_dtypes.bfloat16}
 
@@ -138,15 +138,19 @@ def normalised(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def function_of_b(a: np.ndarray, b: np.ndarray) -> float:
-    """A - B as one function of B (an activation changed): its mean per quantile bin of B."""
+    """A - B as one smooth function of B, or of A (an activation changed, added or left out:
+    A = f(B) or B = f(A)): what is left after the mean of each value's :data:`NEIGHBOURS`
+    nearest in that side's order.  A random difference keeps √(1 − 1/NEIGHBOURS) of itself."""
     d = (a - b).ravel()
-    if d.size < 4 * BINS:
+    if d.size < 4 * NEIGHBOURS:
         return 1.0
-    edges = np.quantile(b, np.linspace(0, 1, BINS + 1)[1:-1])
-    which = np.searchsorted(edges, b.ravel())
-    sums = np.bincount(which, d, minlength=BINS)
-    counts = np.maximum(np.bincount(which, minlength=BINS), 1)
-    return _left(d - (sums / counts)[which], d)
+    best = 1.0
+    kernel = np.full(NEIGHBOURS, 1.0 / NEIGHBOURS)
+    for x in (b.ravel(), a.ravel()):
+        ds = d[np.argsort(x, kind="stable")]
+        inner = ds[NEIGHBOURS // 2 : ds.size - NEIGHBOURS // 2]  # the ends have no neighbours either side
+        best = min(best, _left(inner - np.convolve(ds, kernel, mode="valid"), inner))
+    return best
 
 
 def clipped(a: np.ndarray, b: np.ndarray) -> float:
@@ -207,6 +211,7 @@ def representable(a: np.ndarray, operator: str) -> bool:
         return False
     finite = a[np.isfinite(a)].astype(np.float32)
     return bool(finite.size) and bool(np.all(finite.astype(fmt).astype(np.float32) == finite))
+
 
 
 def carries(family: str, operator: str, a: np.ndarray, b: np.ndarray) -> bool:

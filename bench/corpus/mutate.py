@@ -141,7 +141,9 @@ def _add_const(model: onnx.ModelProto, base: str, value: np.ndarray) -> str:
 
 def _insert_after(model: onnx.ModelProto, value: str, make: Callable[[str, str], list[onnx.NodeProto]]) -> None:
     """Put nodes between ``value`` and its readers: the producer now writes a fresh name
-    and ``make(fresh, value)`` returns the nodes that map it back to ``value``; readers and
+    and ``make(fresh, value)`` returns the nodes that map it back to ``value``, in the
+    producer's module scope (its ``metadata_props``, as the exporter marks the nodes of a
+    module's code, so a bisect pairs the module with the inserted nodes' output); readers and
     graph outputs are untouched.  A graph input is handled by renaming its readers."""
     graph = model.graph
     producer = next((n for n in graph.node if value in n.output), None)
@@ -157,6 +159,8 @@ def _insert_after(model: onnx.ModelProto, value: str, make: Callable[[str, str],
         return
     producer.output[list(producer.output).index(value)] = fresh
     made = make(fresh, value)
+    for n in made:  # the module scope the exporter gives every node a module emits
+        n.metadata_props.extend(producer.metadata_props)
     at = list(graph.node).index(producer) + 1
     for k, n in enumerate(made):
         graph.node.insert(at + k, n)

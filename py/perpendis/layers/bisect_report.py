@@ -45,6 +45,11 @@ class Pair:
         return self.report.verdict == "investigate" and not self.likely_mispaired
 
     @property
+    def own_fails(self) -> bool:
+        """Run alone on the other side's inputs (``isolated``), the layer's own error fails."""
+        return bool(self.isolated) and self.isolated.get("verdict") == "investigate" and not self.likely_mispaired
+
+    @property
     def sure(self) -> bool:
         """Paired by a rule that names the layer (mapping, scope, name), or by values that agree surely."""
         return self.paired_by != "order and shape" or self.confidence == "high"
@@ -121,14 +126,13 @@ class BisectReport:
     @property
     def culprit(self) -> Pair | None:
         """The first layer whose own error fails when run alone (None until layers are isolated)."""
-        return next(
-            (
-                p
-                for p in self.pairs
-                if p.isolated and p.isolated.get("verdict") == "investigate" and not p.likely_mispaired
-            ),
-            None,
-        )
+        return next((p for p in self.pairs if p.own_fails), None)
+
+    @property
+    def sure_culprit(self) -> Pair | None:
+        """The first surely paired layer whose own error fails: where the culprit rests on order
+        and shape alone, the first place a layer's own error certainly fails."""
+        return next((p for p in self.pairs if p.own_fails and p.sure), None)
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
