@@ -361,6 +361,35 @@ def test_every_benchmarked_architecture_on_a_pinned_pair_of_bugs(tmp_path, name)
     assert row["nan origin right"] == row["nan"], row
 
 
+@pytest.mark.slow
+def test_a_layer_run_alone_is_fed_only_surely_paired_values(tmp_path):
+    """ResNet's residual sum rounded to float16 and back (the corpus's ``cast_fp16``): the
+    shortcut module pairs with that sum by order and shape alone, its values another tensor's.
+    Fed that tensor, the ReLU after it looked like a per-channel offset; fed from the surely
+    paired values before it, the ReLU's own error is what the bug did: float16 rounding."""
+    import onnx
+    import torch
+
+    _corpus()
+    from perpendis.layers.capture.check import bisect_runs_of
+    from perpendis.layers.capture.torch import capture
+
+    from bench.corpus import models
+    from bench.corpus.mutate import OPERATORS, apply
+
+    path, module, inputs = models.clean("resnet")
+    onnx.save(apply(onnx.load(path), OPERATORS["cast_fp16"], "node_add_55"), tmp_path / "bug.onnx")
+    with torch.no_grad(), capture(module) as run:
+        module(*(torch.from_numpy(x) for x in inputs))
+    result = bisect_runs_of(run, tmp_path / "bug.onnx", list(inputs))
+    unsure = next(p for p in result.pairs if p.b_name == "add_55")
+    assert not unsure.sure and unsure.paired_by == "order and shape"
+    culprit = result.sure_culprit
+    assert culprit.b_name == "relu_2" and "add_55" not in culprit.isolated["reads"]
+    assert culprit.isolated["finding"]["kind"] == "elementwise"
+    assert "rounded to float16" in culprit.isolated["finding"]["message"]
+
+
 def test_a_bfloat16_value_is_captured_through_a_cast_to_float32(tmp_path):
     """ONNX Runtime computes bfloat16 values it cannot hand to NumPy: a model with one (a
     precision round trip mid-graph) is captured whole, that value exact as float32."""

@@ -115,7 +115,10 @@ def isolate(
         raise InputError(
             f"no paired tensor is a value of {Path(model_path).name}; give the model the ONNX run was made from"
         )
-    known = set(torch_of) | {n for n in graph_inputs if n in by_name}
+    # A layer is fed only surely paired values: a pair made by order and shape whose values
+    # disagree may hold another layer's tensor, which would make every layer it feeds look wrong.
+    sure = {p.b_name if onnx_is_b else p.a_name for p in result.pairs if p.sure}
+    known = (set(torch_of) & sure) | {n for n in graph_inputs if n in by_name}
     for p in result.pairs:
         onnx_name = p.b_name if onnx_is_b else p.a_name
         if onnx_name not in torch_of:
