@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis import service
-from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
+from perpendis.diagnosis import dependence
+from perpendis.diagnosis.relations.grammar import kinds as relation_kinds
 from perpendis.engine import stream
 from perpendis.engine.compare import compare
 from perpendis.engine.fold.chunk import CHUNK
@@ -30,7 +31,7 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
 # and bounded samples depend on where chunks start, so they are compared separately).
-LAYOUT_KINDS = signature_kinds() | {"precision", "deep_rounding", "not_rounding"}
+LAYOUT_KINDS = relation_kinds() | set(dependence.KINDS) | {"precision", "deep_rounding", "not_rounding"}
 EXACT_FIELDS = (
     "a", "b", "shape_match", "dtype_match", "compared_as", "compared_shape", "n_elements", "identical",
     "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff", "n_nan_mismatch",

@@ -8,8 +8,8 @@ import numpy as np
 from ..numerics.bits import format_of
 from ..report.model import Finding, Report
 from .failing_region import REGION_MIN_FAILS, in_region
-from .signatures.causes import for_slices
-from .signatures.model import rounding_bound
+from .relations.fit_causes import for_slices
+from .relations.rounding_model import rounding_bound
 
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 PATTERN_MIN = 4  # failing elements an offset or scale is fitted on (a sign flip, fitting nothing, needs 2)

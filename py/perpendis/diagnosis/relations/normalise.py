@@ -16,8 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures.model import ROUNDOFF_FACTOR
-from ..signatures.sample import Pair
+from .pair import Pair
+from .rounding_model import ROUNDOFF_FACTOR
 
 HOLD_SHARE = 0.99
 MIN_FIBRES = 8

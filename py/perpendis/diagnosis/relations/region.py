@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..signatures.sample import axis_noun
+from .pair import axis_noun
 
 MIN_SAMPLED = 16  # differing elements sampled before a region is read from them
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures.model import ROUNDOFF_FACTOR
-from ..signatures.sample import Pair
+from .pair import Pair
+from .rounding_model import ROUNDOFF_FACTOR
 
 MIN_MOVED = 16
 HOLD_SHARE = 0.99

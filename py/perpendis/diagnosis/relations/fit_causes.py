@@ -98,7 +98,7 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
         if abs(s - 1 / (1 - p)) <= 1e-3:
             out.append(f"a dropout rescaling by 1/(1-{p}) without its mask")
     if not out:
-        from ..relations.causes import for_constant
+        from .causes import for_constant
 
         out = for_constant(s, 1e-4)
     return [
