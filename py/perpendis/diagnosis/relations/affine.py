@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from . import region
 from .constants import name_of
 from .pair import Pair, axis_noun

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import Pair, axis_noun
 from .rounding_model import holds, rounding_bound
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import Pair
 from .rounding_model import EXPLAINED, Z, rms, rounding_bound
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import Pair
 from .precision import NARROW, exact_in
 from .rounding_model import MIN_FIT

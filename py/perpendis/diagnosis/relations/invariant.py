@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from . import region
 from .pair import Pair, axis_noun
 from .rounding_model import rounding_bound

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import Pair
 from .rounding_model import MIN_FIT
 

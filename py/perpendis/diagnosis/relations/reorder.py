@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import ALONG_CAP, Pair
 from .rounding_model import rounding_bound
 

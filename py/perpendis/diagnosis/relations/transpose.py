@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 
 from ...report.model import Finding, place
-from . import fit_causes as why
+from . import causes as why
 from .pair import Pair
 from .rounding_model import MIN_FIT, rms, rounding_bound
 
