@@ -146,7 +146,7 @@ def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
     judged = {"findings", "verdict", "headline"}
     if _sees_layout(expected):
         # The structure tests that read the arrays' layout run in memory only
-        # (docs/signatures.md): everything but their findings and what follows from them agrees.
+        # (docs/relations.md): everything but their findings and what follows from them agrees.
         # Of the paste-back lines, assert_same's follows from the findings (a structural one
         # makes it raise at any tolerance); numpy's and torch's follow from the tolerance alone.
         got, expected = ({k: v for k, v in d.items() if k not in judged} for d in (got, expected))

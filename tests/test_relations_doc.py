@@ -1,4 +1,4 @@
-"""The grammar's table in code and ``docs/signatures.md`` name the same members."""
+"""The grammar's table in code and ``docs/relations.md`` name the same members."""
 
 import re
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 from perpendis.diagnosis import dependence
 from perpendis.diagnosis.relations.grammar import MEMBERS, kinds
 
-DOC = (Path(__file__).parent.parent / "docs" / "signatures.md").read_text()
+DOC = (Path(__file__).parent.parent / "docs" / "relations.md").read_text()
 
 
 def test_the_doc_table_names_every_kind_of_the_grammar_and_no_other():
