@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from perpendis.diagnosis.signatures.model import holds
+from perpendis.diagnosis.relations.rounding_model import holds
 from perpendis.engine.compare import compare_values
 
 torch = pytest.importorskip("torch")

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from perpendis import service
-from perpendis.diagnosis.signatures.catalogue import kinds as signature_kinds
+from perpendis.diagnosis import dependence
+from perpendis.diagnosis.relations.grammar import kinds as relation_kinds
 from perpendis.engine import stream
 from perpendis.engine.compare import compare
 from perpendis.engine.fold.chunk import CHUNK
@@ -30,7 +31,7 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 # Fields of the report that merge exactly, whatever the chunk boundaries (floating sums
 # and bounded samples depend on where chunks start, so they are compared separately).
-LAYOUT_KINDS = signature_kinds() | {"precision", "deep_rounding", "not_rounding"}
+LAYOUT_KINDS = relation_kinds() | set(dependence.KINDS) | {"precision", "deep_rounding", "not_rounding"}
 EXACT_FIELDS = (
     "a", "b", "shape_match", "dtype_match", "compared_as", "compared_shape", "n_elements", "identical",
     "n_bitwise_diff", "first_diff", "worst", "max_ulp", "max_abs_diff", "max_rel_diff", "n_nan_mismatch",
@@ -145,7 +146,7 @@ def test_any_dtype_shape_and_chunk_size_streams_like_in_memory(pair, chunk):
     judged = {"findings", "verdict", "headline"}
     if _sees_layout(expected):
         # The structure tests that read the arrays' layout run in memory only
-        # (docs/signatures.md): everything but their findings and what follows from them agrees.
+        # (docs/relations.md): everything but their findings and what follows from them agrees.
         # Of the paste-back lines, assert_same's follows from the findings (a structural one
         # makes it raise at any tolerance); numpy's and torch's follow from the tolerance alone.
         got, expected = ({k: v for k, v in d.items() if k not in judged} for d in (got, expected))

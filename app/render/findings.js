@@ -1,6 +1,6 @@
 // The findings list: each finding with its severity, where it was seen (the structured
 // `where` of docs/contracts.md, shown by its phrase), its likely causes, most likely first,
-// and, where the core sent `evidence`, a small picture of it (docs/signatures.md).
+// and, where the core sent `evidence`, a small picture of it (docs/relations.md).
 import { el, fill, svg } from "./dom.js";
 import { bySeverity } from "./verdict.js";
 

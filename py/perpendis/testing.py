@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .diagnosis.diagnose import ROUNDING_SHARE
-from .diagnosis.signatures.model import ROUNDOFF_FACTOR
+from .diagnosis.relations.rounding_model import ROUNDOFF_FACTOR
 from .engine.keywords import keyword_front
 from .engine.options import ComparisonOptions
 from .errors import InputError

@@ -10,8 +10,8 @@ This module holds the order of the checks and how one check's finding silences a
 (a layout align named, a structure that makes a precision fingerprint moot); each check
 lives in its own module beside it (:mod:`.shape`, :mod:`.dtype_evidence`,
 :mod:`.nonfinite`, :mod:`.structure`, :mod:`.failing_region`, :mod:`.pattern`,
-:mod:`.tolerance_findings`, :mod:`.rounding`, :mod:`.reference`), and the structure tests
-themselves in :mod:`perpendis.diagnosis.signatures`.
+:mod:`.tolerance_findings`, :mod:`.rounding`, :mod:`.reference`), and the relation grammar
+the structure step runs in :mod:`perpendis.diagnosis.relations`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
 
 def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) -> tuple[list[Finding], str]:
     """The findings (most telling first) and the verdict of a report, from its numbers, its
-    samples and the structure tests (:mod:`perpendis.signatures`); the report's one writer
+    samples and the relation grammar (:mod:`perpendis.diagnosis.relations`); the report's one writer
     (:meth:`perpendis.engine.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every

@@ -8,8 +8,8 @@ import numpy as np
 from ..numerics.bits import format_of
 from ..report.model import Finding, Report
 from .failing_region import REGION_MIN_FAILS, in_region
-from .signatures.causes import for_slices
-from .signatures.model import rounding_bound
+from .relations import causes as why
+from .relations.rounding_model import rounding_bound
 
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 PATTERN_MIN = 4  # failing elements an offset or scale is fitted on (a sign flip, fitting nothing, needs 2)
@@ -33,9 +33,8 @@ def find_pattern(r: Report, region: dict[int, list[int]], where: dict | None, de
     scope = "in that region" if region else "across the failing elements"
     flip = np.abs(a + b) <= slack
     if flip.mean() >= PATTERN_SHARE and np.mean(np.abs(b) > slack) >= PATTERN_SHARE:
-        causes = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
         message = f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)"
-        return [Finding("sign_flip", "error", message, where, causes)]
+        return [Finding("sign_flip", "error", message, where, list(why.SIGN_FLIP))]
     if len(a) < PATTERN_MIN:
         return []  # a flip fits nothing, so two elements show it; an offset or scale is fitted
     offset = float(np.median(a - b))
@@ -57,15 +56,13 @@ def find_pattern(r: Report, region: dict[int, list[int]], where: dict | None, de
     n = int((where or {}).get("axis_size") or 0)
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
-        causes = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
         kind = "slice_offset" if region else "offset"
         return [Finding(kind, "error", message, _amount(where, offset=offset),
-                        for_slices(kind, n) if region else causes)]
+                        why.for_slices(kind, n) if region else list(why.FAILING_OFFSET))]
     message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
-    causes = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
-              "dropout or BatchNorm in training mode"]
     kind = "slice_scale" if region else "scale"
-    return [Finding(kind, "error", message, _amount(where, scale=scale), for_slices(kind, n) if region else causes)]
+    return [Finding(kind, "error", message, _amount(where, scale=scale),
+                    why.for_slices(kind, n) if region else list(why.FAILING_SCALE))]
 
 
 def _amount(where: dict | None, **amount: float) -> dict:

@@ -12,7 +12,7 @@ from ..numerics import bits
 from ..numerics.bits import Format, format_of
 from ..numerics.tolerance import print_slack, printed_digits
 from ..report.model import Finding, Report
-from .signatures.model import ROUNDOFF_FACTOR
+from .relations.rounding_model import ROUNDOFF_FACTOR
 
 # Rounding-like: relative differences within this many units of roundoff per unit of depth
 # (one float32 ULP is 1 to 2 units of roundoff, so 8 allows a few ULP at depth 1).

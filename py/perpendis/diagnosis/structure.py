@@ -1,5 +1,7 @@
-"""The structure tests and the precision fingerprint, run on the sampled pairs, and the
-narrower format a pair judged under its own preset was declared in."""
+"""The structure step: the relation grammar (:mod:`.relations.grammar`) and the precision
+fingerprint run on the sampled pair, the descriptions of a difference no relation explains
+(:mod:`.dependence`), and the narrower format a pair judged under its own preset was
+declared in."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import numpy as np
 
 from ..numerics.tolerance import PRESETS
 from ..report.model import Finding, Report
-from .signatures import catalogue, pair_of, precision
+from . import dependence
+from .relations import grammar, precision
+from .relations.pair import pair_of
 
 
 def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | None, tuple[str, float] | None]:
@@ -23,7 +27,8 @@ def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | No
         chosen = [fp.exact[1]] if fp.exact else fp.candidates
         narrow = (" or ".join(n.name for n in chosen), max(n.unit_roundoff for n in chosen))
         u = narrow[1]
-    structural = catalogue.run(pair, u, fp.exact[1].unit_roundoff if fp is not None and fp.exact else None)
+    u_proven = fp.exact[1].unit_roundoff if fp is not None and fp.exact else None
+    structural = grammar.run(pair) or dependence.find(pair, u, u_proven)
     if structural and fp is not None and fp.exact is None:
         # Without exact representability the fingerprint is only an error size, which a
         # systematic difference (an approximated activation, a quantised grid) also has.

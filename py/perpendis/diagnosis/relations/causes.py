@@ -1,16 +1,166 @@
-"""Relation → likely causes: one table, read by every finding a relation makes.
+"""Relation → likely causes, in PyTorch → ONNX / TensorRT work: one table, read by every
+finding a member of the grammar makes, by a region (:mod:`.region`), by the offset or
+scale of the failing elements (:mod:`perpendis.diagnosis.pattern`) and by the grammar's
+table (:mod:`.grammar`, ``docs/relations.md``).
 
 A cause is listed only when the relation implies it: ``A = exp(B)`` says one side is the
 exponential of the other, whatever the layer, so its causes are the places ML code takes
 an exponential; a relation this table has no entry for gets none (a wrong cause sends the
-user the wrong way, so none is better).
+user the wrong way, so none is better).  Where the amount found points at one cause (a
+scale of sqrt(767/768) is the unbiased variance over 768 features, a factor of π) that
+cause goes first, with the number that says so.
 """
 
 from __future__ import annotations
 
+import math
+
 from .constants import name_of
 from .elementwise import DESCRIBED, Relation
 
+OFFSET = [
+    "a dropped or doubled bias",
+    "a wrong mean subtracted in a normalisation",
+    "an epsilon added to the output instead of the variance",
+]
+ROW_SCALE = [
+    "a LayerNorm / RMSNorm epsilon that differs (a changed default, 1e-5 against 1e-6 or 1e-12)",
+    "biased against unbiased variance in a hand-written normalisation",
+    "epsilon inside against outside the square root",
+    "the normaliser's statistic (variance, mean of squares) computed from other values or rounded to a narrower format",
+    "a softmax or normaliser computed over a different axis or with a mask",
+]
+CUT = [
+    "a gain or weight set to zero before these features (a LayerNorm weight zero-initialised, a gate or mask of zeros)",
+    "an output that no longer depends on its input (a constant, cached or detached tensor returned)",
+]
+SIGN_FLIP = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
+SLICE = {
+    "sign_flip": SIGN_FLIP,
+    "slice_affine": [
+        "BatchNorm in training mode (batch statistics instead of running ones)",
+        "wrong per-channel mean/std normalisation constants",
+        "a folded BatchNorm with stale statistics",
+    ],
+    "slice_scale": [
+        "a wrong per-channel std or weight (normalisation constants, a folded BatchNorm)",
+        "BatchNorm in training mode",
+        "a per-channel quantisation scale",
+    ],
+    "slice_offset": [
+        "a dropped or wrong bias (one value per output channel or feature)",
+        "a wrong per-channel mean in input normalisation",
+        "BatchNorm's shift (beta or running mean) lost in folding",
+    ],
+}
+REVERSED = ["channel order (RGB against BGR)", "a flipped image or sequence (torch.flip, [::-1])"]
+SHIFTED = [
+    "a position offset by one (position ids starting at 0 against 1, a BOS token)",
+    "padding on one side only, or different padding",
+    "an off-by-one slice or roll",
+]
+PERMUTED = [
+    "a shuffled batch (DataLoader shuffle=True, a sampler, sorting by length)",
+    "a channel or head order that differs (a reshape before a permute)",
+]
+TRANSPOSED = [
+    "a transposed weight or square matrix (x @ W against x @ W.T; nn.Linear stores W as (out, in))",
+    "layout: axes of equal size swapped (H and W, heads and head_dim)",
+]
+CLIPPED = {
+    6.0: ["ReLU6 against ReLU (a clamp at 6)", "hardswish / hardsigmoid approximations"],
+    0.0: ["a ReLU on one side only", "an activation that differs (ReLU against GELU or LeakyReLU)"],
+    65504.0: ["float16 overflow saturating at 65504", "autocast or .half() where values exceed float16's range"],
+}
+CLIPPED_OTHER = ["a clamp or saturation on one side only (an activation bound, an int8 range)", "quantisation range"]
+GRID = [
+    "quantisation (ONNX Runtime quantize_dynamic / QDQ int8, fake-quant)",
+    "a coarse cast on one side (to int, float8 or bfloat16) and back",
+]
+DROPOUT = ["dropout left in training mode (model.train(), F.dropout(training=True))", "a stochastic layer (DropPath)"]
+
+NORMALISATION = {
+    "softmax": ["a softmax applied on one side only (logits against probabilities; an exporter or runtime "
+                "appending or dropping the final Softmax)"],
+    "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
+    "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
+    "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)"],
+    "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
+             "lost in the export)"],
+}
+ROTATION = [
+    "a rotary embedding that differs (rope_theta / base, rope scaling, position ids offset)",
+    "rotary pairs taken as halves (i, i + d/2) on one side and interleaved (2i, 2i + 1) on the other",
+]
+# A region (:func:`.region.causes`): one run at an end of an axis, else a few indices.
+REGION_ROWS = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)"]
+REGION_END = ["padding or masking applied to part of the tensor only (a mask or truncation at one end of the axis)",
+              "an off-by-one index or a shifted window at the end of the axis"]
+
+# What an offset or a scale fitted to the failing elements alone implies (the plain
+# description of :mod:`perpendis.diagnosis.pattern`, no relation fitted over the pair).
+FAILING_OFFSET = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
+FAILING_SCALE = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
+                 "dropout or BatchNorm in training mode"]
+
+# The switches that decide a float32 computation's precision, per cause.
+SWITCHES = {
+    "tf32": [
+        "TF32 matmuls: torch.backends.cuda.matmul.allow_tf32 or torch.set_float32_matmul_precision('high')",
+        "TF32 convolutions: torch.backends.cudnn.allow_tf32",
+        "ONNX Runtime's CUDA provider option use_tf32",
+    ],
+    "float16": ["a model in .half() with float32 inputs and outputs", "torch.autocast(dtype=torch.float16)"],
+    "bfloat16": ["torch.autocast(dtype=torch.bfloat16), on CPU its default", "a model in .bfloat16()"],
+}
+
+
+def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
+    """Causes of a constant scale ``s``, the one its value points at first."""
+    out = []
+    for n in sorted(set(shape), reverse=True):
+        if n < 2:
+            continue
+        for ratio, what in ((math.sqrt((n - 1) / n), "sqrt((n-1)/n)"), (math.sqrt(n / (n - 1)), "sqrt(n/(n-1))")):
+            if abs(s - ratio) <= 0.05 * abs(1 - ratio):
+                out.append(f"biased against unbiased variance over {n} elements: {what} = {ratio:.6g}")
+        for ratio, what in ((1 / math.sqrt(n), "1/sqrt(n)"), (math.sqrt(n), "sqrt(n)")):
+            if abs(s - ratio) <= 1e-3 * ratio:
+                out.append(f"an attention or norm scale of {what} for n = {n} applied or missed")
+    for p in (0.1, 0.2, 0.25, 0.5):
+        if abs(s - 1 / (1 - p)) <= 1e-3:
+            out.append(f"a dropout rescaling by 1/(1-{p}) without its mask")
+    if not out:
+        out = for_constant(s, 1e-4)
+    return [
+        *out,
+        "a wrong normalisation constant (std, 1/sqrt(d))",
+        "biased against unbiased variance",
+        "a dropped or double-applied weight",
+    ]
+
+
+def for_slices(kind: str, n: int) -> list[str]:
+    """Per-slice causes; along an axis of 3 or 4 entries (an image's channels) the input's
+    normalisation constants come first."""
+    causes = list(SLICE[kind])
+    constants = next((c for c in causes if "mean/std" in c or "mean in input" in c), None)
+    if n in (3, 4) and constants is not None:
+        causes.remove(constants)
+        causes.insert(0, constants)
+    return causes
+
+
+def for_clip(bound: float) -> list[str]:
+    for value, causes in CLIPPED.items():
+        if abs(abs(bound) - value) <= 1e-6 * max(1.0, value):
+            return list(causes)
+    if abs(bound) in (127.0, 128.0, 255.0):
+        return ["an int8 / uint8 range (quantisation saturates)", *CLIPPED_OTHER]
+    return list(CLIPPED_OTHER)
+
+
+# The parameter-free maps' causes (:func:`of`).
 _EXP = ["an exp or log applied on one side only (log-probabilities against probabilities, log_softmax against "
         "softmax, a log-space parameter such as a log-variance or log-scale not exponentiated)"]
 _POWER = {

@@ -4,7 +4,7 @@ per row (a fibre along the last axis) and ``κ`` one value per feature.
 A normalisation whose statistic differs (an epsilon, a variance) scales each row of its
 normalised values by the row's own factor; its gain and bias, and any affine layer after
 it (a classifier head), carry that scale about the bias, not about zero.  So the per-row
-fit ``A = s·B + c`` of :mod:`..signatures.affine` (one offset per row) leaves part of it,
+fit ``A = s·B + c`` of :mod:`.affine` (one offset per row) leaves part of it,
 and the per-row scale of a bias-free head (``κ = 0``) is the special case.
 
 Fitted by alternating least squares (``r`` given ``κ``, then ``κ`` given ``r``) on the
@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures import causes as why
-from ..signatures.model import holds, rounding_bound
-from ..signatures.sample import Pair, axis_noun
+from . import causes as why
+from .pair import Pair, axis_noun
+from .rounding_model import holds, rounding_bound
 
 ITERATIONS = 30
 MAX_LEFT = 0.01  # share of |A − B| the map may leave, over the share constants leave by chance
@@ -61,7 +61,7 @@ def _rms(x: np.ndarray) -> float:
 def _per_index(r: np.ndarray, where: tuple[np.ndarray, ...]) -> bool:
     """Whether the rows' factors are one value per index of another axis (a per-channel
     scale of a batch norm's output, NCHW, seen row by row along W): that map has fewer
-    constants, and the per-slice fit of :mod:`..signatures.affine` names it.  Only axes
+    constants, and the per-slice fit of :mod:`.affine` names it.  Only axes
     whose indices each hold two rows or more can say so."""
     spread = float(np.std(r))
     for index in where:

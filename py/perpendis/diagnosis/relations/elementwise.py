@@ -7,10 +7,10 @@ a variant of it (GELU tanh against erf, QuickGELU, hardswish against SiLU, ...; 
 as ``f_a(f_b⁻¹(B))`` on the branch where ``f_b`` is invertible), and casts through a
 narrower format (bfloat16, float16, float8, an integer by rounding or truncation).
 Scale, offset and affine maps, which also hold per slice or per row, are fitted by
-:mod:`perpendis.diagnosis.signatures.affine`; clipping by :mod:`perpendis.diagnosis.signatures.clip`.
+:mod:`.affine`; clipping by :mod:`.clip`.
 
 A map *holds* when it leaves at most the rounding the data's own format allows (the
-bound of :mod:`perpendis.diagnosis.signatures.model`, plus B's rounding carried through the map by
+bound of :mod:`.rounding_model`, plus B's rounding carried through the map by
 its slope) on 99 % of the sampled elements that the identity does not explain; it must
 explain at least :data:`MIN_HELD` elements, so a map that agrees with the identity
 wherever the two sides are equal (ReLU on positive values) is never credited with
@@ -27,7 +27,7 @@ from functools import cache
 import numpy as np
 
 from ...numerics.bits import FORMATS, Format, from_float64, to_float64
-from ..signatures.model import ROUNDOFF_FACTOR
+from .rounding_model import ROUNDOFF_FACTOR
 
 HOLD_SHARE = 0.99  # share of the unexplained elements the map must explain
 SEARCH_CAP = 2048  # sampled pairs a search reads (evenly strided): its cost stays flat

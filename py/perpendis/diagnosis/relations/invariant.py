@@ -3,7 +3,7 @@ axis and the same across every other axis, to rounding.
 
 A bias that differs adds the same amount to every sample: on a classifier's logits, two
 samples of ten classes show the same A − B per class.  The per-slice affine fit
-(:mod:`perpendis.signatures.affine`) needs many elements per slice, as it fits a scale
+(:mod:`.affine`) needs many elements per slice, as it fits a scale
 too; an offset alone is pinned by two, as long as the slices together hold more values
 than constants (:data:`MIN_SPARE`).  Each slice's differences must agree to the rounding
 allowed or to the pair's own noise (:data:`NOISE` times the median slice's spread), and
@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures import causes as why
-from ..signatures.model import rounding_bound
-from ..signatures.sample import Pair, axis_noun
+from . import causes as why
 from . import region
+from .pair import Pair, axis_noun
+from .rounding_model import rounding_bound
 
 MIN_SPARE = 8  # sampled values beyond the one constant per slice
 BEYOND = 4.0  # an offset named is past this many times the spread allowed

@@ -16,8 +16,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures.model import ROUNDOFF_FACTOR
-from ..signatures.sample import Pair
+from . import causes as why
+from .pair import Pair
+from .rounding_model import ROUNDOFF_FACTOR
 
 HOLD_SHARE = 0.99
 MIN_FIBRES = 8
@@ -47,15 +48,6 @@ def _layer_norm(x: np.ndarray) -> np.ndarray:
 
 MAPS: dict[str, Fn] = {"softmax": _softmax, "log_softmax": _log_softmax, "L2 normalisation": _l2,
                        "layer norm": _layer_norm}
-CAUSES = {
-    "softmax": ["a softmax applied on one side only (logits against probabilities; an exporter or runtime "
-                "appending or dropping the final Softmax)"],
-    "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
-    "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
-    "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)"],
-    "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
-             "lost in the export)"],
-}
 
 
 def _fibres(pair: Pair, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -98,7 +90,7 @@ def find(pair: Pair) -> list[Finding]:
                         where["relation"] = {"kind": "normalisation", "text": text,
                                              "params": {"map": name, "axis": axis}}
                         message = f"{text}, to rounding on {HOLD_SHARE:.0%} of sampled fibres"
-                        return [Finding("normalisation", "error", message, where, list(CAUSES[name]))]
+                        return [Finding("normalisation", "error", message, where, list(why.NORMALISATION[name]))]
     sums_a = [k for k, (a, _) in fibres.items() if _sums_to_one(a, bound)]
     sums_b = [k for k, (_, b) in fibres.items() if _sums_to_one(b, bound)]
     if len(sums_a) == 1 and len(sums_b) == 1 and sums_a != sums_b:
@@ -107,5 +99,5 @@ def find(pair: Pair) -> list[Finding]:
         where = place(f"axis {ia} against axis {ib}", axis=ia, axis_size=pair.shape[ia])
         where["relation"] = {"kind": "normalisation_axis", "text": text, "params": {"a_axis": ia, "b_axis": ib}}
         message = f"{text}: each side's fibres sum to 1 along its own axis only"
-        return [Finding("normalisation", "error", message, where, list(CAUSES["axis"]))]
+        return [Finding("normalisation", "error", message, where, list(why.NORMALISATION["axis"]))]
     return []

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..signatures.sample import axis_noun
+from . import causes as why
+from .pair import axis_noun
 
 MIN_SAMPLED = 16  # differing elements sampled before a region is read from them
 
@@ -41,11 +42,6 @@ def describe(shape: tuple[int, ...], axis: int, indices: list[int]) -> str:
     return f"{noun}{'s' if len(indices) > 1 else ''} {shown} of axis {axis}"
 
 
-_ROWS = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)"]
-_END = ["padding or masking applied to part of the tensor only (a mask or truncation at one end of the axis)",
-        "an off-by-one index or a shifted window at the end of the axis"]
-
-
 def causes(shape: tuple[int, ...], axis: int, indices: list[int]) -> list[str]:
     """The causes a region implies, by what its axis and indices are.
 
@@ -58,8 +54,8 @@ def causes(shape: tuple[int, ...], axis: int, indices: list[int]) -> list[str]:
     runs = _runs(indices)
     n = shape[axis]
     if len(runs) == 1 and len(indices) > 1 and (runs[0][0] == 0 or runs[0][1] == n - 1):
-        return list(_END)
-    return list(_ROWS)
+        return list(why.REGION_END)
+    return list(why.REGION_ROWS)
 
 
 def of_sample(shape: tuple[int, ...], flat: np.ndarray) -> tuple[int, list[int]] | None:

@@ -14,15 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...report.model import Finding, place
-from ..signatures.model import ROUNDOFF_FACTOR
-from ..signatures.sample import Pair
+from . import causes as why
+from .pair import Pair
+from .rounding_model import ROUNDOFF_FACTOR
 
 MIN_MOVED = 16
 HOLD_SHARE = 0.99
-CAUSES = [
-    "a rotary embedding that differs (rope_theta / base, rope scaling, position ids offset)",
-    "rotary pairs taken as halves (i, i + d/2) on one side and interleaved (2i, 2i + 1) on the other",
-]
 
 
 def _pairings(d: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -62,5 +59,5 @@ def find(pair: Pair) -> list[Finding]:
             where["relation"] = {"kind": "rotation", "text": f"A = R(θ)·B on feature pairs {name}",
                                  "params": {"pairing": name}, "residual": float(np.quantile(
                                      np.abs(na - nb) / scale, HOLD_SHARE) / (2 * pair.u)), "held": int(moved.sum())}
-            return [Finding("rotation", "error", message, where, list(CAUSES))]
+            return [Finding("rotation", "error", message, where, list(why.ROTATION))]
     return []

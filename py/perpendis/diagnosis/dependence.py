@@ -1,30 +1,72 @@
 """Bias and dependence: rounding errors are symmetric around zero and depend neither on the
 value nor on the position; a significant departure is a finding with its statistic.
 
+These describe a difference and state no map A = T(B), so they are not members of the
+relation grammar (:mod:`.relations.grammar`): the structure step (:mod:`.structure`) asks
+them only when no member holds, and, having no relation to imply one, they name no cause.
+They sit here, beside the other plain descriptions of a difference (:mod:`.pattern`,
+:mod:`.failing_region`), reading the grammar's sampled view (:class:`.relations.pair.Pair`)
+and its rounding model.
+
 * Sign bias: the sign test's ``z`` over the differing sample.
 * Dependence on B: the relative difference's mean in 16 bins of B's value, as a
-  chi-square ``z`` (:func:`~.model.binned_z`), which catches a dependence of any shape.
+  chi-square ``z`` (:func:`binned_z`), which catches a
+  dependence of any shape.
 * Dependence on position: the same, in bins of the index along each axis (flat sample, in
   memory only).
 
-Each needs ``z >`` :data:`~.model.Z` and an effect beyond one rounding at depth
-(:func:`~.model.rounding_bound`): the median relative difference for the sign test (a
-median, so a few wrong elements do not lend their size to rounding elsewhere), the RMS of
-the bin means for the dependences, so a biased rounding of a last
-bit, real but harmless, is not named.
+Each needs ``z >`` :data:`~.relations.rounding_model.Z` and an effect beyond one rounding
+at depth (:func:`~.relations.rounding_model.rounding_bound`): the median relative
+difference for the sign test (a median, so a few wrong elements do not lend their size to
+rounding elsewhere), the RMS of the bin means for the dependences, so a biased rounding of
+a last bit, real but harmless, is not named.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ...report.model import Finding, place
-from .model import BINS, MIN_FIT, Z, binned_z, rounding_bound, sign_z
-from .sample import Pair
+from ..report.model import Finding, place
+from .relations.pair import Pair
+from .relations.rounding_model import MIN_FIT, Z, rounding_bound, sign_z
 
 # Said where a structure is found but no relation of the grammar fits it: a wrong cause
 # sends the user the wrong way, so none is named.
 NO_CAUSE = "no known cause fits this structure"
+
+# The kinds of finding these descriptions make.
+KINDS = ("sign_bias", "value_dependence", "position_dependence")
+
+CORRELATION_CAP = 4096  # a dependence test reads at most 4 times this many pairs
+BINS = 16  # bins of the value or the index a dependence is measured over
+
+
+def binned_z(key: np.ndarray, values: np.ndarray, bins: int = BINS) -> tuple[float, float]:
+    """Does the mean of ``values`` depend on ``key``?  Sorted by key and cut into ``bins``
+    bins of equal count: the between-bin chi-square of the bin means against the
+    within-bin variance, as ``z = (chi2 - df) / sqrt(2 df)`` (~N(0, 1) when the mean does
+    not depend on the key), and the RMS of the bin means' departure from the grand mean
+    (the effect's size).  Catches a smooth dependence of any shape, not only a monotone one."""
+    n = values.size
+    if n < bins * MIN_FIT:
+        return 0.0, 0.0
+    if n > CORRELATION_CAP * 4:
+        step = -(-n // (CORRELATION_CAP * 4))
+        key, values = key[::step], values[::step]
+        n = values.size
+    ordered = values[np.argsort(key, kind="stable")]
+    groups = np.array_split(ordered, bins)
+    means = np.array([g.mean() for g in groups])
+    counts = np.array([g.size for g in groups])
+    within = sum(float(np.sum((g - m) ** 2)) for g, m in zip(groups, means, strict=True)) / max(n - bins, 1)
+    if within <= 0:
+        return 0.0, 0.0
+    grand = float(values.mean())
+    chi2 = float(np.sum(counts * (means - grand) ** 2) / within)
+    df = bins - 1
+    return (chi2 - df) / math.sqrt(2 * df), float(np.sqrt(np.mean((means - grand) ** 2)))
 
 
 def find(pair: Pair, u_position: float | None = None, u_value: float | None = None) -> list[Finding]:
@@ -34,7 +76,10 @@ def find(pair: Pair, u_position: float | None = None, u_value: float | None = No
     a format one side is proven computed in (every value exact there): a whole model run
     in bfloat16 leaves a dependence on the value below one of its roundings (a LayerNorm's
     statistics rounded), which is that format's rounding, not a bug.  The sign test is
-    judged at the compared format's."""
+    judged at the compared format's.  Integers and coarse prints have no rounding model
+    to judge by: nothing is described there."""
+    if pair.printed or not pair.fmt.is_float:
+        return []
     bound = rounding_bound(pair.u, pair.depth)
     a, b = pair.differing()
     if a.size < 4 * MIN_FIT:

@@ -19,9 +19,9 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import MIN_FIT
+from .pair import Pair
 from .precision import NARROW, exact_in
-from .sample import Pair
+from .rounding_model import MIN_FIT
 
 COARSE = 64.0
 NOISE = 8.0

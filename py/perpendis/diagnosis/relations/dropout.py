@@ -2,8 +2,8 @@
 1/(1−p) everywhere else.
 
 Named when at least :data:`MIN_ZEROS` elements are zero on one side only, the rest fit
-``X ≈ s·Y`` leaving at most :data:`~.model.EXPLAINED` of their raw RMS difference, and
-``1/s`` agrees with the kept share ``1 − p`` within :data:`~.model.Z` binomial standard
+``X ≈ s·Y`` leaving at most :data:`~.rounding_model.EXPLAINED` of their raw RMS difference, and
+``1/s`` agrees with the kept share ``1 − p`` within :data:`~.rounding_model.Z` binomial standard
 deviations (plus a rounding).
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import EXPLAINED, Z, rms, rounding_bound
-from .sample import Pair
+from .pair import Pair
+from .rounding_model import EXPLAINED, Z, rms, rounding_bound
 
 MIN_ZEROS = 8
 

@@ -1,10 +1,10 @@
-"""Bounded views of a compared pair for the structure tests.
+"""Bounded views of a compared pair: what every member of the relation grammar reads.
 
-A structure test never reads every element: it reads a few hundred slices along one axis,
+A member never reads every element: it reads a few hundred slices along one axis,
 a few hundred fibres across it, or a flat sample, all in float64, so its cost does not grow
 with the tensor.  In-memory pairs keep their aligned arrays (``report.aligned``) and get
 every view; streamed pairs have only the bounded sample of differing elements the fold
-kept, and get the tests that need no layout (see ``docs/signatures.md``).
+kept, and get the members that need no layout (see ``docs/relations.md``).
 
 Positions are drawn with a fixed seed, so a report is the same on every run.
 """
@@ -18,8 +18,9 @@ from functools import cached_property
 import numpy as np
 
 from ...numerics import bits
-from ...numerics.bits import Format
+from ...numerics.bits import Format, format_of
 from ...numerics.scramble import Stream
+from ...report.model import Report
 
 FLAT_CAP = 1 << 14  # elements of the flat sample
 ALONG_CAP = 512  # indices kept along the axis of a slice view
@@ -51,7 +52,7 @@ def _spread(n: int, cap: int) -> np.ndarray:
 
 @dataclass
 class Pair:
-    """What the structure tests may read of one compared pair.
+    """What the grammar's members may read of one compared pair.
 
     ``a_store``/``b_store`` are the aligned storage arrays (None for a streamed pair);
     ``diff_*`` are the fold's bounded sample of differing elements (flat index, A, B).
@@ -73,7 +74,7 @@ class Pair:
     # long axis's slice view always holds them, so one wrong channel of 1024 is not missed.
     hot: dict[int, list[int]] = field(default_factory=dict)
     # (atol, rtol) of the tolerance the pair is judged with: a fitted map names a cause
-    # only where it holds to it (:func:`.model.holds`); None when there is none.
+    # only where it holds to it (:func:`.rounding_model.holds`); None when there is none.
     tolerance: tuple[float, float] | None = None
     _rng: Stream = field(default_factory=lambda: Stream(SEED))
     _cache: dict = field(default_factory=dict)
@@ -179,3 +180,35 @@ class Pair:
         """What a rounding error is relative to: ``|B|``, or B's RMS where that is larger
         (a sum that cancels keeps the rounding of its terms)."""
         return np.maximum(np.abs(b), self.b_rms) if self.b_rms > 0 else np.abs(b)
+
+
+def pair_of(report: Report, depth: float) -> Pair | None:
+    """The grammar's view of a compared report, or None where nothing was compared."""
+    if report.compared_shape is None or not report.n_bitwise_diff:
+        return None
+    fmt = format_of(report.compared_as)
+    rows = report.samples.get("diffs")
+    if rows is None or len(rows) == 0:
+        rows = np.empty((0, 3))
+    aligned = report.aligned
+    a_store = getattr(aligned, "a", None)
+    b_store = getattr(aligned, "b", None)
+    shape = tuple(report.compared_shape)
+    if a_store is not None and (tuple(np.shape(a_store)) != shape or tuple(np.shape(b_store)) != shape):
+        a_store = b_store = None
+    return Pair(
+        fmt=fmt,
+        shape=shape,
+        depth=depth,
+        b_rms=float(report.samples.get("b_rms", 0.0)),
+        diff_flat=rows[:, 0].astype(np.int64) if len(rows) else np.empty(0, np.int64),
+        diff_a=rows[:, 1] if len(rows) else np.empty(0),
+        diff_b=rows[:, 2] if len(rows) else np.empty(0),
+        n_elements=report.n_elements,
+        n_diff=report.n_bitwise_diff,
+        printed=not (report.a.get("lossless", True) and report.b.get("lossless", True)),
+        a_store=a_store,
+        b_store=b_store,
+        hot={x.axis: [int(t[0]) for t in x.top[:8]] for x in report.axes if x.bucket == 1},
+        tolerance=None if report.tolerance is None else (report.tolerance.atol, report.tolerance.rtol),
+    )

@@ -11,7 +11,7 @@ without the exactness below, the 99th percentile within :data:`TAIL` times the m
 (one format's rounding has a light tail, 4 to 5 times the median on the real cases; a
 bug confined to some elements leaves a heavy one).
 Exact representability settles which: when every sampled non-zero value of one side (at
-least :data:`~.model.MIN_FIT` of them) is exactly a bfloat16, float16 or TF32 value and the
+least :data:`~.rounding_model.MIN_FIT` of them) is exactly a bfloat16, float16 or TF32 value and the
 other side's are not, that side was computed there and widened; by chance a float32
 value is a float16 one with probability 2^-13, so sixteen of them never are.
 """
@@ -25,8 +25,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import MIN_FIT
-from .sample import Pair
+from .pair import Pair
+from .rounding_model import MIN_FIT
 
 LOWER = 64.0
 NEAR = 8.0

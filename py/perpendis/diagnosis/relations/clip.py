@@ -3,9 +3,9 @@
 For each side X, against the other Y, and each direction: the bound is X's extreme value.
 Clipped when at least :data:`MIN_AT` elements sit exactly at the bound on X (and as many
 elsewhere, so a constant is never a clip) while Y lies
-beyond it by more than rounding (:func:`~.model.rounding_bound` of the bound), when nine
+beyond it by more than rounding (:func:`~.rounding_model.rounding_bound` of the bound), when nine
 in ten of Y's elements beyond the bound are held at it by X, and when the clip explains
-the difference: the elements not clipped leave at most :data:`~.model.EXPLAINED` of the
+the difference: the elements not clipped leave at most :data:`~.rounding_model.EXPLAINED` of the
 raw RMS difference.  Works on the flat sample, or on the differing sample when streamed.
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import EXPLAINED, rms, rounding_bound
-from .sample import Pair
+from .pair import Pair
+from .rounding_model import EXPLAINED, rms, rounding_bound
 
 MIN_AT = 8
 HELD_SHARE = 0.9

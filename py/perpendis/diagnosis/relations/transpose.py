@@ -3,7 +3,7 @@
 Shapes agree, so alignment compares the given order; here the flat sample of A is
 measured against B at the swapped index.  Transposed when that RMS distance is at least
 8 times smaller than in the given order, while the given order's is beyond rounding
-(:func:`~.model.rounding_bound`).  A symmetric tensor swaps onto itself and is never named.
+(:func:`~.rounding_model.rounding_bound`).  A symmetric tensor swaps onto itself and is never named.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import MIN_FIT, rms, rounding_bound
-from .sample import Pair
+from .pair import Pair
+from .rounding_model import MIN_FIT, rms, rounding_bound
 
 CLOSER = 8.0
 

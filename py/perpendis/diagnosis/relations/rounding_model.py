@@ -41,38 +41,6 @@ def sign_z(d: np.ndarray) -> float:
     return float((np.count_nonzero(nonzero > 0) * 2 - n) / math.sqrt(n)) if n else 0.0
 
 
-CORRELATION_CAP = 4096  # a dependence test reads at most 4 times this many pairs
-
-
-BINS = 16
-
-
-def binned_z(key: np.ndarray, values: np.ndarray, bins: int = BINS) -> tuple[float, float]:
-    """Does the mean of ``values`` depend on ``key``?  Sorted by key and cut into ``bins``
-    bins of equal count: the between-bin chi-square of the bin means against the
-    within-bin variance, as ``z = (chi2 - df) / sqrt(2 df)`` (~N(0, 1) when the mean does
-    not depend on the key), and the RMS of the bin means' departure from the grand mean
-    (the effect's size).  Catches a smooth dependence of any shape, not only a monotone one."""
-    n = values.size
-    if n < bins * MIN_FIT:
-        return 0.0, 0.0
-    if n > CORRELATION_CAP * 4:
-        step = -(-n // (CORRELATION_CAP * 4))
-        key, values = key[::step], values[::step]
-        n = values.size
-    ordered = values[np.argsort(key, kind="stable")]
-    groups = np.array_split(ordered, bins)
-    means = np.array([g.mean() for g in groups])
-    counts = np.array([g.size for g in groups])
-    within = sum(float(np.sum((g - m) ** 2)) for g, m in zip(groups, means, strict=True)) / max(n - bins, 1)
-    if within <= 0:
-        return 0.0, 0.0
-    grand = float(values.mean())
-    chi2 = float(np.sum(counts * (means - grand) ** 2) / within)
-    df = bins - 1
-    return (chi2 - df) / math.sqrt(2 * df), float(np.sqrt(np.mean((means - grand) ** 2)))
-
-
 def holds(a: np.ndarray, mapped: np.ndarray, tolerance: tuple[float, float] | None) -> bool:
     """Whether a fitted map T holds to rounding: A = T(B) within the pair's tolerance
     (``|A − T(B)| <= atol + rtol·|T(B)|``, the test the user judges rounding by) on at

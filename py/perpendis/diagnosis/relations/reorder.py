@@ -8,7 +8,7 @@ half its indices move and nine in ten of the matches fit one rule: ``j = n-1-i``
 (reversed), ``j = i + k`` over the overlap, for ``|k|`` up to a quarter of the axis
 (shifted), or a one-to-one map (permuted).
 The test runs where B's own slices are not already at rounding distance
-(:func:`~.model.rounding_bound`), on axes of at most ``ALONG_CAP`` (512) entries; longer
+(:func:`~.rounding_model.rounding_bound`), on axes of at most ``ALONG_CAP`` (512) entries; longer
 axes are not tested.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .model import rounding_bound
-from .sample import ALONG_CAP, Pair
+from .pair import ALONG_CAP, Pair
+from .rounding_model import rounding_bound
 
 CLOSER = 8.0  # another slice must be this much closer than the one at the same index
 MOVED_SHARE = 0.5

@@ -2,7 +2,7 @@
 to rounding, stated in the user's terms with its constants and residual, and the causes
 it implies (:mod:`.causes`).
 
-It reads the structure tests' bounded view of a pair (:class:`~perpendis.diagnosis.signatures.sample.Pair`):
+It reads the grammar's sampled view of a pair (:class:`~.pair.Pair`):
 the uniform flat sample when the pair is in memory (the relation then holds everywhere it
 was sampled), else the fold's sample of differing elements (it then holds on the elements
 that differ, which may be one region: the message says so and never "everywhere").
@@ -11,9 +11,9 @@ that differ, which may be one region: the message says so and never "everywhere"
 from __future__ import annotations
 
 from ...report.model import Finding, place
-from ..signatures.sample import Pair
 from . import causes, region
 from .elementwise import Relation, Sample, search
+from .pair import Pair
 
 
 def sample_of(pair: Pair) -> Sample:

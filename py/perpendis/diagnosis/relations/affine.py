@@ -2,12 +2,12 @@
 feature) or per fibre across it (a row normalised on its own).
 
 A least-squares fit of s and c is the test.  A relation holds where it leaves at most
-:data:`~.model.EXPLAINED` of the raw RMS difference, over at least
-:data:`~.model.MIN_FIT` elements per fit; rounding noise, having no linear relation to B,
+:data:`~.rounding_model.EXPLAINED` of the raw RMS difference, over at least
+:data:`~.rounding_model.MIN_FIT` elements per fit; rounding noise, having no linear relation to B,
 leaves all of it.  What it explains is systematic, not rounding, when its size exceeds
-the rounding a quantity reduced over the slice could carry (:func:`~.model.rounding_bound`
+the rounding a quantity reduced over the slice could carry (:func:`~.rounding_model.rounding_bound`
 with ``m`` the reduction's length), or when the per-slice deviations share one sign beyond
-:data:`~.model.Z` (rounding's have random signs) while exceeding one rounding at ``depth``.
+:data:`~.rounding_model.Z` (rounding's have random signs) while exceeding one rounding at ``depth``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import math
 import numpy as np
 
 from ...report.model import Finding, place
-from ..relations import region
-from ..relations.constants import name_of
 from . import causes as why
-from .model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
-from .sample import Pair, axis_noun
+from . import region
+from .constants import name_of
+from .pair import Pair, axis_noun
+from .rounding_model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
 
 # A global map that leaves more than this share of the raw difference describes it but
 # names no cause (the slice fits, one constant per slice, keep theirs up to EXPLAINED).
