@@ -72,4 +72,37 @@ def test_an_activation_left_out_is_a_function_of_the_other_side():
     assert effects.carries("activation", "bypass", a, b)
     noise = np.random.default_rng(2).standard_normal(a.shape) * 1e-3
     assert effects.function_of_b(b + noise, b) > 0.9
+    # GELU's tanh form against erf's: two inputs give each negative value, so A − B is one
+    # function of B only on the upper half, where GELU is monotone.
+    tanh = torch.nn.functional.gelu(x, approximate="tanh").numpy().astype(np.float64)
+    assert effects.function_of_b(tanh, b) <= 0.2 and effects.carries("activation", "gelu_approximate", tanh, b)
 
+
+
+def test_a_float16_round_trip_before_a_bias_keeps_its_grid_moved_by_that_bias():
+    """A Linear's product rounded to float16 before its bias (the corpus's ``cast_fp16`` on a
+    MatMul): A is off float16's grid, but A less the bias the graph adds is on it; the label
+    reads that bias from the graph (``score.added_after``)."""
+    torch = pytest.importorskip("torch")
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = torch.Generator().manual_seed(3)
+    x, w, bias = torch.randn(2, 8, 32, generator=g), torch.randn(32, 32, generator=g), torch.randn(32, generator=g)
+    with torch.no_grad():
+        b = (x @ w + bias).numpy()
+        a = ((x @ w).half().float() + bias).numpy()
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="node_MatMul_1"),
+         helper.make_node("Add", ["xw", "bias"], ["y"], name="node_add_1")],
+        "linear", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 32])],
+        initializer=[numpy_helper.from_array(w.numpy(), "w"), numpy_helper.from_array(bias.numpy(), "bias")],
+    )
+    lab = {"operator": "cast_fp16", "node": "node_MatMul_1", "family": "precision"}
+    addend = score.added_after(graph, lab, a.shape)
+    assert addend is not None and np.array_equal(addend[0, 0], bias.numpy().astype(np.float64))
+    assert not effects.carries("precision", "cast_fp16", a, b)
+    assert effects.carries("precision", "cast_fp16", a, b, addend)
+    assert score.family_of(lab, a, b, graph) == "precision"
+    assert not effects.representable_but(a, "cast_fp16", addend + 1e-3)
+    assert score.added_after(graph, {**lab, "node": "node_add_1"}, a.shape) is None  # nothing added after the Add

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 if __package__ in (None, ""):
@@ -129,7 +130,7 @@ def family_of(
     if reversed_axis(a, b) is not None:
         return "reorder"
     family = lab.get("family")
-    if family and not effects.carries(family, lab["operator"], a, b):
+    if family and not effects.carries(family, lab["operator"], a, b, added_after(graph, lab, a.shape)):
         family = "propagated"
     if by_relation and not FAMILY_KINDS.get(family or ""):
         if effects.holds_per_slice(a, b):
@@ -137,6 +138,25 @@ def family_of(
         if effects.holds_per_fibre(a, b):
             return "normalisation"
     return family
+
+
+def added_after(graph: onnx.GraphProto | None, lab: dict[str, Any], shape: tuple[int, ...]) -> np.ndarray | None:
+    """The constant an Add right after the mutated node adds to its output (a Linear's bias
+    after its MatMul), when it broadcasts to ``shape``; else None."""
+    if graph is None or not lab.get("node"):
+        return None
+    inits = {t.name: t for t in graph.initializer}
+    node = next((n for n in graph.node if n.name == lab["node"]), None)
+    reader = [n for n in graph.node if node is not None and node.output[0] in n.input]
+    if len(reader) != 1 or reader[0].op_type != "Add":
+        return None
+    const = [numpy_helper.to_array(inits[i]) for i in reader[0].input if i in inits]
+    if len(const) != 1:
+        return None
+    try:
+        return np.broadcast_to(const[0].astype(np.float64), shape)
+    except ValueError:
+        return None
 
 
 def reversed_axis(a: np.ndarray, b: np.ndarray) -> int | None:
