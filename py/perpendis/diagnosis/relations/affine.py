@@ -18,7 +18,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from . import region
+from . import cut, region
 from .constants import name_of
 from .pair import Pair, axis_noun
 from .rounding_model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
@@ -221,39 +221,6 @@ def _slice_finding(
     return Finding(kind, "error", message, where, causes, evidence)
 
 
-def _cut_on_b(pair: Pair, axis: int) -> tuple[float, Finding] | None:
-    """B holds one value per slice along ``axis`` whatever A is (B ≈ 0·A + c): the signal cut
-    on B's side, which no map of B can give A (the per-slice fit of A on B sees a constant).
-    Named where every slice of B is constant to rounding, A varies in most of them beyond it,
-    and B's constants hold (each slice of B within the tolerance of its mean)."""
-    got = pair.slices(axis)
-    if got is None:
-        return None
-    along, a, b = got
-    ok = _finite_rows(a, b)
-    if a.shape[1] < MIN_FIT or ok.sum() < MIN_SLICES:
-        return None
-    along, a, b = along[ok], a[ok], b[ok]
-    one = rounding_bound(pair.u, pair.depth) * pair.b_rms
-    flat_b = rms(b - b.mean(axis=1, keepdims=True), axis=1) <= one
-    varies_a = rms(a - a.mean(axis=1, keepdims=True), axis=1) > 8 * one
-    constant = np.broadcast_to(b.mean(axis=1, keepdims=True), b.shape)
-    if not (flat_b.all() and varies_a.mean() >= 0.5 and holds(b, constant, pair.tolerance)):
-        return None
-    n = pair.shape[axis]
-    noun = axis_noun(pair.shape, axis)
-    c = b[:, 0]
-    message = (
-        f"along axis {axis} ({n} {noun}s), B holds one value per {noun} (c {_span(c)}) whatever A is: "
-        "B does not follow A there (s = 0): the signal was cut on B's side"
-    )
-    where = place(f"every {noun} (axis {axis})", axis=axis, axis_size=n, indices=[int(i) for i in along[:64]],
-                  scale=[0.0] * min(len(along), 64), offset=[float(x) for x in c[:64]])
-    evidence = {"picture": "per_slice", "axis": axis, "index": along.tolist()[:256],
-                "scale": [0.0] * min(len(along), 256), "offset": c.tolist()[:256]}
-    return 0.0, Finding("slice_affine", "error", message, where, list(why.CUT), evidence)
-
-
 def _slice_text(
     pair: Pair,
     axis: int,
@@ -394,7 +361,7 @@ def _per_axis(pair: Pair) -> tuple[float, Finding] | None:
                 continue
             got = _per_slice(pair, axis, mode)
             if got is None and mode == "slice":
-                got = _cut_on_b(pair, axis)
+                got = cut.on_b(pair, axis)
             if got is not None:
                 fits = n if mode == "slice" else math.prod(pair.shape) // n
                 found.append(((fits, mode != "slice", got[0]), got[1]))
