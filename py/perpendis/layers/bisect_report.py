@@ -159,11 +159,16 @@ class BisectReport:
             "first_sure_failing": None
             if (sure := self.first_sure_failing) is None or sure is first
             else {"a_name": sure.a_name, "b_name": sure.b_name, "index": self.pairs.index(sure)},
-            "culprit": None
-            if (culprit := self.culprit) is None
-            else {"a_name": culprit.a_name, "b_name": culprit.b_name, "index": self.pairs.index(culprit),
-                  "finding": (culprit.isolated or {}).get("finding")},
+            "culprit": None if (culprit := self.culprit) is None else self._blamed(culprit),
+            "sure_culprit": None
+            if (sure_culprit := self.sure_culprit) is None or sure_culprit is culprit
+            else self._blamed(sure_culprit),
         }
+
+    def _blamed(self, pair: Pair) -> dict[str, Any]:
+        """A culprit's names, row and own relation, for the JSON answer."""
+        return {"a_name": pair.a_name, "b_name": pair.b_name, "index": self.pairs.index(pair),
+                "finding": (pair.isolated or {}).get("finding")}
 
     def pairing(self) -> dict[str, int]:
         """How the pairs were made, for the page's chip: a count per rule, and how many are unsure
@@ -214,6 +219,12 @@ class BisectReport:
                 else "culprit (first layer whose own error fails when run alone): "
                 f"{culprit.a_name} (B: {culprit.b_name})" + _own_text(culprit.isolated)
             )
+            sure = self.sure_culprit
+            if culprit is not None and sure is not None and sure is not culprit:
+                lines.append(
+                    "that culprit rests on order and shape; the first surely paired layer whose own error "
+                    f"fails is {sure.a_name} (B: {sure.b_name})" + _own_text(sure.isolated)
+                )
         return "\n".join(lines) + "\n"
 
 
