@@ -85,6 +85,8 @@ NORMALISATION = {
     "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
     "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
     "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)"],
+    "gained": ["a LayerNorm or RMSNorm applied twice, or on one side only, its gain (and bias) kept (a norm "
+               "layer bypassed or repeated in the export; pre-norm against post-norm)"],
     "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
              "lost in the export)"],
 }

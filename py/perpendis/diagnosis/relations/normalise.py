@@ -3,7 +3,9 @@ normalised, each along its own axis?
 
 Members, each tried along every axis whose whole fibres the pair's view holds (up to
 1024 elements): softmax, log-softmax, L2 normalisation, and a plain layer norm (mean 0,
-variance 1, epsilon below the rounding).  Each is computed from the other side's fibre
+variance 1, epsilon below the rounding); then, composed with one gain (and bias) per index
+of that axis, a layer norm or RMS norm with its elementwise affine (a LayerNorm applied
+twice, or kept on one side only).  Each is computed from the other side's fibre
 and must match to the rounding allowed (8·u·depth of the fibre's scale) on 99 % of the
 sampled fibres.  Failing that, a side whose fibres all sum to 1 along one axis while the
 other's do along another is a softmax over a different axis.
@@ -41,13 +43,76 @@ def _l2(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.sqrt(np.sum(x * x, axis=1, keepdims=True)), 1e-12)
 
 
-def _layer_norm(x: np.ndarray) -> np.ndarray:
+def _layer_norm(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     c = x - x.mean(axis=1, keepdims=True)
-    return c / np.sqrt(np.mean(c * c, axis=1, keepdims=True) + 1e-12)
+    return c / np.sqrt(np.mean(c * c, axis=1, keepdims=True) + eps)
+
+
+def _rms_norm(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps)
 
 
 MAPS: dict[str, Fn] = {"softmax": _softmax, "log_softmax": _log_softmax, "L2 normalisation": _l2,
                        "layer norm": _layer_norm}
+# Normalisations composed with one gain (and, for a layer norm, one bias) per index of the
+# normalised axis: LayerNorm's and RMSNorm's elementwise affine, fitted by least squares
+# per index over the sampled fibres.
+GAINED: dict[str, tuple[Callable[[np.ndarray, float], np.ndarray], bool]] = {
+    "layer norm": (_layer_norm, True), "RMS norm": (_rms_norm, False)}
+EPSILONS = (1e-12, 1e-6, 1e-5)  # the norms' epsilons in use (BERT's; Llama's and T5's; PyTorch's default)
+MIN_GAINED_FIBRES = 8  # fibres per fitted gain and bias
+MIN_GAINED_LENGTH = 8  # and their length: a layer norm of a short fibre takes few values, which a gain fits
+GAIN_FLOOR = 1e-3  # every gain this share of the largest: a zero gain is a signal cut, not a normalisation
+SPREAD_FLOOR = 1e-6  # every fibre's statistic this share of their mean: a constant fibre has no normal form
+
+
+def _normalisable(x: np.ndarray, centred: bool) -> bool:
+    """Whether every fibre has a statistic to normalise by (a variance, or a mean of squares)."""
+    c = x - x.mean(axis=1, keepdims=True) if centred else x
+    stat = np.mean(c * c, axis=1)
+    mean = float(np.mean(stat))
+    return bool(np.isfinite(mean) and mean > 0 and np.all(stat > SPREAD_FLOOR * mean))
+
+
+def _gained(y: np.ndarray, n: np.ndarray, with_bias: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per index k of the fibres, ``y[:, k] ≈ g_k·n[:, k] (+ β_k)`` by least squares: (g, β, prediction)."""
+    if with_bias:
+        mn, my = n.mean(axis=0), y.mean(axis=0)
+        dn = n - mn
+        g = np.sum(dn * (y - my), axis=0) / np.maximum(np.sum(dn * dn, axis=0), 1e-300)
+        beta = my - g * mn
+    else:
+        g = np.sum(n * y, axis=0) / np.maximum(np.sum(n * n, axis=0), 1e-300)
+        beta = np.zeros_like(g)
+    return g, beta, g * n + beta
+
+
+def _gained_finding(pair: Pair, axis: int, a: np.ndarray, b: np.ndarray, bound: float) -> Finding | None:
+    """A (or B) a layer norm or RMS norm of the other side along ``axis`` with its own gain
+    (and bias) per index of that axis: a normalisation applied twice, or on one side only,
+    with its elementwise affine kept.  Needs :data:`MIN_GAINED_FIBRES` fibres."""
+    if a.shape[0] < MIN_GAINED_FIBRES or a.shape[1] < MIN_GAINED_LENGTH:
+        return None
+    for name, (f, with_bias), eps in ((k, v, e) for k, v in GAINED.items() for e in EPSILONS):
+        for y, x, ys, xs in ((a, b, "A", "B"), (b, a, "B", "A")):
+            if not _normalisable(x, centred=with_bias):
+                continue
+            with np.errstate(all="ignore"):
+                g, beta, pred = _gained(y, f(x, eps), with_bias)
+                gains = np.abs(g)
+                if not (gains.min() > GAIN_FLOOR * gains.max() > 0) or not _holds(y, pred, bound):
+                    continue
+            told = "" if eps == EPSILONS[0] else f", ε = {eps:g}"  # named only where the smallest does not hold
+            affine = "g·" + name + f"({xs}{told})" + (" + β" if with_bias else "")
+            text = f"{ys} = {affine} along axis {axis}, one g{' and β' if with_bias else ''} per index of that axis"
+            spans = f"g from {float(g.min()):.4g} to {float(g.max()):.4g}" + (
+                f", β from {float(beta.min()):.4g} to {float(beta.max()):.4g}" if with_bias else "")
+            where = place(f"along axis {axis}", axis=axis, axis_size=pair.shape[axis])
+            where["relation"] = {"kind": "normalisation", "text": text,
+                                 "params": {"map": name, "axis": axis, "gain": True, "bias": with_bias, "eps": eps}}
+            message = f"{text} ({spans}), to rounding on {HOLD_SHARE:.0%} of sampled fibres"
+            return Finding("normalisation", "error", message, where, list(why.NORMALISATION["gained"]))
+    return None
 
 
 def _fibres(pair: Pair, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -91,6 +156,9 @@ def find(pair: Pair) -> list[Finding]:
                                              "params": {"map": name, "axis": axis}}
                         message = f"{text}, to rounding on {HOLD_SHARE:.0%} of sampled fibres"
                         return [Finding("normalisation", "error", message, where, list(why.NORMALISATION[name]))]
+    for axis, (a, b) in fibres.items():
+        if not _holds(a, b, bound) and (found := _gained_finding(pair, axis, a, b, bound)) is not None:
+            return [found]
     sums_a = [k for k, (a, _) in fibres.items() if _sums_to_one(a, bound)]
     sums_b = [k for k, (_, b) in fibres.items() if _sums_to_one(b, bound)]
     if len(sums_a) == 1 and len(sums_b) == 1 and sums_a != sums_b:
