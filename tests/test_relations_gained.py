@@ -68,3 +68,15 @@ def test_the_same_layernorm_in_float32_and_float64_is_no_relation():
     report = compare_values(a, b, preset="fp32-cpu")
     assert report.verdict != "investigate"
     assert not [f for f in report.findings if f.kind == "normalisation"]
+
+
+def test_fibres_that_are_all_the_same_row_fit_no_gain():
+    """BERT's token-type embedding of one type at every position, its table doubled: every
+    fibre is the same row, so a gain per index is free and fits anything; the relation is the
+    scale, A = 2·B."""
+    table = torch.nn.Embedding(2, 32)
+    with torch.no_grad():
+        b = table(torch.zeros(2, 8, dtype=torch.long)).numpy()
+    top = _named(2 * b, b)
+    assert top is not None and top.kind in ("scale", "affine"), top
+    assert "2" in top.message

@@ -64,6 +64,7 @@ MIN_GAINED_FIBRES = 8  # fibres per fitted gain and bias
 MIN_GAINED_LENGTH = 8  # and their length: a layer norm of a short fibre takes few values, which a gain fits
 GAIN_FLOOR = 1e-3  # every gain this share of the largest: a zero gain is a signal cut, not a normalisation
 SPREAD_FLOOR = 1e-6  # every fibre's statistic this share of their mean: a constant fibre has no normal form
+SPREAD_ACROSS = 1e-3  # each index's normalised values must vary this much across fibres, to fit its gain
 
 
 def _normalisable(x: np.ndarray, centred: bool) -> bool:
@@ -98,7 +99,10 @@ def _gained_finding(pair: Pair, axis: int, a: np.ndarray, b: np.ndarray, bound: 
             if not _normalisable(x, centred=with_bias):
                 continue
             with np.errstate(all="ignore"):
-                g, beta, pred = _gained(y, f(x, eps), with_bias)
+                n = f(x, eps)
+                if not np.all(np.std(n, axis=0) > SPREAD_ACROSS):
+                    continue  # an index the same in every fibre (one token type) leaves its gain free
+                g, beta, pred = _gained(y, n, with_bias)
                 gains = np.abs(g)
                 if not (gains.min() > GAIN_FLOOR * gains.max() > 0) or not _holds(y, pred, bound):
                     continue
