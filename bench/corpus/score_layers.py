@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += [judge(e, base) for e in group]
         print(f"{arch}: {len(group)} cases, {time.perf_counter() - started:.0f} s", flush=True)
     print(f"\n{len(rows)} single-place cases of the {args.half} half of seed {args.seed}, bisected in "
-          f"{time.perf_counter() - started:.0f} s; loc = the first failing layer is the first paired value the "
+          f"{time.perf_counter() - started:.0f} s; loc = the layer blamed is the first surely paired value the "
           "mutation reaches\n")
     score.print_table(rows, args.by)
     print(f"  false alarms on the clean exports' bisects: {sum(alarms)} of {len(alarms)} architectures")
