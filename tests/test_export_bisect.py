@@ -392,8 +392,11 @@ def test_a_layer_run_alone_is_fed_only_surely_paired_values(tmp_path):
     # names it the culprit as the rule says, then the surely paired one, with its relation.
     assert result.culprit is unsure
     assert result.to_dict()["sure_culprit"]["b_name"] == "relu_2"
-    line = next(x for x in result.to_text().splitlines() if x.startswith("that culprit rests on order and shape"))
+    lines = result.to_text().splitlines()
+    line = next(x for x in lines if x.startswith("that culprit rests on order and shape"))
     assert f"is {culprit.a_name} (B: relu_2); run alone: " in line and "rounded to float16" in line
+    # The unsure culprit's own relation (two different tensors' relation) is not stated.
+    assert next(x for x in lines if x.startswith("culprit (")).endswith(f"(B: {unsure.b_name})")
 
 
 def test_a_bfloat16_value_is_captured_through_a_cast_to_float32(tmp_path):

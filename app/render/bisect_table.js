@@ -60,7 +60,7 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const blame = culprit === null ? (bisect.isolated ? "Run alone, no layer's own error fails." : null)
     : `Run alone in ONNX Runtime on A's inputs, ${bisect.culprit.a_name} is the first layer whose own error fails: ` +
       "the culprit; the failing layers after it inherit its error." +
-      (bisect.culprit.finding ? ` Run alone: ${bisect.culprit.finding.message}` : "") +
+      (bisect.culprit.finding && !bisect.sure_culprit ? ` Run alone: ${bisect.culprit.finding.message}` : "") +
       (bisect.sure_culprit ? ` That culprit rests on order and shape; the first surely paired layer whose ` +
         `own error fails is ${bisect.sure_culprit.a_name}` +
         (bisect.sure_culprit.finding ? `; run alone: ${bisect.sure_culprit.finding.message}` : ".") : "");

@@ -212,15 +212,16 @@ class BisectReport:
         lines = table_lines(header, rows) + _left_out_lines(self) + _first_failing_lines(self)
         lines += _nonfinite_lines(self)
         if isolated:
-            culprit = self.culprit
+            culprit, sure = self.culprit, self.sure_culprit
+            unsure = culprit is not None and sure is not None and sure is not culprit
             lines.append(
                 "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
                 if culprit is None
                 else "culprit (first layer whose own error fails when run alone): "
-                f"{culprit.a_name} (B: {culprit.b_name})" + _own_text(culprit.isolated)
+                # An unsure pair's own relation may be between two different tensors: not stated.
+                f"{culprit.a_name} (B: {culprit.b_name})" + ("" if unsure else _own_text(culprit.isolated))
             )
-            sure = self.sure_culprit
-            if culprit is not None and sure is not None and sure is not culprit:
+            if unsure:
                 lines.append(
                     "that culprit rests on order and shape; the first surely paired layer whose own error "
                     f"fails is {sure.a_name} (B: {sure.b_name})" + _own_text(sure.isolated)
