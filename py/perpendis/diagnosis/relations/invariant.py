@@ -23,6 +23,7 @@ from .rounding_model import rounding_bound
 MIN_SPARE = 8  # sampled values beyond the one constant per slice
 BEYOND = 4.0  # an offset named is past this many times the spread allowed
 NOISE = 16.0  # a slice's spread may reach this many times the median slice's
+CENTRE_RANGE = 3.0  # a bias kept behind a changed weight lies within this many RMS of B
 
 
 def _fit(pair: Pair, axis: int, bound: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -47,6 +48,7 @@ def _fit(pair: Pair, axis: int, bound: float) -> tuple[np.ndarray, np.ndarray] |
     # by BEYOND times its offset, or a change that follows B (a weight) is as constant there.
     quiet = float(np.median(left.max(axis=1))) <= bound
     beyond = (np.abs(c) > BEYOND * allowed * np.max(scale, axis=1)) & _unlike_a_scale(d, b, c, scale, bound, quiet)
+    beyond &= _unlike_a_weight(d, b, c, pair.b_rms)
     if not beyond.any():
         return None
     return along[beyond], c[beyond]
@@ -67,6 +69,17 @@ def _unlike_a_scale(
     if quiet:
         return np.max(as_scale / scale, axis=1) > BEYOND * bound
     return BEYOND * np.max(as_scale, axis=1) >= np.abs(c)
+
+
+def _unlike_a_weight(d: np.ndarray, b: np.ndarray, c: np.ndarray, b_rms: float) -> np.ndarray:
+    """Per slice, whether A − B = c rules out a weight that changed behind a bias that did
+    not: A − B = k·(B − κ), κ the bias, anywhere within :data:`CENTRE_RANGE` RMS of B.  Its
+    smallest k gives the offset at the cost of varying by ``|c|·σ_B / (|mean B| + range)``
+    across the slice; the slice's own spread must stay under 1/BEYOND of that.  Two samples
+    whose B hardly differ (a ResNet's logits for two images) rule out nothing."""
+    spread = np.max(np.abs(d - c[:, None]), axis=1)
+    least_k = np.abs(c) / (np.abs(b.mean(axis=1)) + CENTRE_RANGE * b_rms)
+    return BEYOND * spread < least_k * b.std(axis=1)
 
 
 def find(pair: Pair) -> list[Finding]:
