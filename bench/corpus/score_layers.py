@@ -1,6 +1,6 @@
 """Score the cause a bisect names where a bug first shows: the corpus's single-place bugs
-bisected layer by layer, the first failing layer's finding judged as ``score.py`` judges an
-output's.
+bisected layer by layer, the cause named at the layer it blames judged as ``score.py``
+judges an output's.
 
 A bug mid-graph reaches the model's output through later layers, which may mix its
 relation into something no report can name from the output alone (``score.py`` labels such
