@@ -111,7 +111,7 @@ def _gained_finding(pair: Pair, axis: int, a: np.ndarray, b: np.ndarray, bound: 
             text = f"{ys} = {affine} along axis {axis}, one g{' and β' if with_bias else ''} per index of that axis"
             spans = f"g from {float(g.min()):.4g} to {float(g.max()):.4g}" + (
                 f", β from {float(beta.min()):.4g} to {float(beta.max()):.4g}" if with_bias else "")
-            where = place(f"along axis {axis}", axis=axis, axis_size=pair.shape[axis])
+            where = place(f"every fibre along axis {axis}", axis=axis, axis_size=pair.shape[axis])
             where["relation"] = {"kind": "normalisation", "text": text,
                                  "params": {"map": name, "axis": axis, "gain": True, "bias": with_bias, "eps": eps}}
             message = f"{text} ({spans}), to rounding on {HOLD_SHARE:.0%} of sampled fibres"
@@ -155,7 +155,7 @@ def find(pair: Pair) -> list[Finding]:
                 with np.errstate(all="ignore"):
                     if _holds(y, f(x), bound):
                         text = f"{ys} = {name}({xs}) along axis {axis}"
-                        where = place(f"along axis {axis}", axis=axis, axis_size=pair.shape[axis])
+                        where = place(f"every fibre along axis {axis}", axis=axis, axis_size=pair.shape[axis])
                         where["relation"] = {"kind": "normalisation", "text": text,
                                              "params": {"map": name, "axis": axis}}
                         message = f"{text}, to rounding on {HOLD_SHARE:.0%} of sampled fibres"
