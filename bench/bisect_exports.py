@@ -152,8 +152,8 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
     with torch.no_grad(), capture(model) as torch_run:
         model(*args)
     torch_run.save(folder / f"{name}.torch.safetensors")
-    clean = bisect_runs_of(torch_run, onnx_path, feeds)
     ort = capture_onnx(onnx_path, feeds)
+    clean = bisect_runs_of(torch_run, onnx_path, feeds, ort_run=ort)
     ort.save(folder / f"{name}.ort.npz")
     ort_entries = path_entries(folder / f"{name}.ort.npz")
     truth = {p.a_name: p.b_name for p in clean.pairs if p.paired_by == "metadata"}
@@ -198,7 +198,7 @@ def run(name: str, limit: int, folder: Path, kinds: tuple[str, ...] = tuple(KIND
             row["no effect"] += 1
             continue
         row["bugs"] += 1
-        result = bisect_runs_of(torch_run, bug_path, feeds)
+        result = bisect_runs_of(torch_run, bug_path, feeds, ort_run=bugged)
         want = expected_first(result, graph, value, order)
         first = result.first_failing
         culprit = result.culprit

@@ -82,7 +82,7 @@ class Architecture:
         self.clean_ort = capture_onnx(self.onnx_path, self.feeds)
         self.graph = onnx.load(self.onnx_path, load_external_data=False)
         self.order = list(self.clean_ort.names)
-        self.clean = bisect_runs_of(self.torch_run, self.onnx_path, self.feeds)
+        self.clean = bisect_runs_of(self.torch_run, self.onnx_path, self.feeds, ort_run=self.clean_ort)
         self.clean_value = {p.a_name: p.b_name for p in self.clean.pairs}
 
     def false_alarm(self) -> bool:
@@ -137,7 +137,8 @@ def judge(entry: dict[str, Any], base: Architecture) -> dict[str, Any]:
     """Bisect one case's mutant and judge the layer it blames (keys as ``score.judge``'s)."""
     lab = entry["label"]
     path, *_ = cases.mutant(entry["arch"], lab["operator"], lab["target"])
-    result = bisect_runs_of(base.torch_run, path, base.feeds)
+    mutant = capture_onnx(path, base.feeds)
+    result = bisect_runs_of(base.torch_run, path, base.feeds, ort_run=mutant)
     want = expected_first(result, base.graph, mutated_values(base.graph, lab), base.order, sure=True)
     at, named = named_at(result)
     row = {
@@ -150,7 +151,7 @@ def judge(entry: dict[str, Any], base: Architecture) -> dict[str, Any]:
     row["verdict_right"] = entry["class"] == "precision" or result.first_failing is not None
     if at is None:
         return row
-    a, b = capture_onnx(path, base.feeds)[at.b_name], base.torch_run[at.a_name]
+    a, b = mutant[at.b_name], base.torch_run[at.a_name]
     if a.dtype.kind != "f" or b.dtype.kind != "f":
         return row
     carried = cases.carried(as_made(lab), a, b, base.noise(at.a_name))

@@ -26,10 +26,13 @@ def entries(run: Capture) -> list[Any]:
 
 def bisect_runs_of(
     torch_run: Capture, onnx_path: str | Path, feeds: Sequence[np.ndarray] | dict,
-    options: ComparisonOptions = DEFAULT, **pairing: Any,
+    options: ComparisonOptions = DEFAULT, *, ort_run: Capture | None = None, **pairing: Any,
 ) -> BisectReport:
-    """Bisect a PyTorch capture against ONNX Runtime's run of ``onnx_path`` on ``feeds``, layers isolated."""
-    ort_run = capture_onnx(onnx_path, feeds)
+    """Bisect a PyTorch capture against ONNX Runtime's run of ``onnx_path`` on ``feeds``, layers isolated.
+
+    ``ort_run``: that run's capture (``capture_onnx(onnx_path, feeds)``) when the caller has
+    already made it and reads its values too; it is then not run again."""
+    ort_run = ort_run if ort_run is not None else capture_onnx(onnx_path, feeds)
     a, b = entries(torch_run), entries(ort_run)
     info_a, info_b = described_by(
         describe(read_graph(Path(onnx_path).read_bytes())), torch_run.names, ort_run.names, torch_run.info, ort_run.info
