@@ -81,8 +81,8 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
-def node_by_name(model: onnx.ModelProto, name: str) -> onnx.NodeProto:
-    for n in model.graph.node:
+def node_by_name(model: onnx.ModelProto | onnx.GraphProto, name: str) -> onnx.NodeProto:
+    for n in _graph(model).node:
         if n.name == name:
             return n
     raise NotApplicable(f"no node {name!r}")
@@ -184,8 +184,13 @@ def scope(node: onnx.NodeProto) -> str | None:
     return None
 
 
-def readers(model: onnx.ModelProto, value: str) -> list[onnx.NodeProto]:
-    return [n for n in model.graph.node if value in n.input]
+def readers(model: onnx.ModelProto | onnx.GraphProto, value: str) -> list[onnx.NodeProto]:
+    return [n for n in _graph(model).node if value in n.input]
+
+
+def _graph(model: onnx.ModelProto | onnx.GraphProto) -> onnx.GraphProto:
+    """The graph of a model, or the graph given (the scorer keeps graphs without their model)."""
+    return model.graph if isinstance(model, onnx.ModelProto) else model
 
 
 # ---------------------------------------------------------------- attribute operators

@@ -49,6 +49,7 @@ from perpendis.engine.compare import compare_values  # noqa: E402
 from perpendis.report.headline import main_finding  # noqa: E402
 
 from bench.corpus import cases, effects, models  # noqa: E402
+from bench.corpus.mutate import NotApplicable, node_by_name, readers  # noqa: E402
 
 
 def manifest() -> Path:
@@ -146,8 +147,11 @@ def added_after(graph: onnx.GraphProto | None, lab: dict[str, Any], shape: tuple
     if graph is None or not lab.get("node"):
         return None
     inits = {t.name: t for t in graph.initializer}
-    node = next((n for n in graph.node if n.name == lab["node"]), None)
-    reader = [n for n in graph.node if node is not None and node.output[0] in n.input]
+    try:
+        node = node_by_name(graph, lab["node"])
+    except NotApplicable:
+        return None
+    reader = readers(graph, node.output[0])
     if len(reader) != 1 or reader[0].op_type != "Add":
         return None
     const = [numpy_helper.to_array(inits[i]) for i in reader[0].input if i in inits]
