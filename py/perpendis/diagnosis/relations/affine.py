@@ -20,7 +20,7 @@ from ...report.model import Finding, place
 from . import causes as why
 from . import cut, region
 from .constants import name_of
-from .pair import Pair, axis_noun
+from .pair import Pair, axis_noun, finite_rows, slice_evidence
 from .rounding_model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
 
 # A global map that leaves more than this share of the raw difference describes it but
@@ -40,10 +40,6 @@ def fit_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     c = ma[:, 0] - s * mb[:, 0]
     fitted = s[:, None] * b + c[:, None]
     return s, c, rms(a - fitted, axis=1), rms(a - b, axis=1), rms(fitted - b, axis=1)  # type: ignore[return-value]
-
-
-def _finite_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
 
 
 def _systematic(dev: np.ndarray, signed: np.ndarray, bound: float, one: float) -> np.ndarray | None:
@@ -130,7 +126,7 @@ def _fibre_spread(pair: Pair, s: float) -> tuple[float, int | None]:
     if got is None:
         return 0.0, None
     _, a, b = got
-    ok = _finite_rows(a, b)
+    ok = finite_rows(a, b)
     if not ok.any():
         return 0.0, None
     rows = fit_rows(a[ok], b[ok])
@@ -145,7 +141,7 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
     if got is None:
         return None
     along, a, b = got
-    ok = _finite_rows(a, b)
+    ok = finite_rows(a, b)
     if a.shape[1] < MIN_FIT or ok.sum() < MIN_SLICES:
         return None
     if mode == "slice":
@@ -258,14 +254,7 @@ def _slice_text(
         scale=[float(x) for x in s[hit][:64]],
         offset=[float(x) for x in c[hit][:64]],
     )
-    evidence = {
-        "picture": "per_slice",
-        "axis": axis,
-        "index": along.tolist()[:256],
-        "scale": s.tolist()[:256],
-        "offset": c.tolist()[:256],
-    }
-    return message, where, evidence
+    return message, where, slice_evidence(axis, along, s, c)
 
 
 def _fewest_parameters(a: np.ndarray, b: np.ndarray, floor: float) -> tuple[bool, bool]:

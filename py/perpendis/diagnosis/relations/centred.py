@@ -26,7 +26,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .pair import Pair, axis_noun
+from .pair import Pair, axis_noun, finite_rows
 from .rounding_model import holds, rounding_bound
 
 ITERATIONS = 30
@@ -84,7 +84,7 @@ def _rows(pair: Pair) -> tuple[int, np.ndarray, np.ndarray, tuple[np.ndarray, ..
     if got is None:
         return None
     _, a, b = got
-    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    ok = finite_rows(a, b)
     a, b = a[ok], b[ok]
     if a.shape[0] < 2 or a.size - a.shape[0] - a.shape[1] < MIN_SPARE:
         return None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .pair import Pair, axis_noun
+from .pair import Pair, axis_noun, finite_rows, slice_evidence
 from .rounding_model import MIN_FIT, MIN_SLICES, holds, rms, rounding_bound
 
 
@@ -24,7 +24,7 @@ def on_b(pair: Pair, axis: int) -> tuple[float, Finding] | None:
     if got is None:
         return None
     along, a, b = got
-    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    ok = finite_rows(a, b)
     if a.shape[1] < MIN_FIT or ok.sum() < MIN_SLICES:
         return None
     along, a, b = along[ok], a[ok], b[ok]
@@ -44,6 +44,5 @@ def on_b(pair: Pair, axis: int) -> tuple[float, Finding] | None:
     )
     where = place(f"every {noun} (axis {axis})", axis=axis, axis_size=n, indices=[int(i) for i in along[:64]],
                   scale=[0.0] * min(len(along), 64), offset=[float(x) for x in c[:64]])
-    evidence = {"picture": "per_slice", "axis": axis, "index": along.tolist()[:256],
-                "scale": [0.0] * min(len(along), 256), "offset": c.tolist()[:256]}
+    evidence = slice_evidence(axis, along, np.zeros(len(along)), c)
     return 0.0, Finding("slice_affine", "error", message, where, list(why.CUT), evidence)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .pair import Pair
+from .pair import Pair, finite_rows
 from .rounding_model import ROUNDOFF_FACTOR
 
 HOLD_SHARE = 0.99
@@ -124,7 +124,7 @@ def _fibres(pair: Pair, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
     if got is None or got[1].shape[1] != pair.shape[axis]:
         return None
     _, a, b = got
-    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    ok = finite_rows(a, b)
     # Few fibres are enough when they are long enough together: a softmax matched to
     # rounding on 2 rows of 10 logits is 20 values of a nonlinear map, no coincidence.
     enough = ok.sum() >= MIN_FIBRES or (a.shape[1] >= MIN_LENGTH and ok.sum() * a.shape[1] >= MIN_VALUES)

@@ -43,6 +43,18 @@ def axis_noun(shape: tuple[int, ...], axis: int) -> str:
     return names[axis] if names else "slice"
 
 
+def finite_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Which rows of two sampled 2-D views (slices or fibres) are finite on both sides: the
+    rows every fit may use."""
+    return np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+
+
+def slice_evidence(axis: int, along: np.ndarray, scale: np.ndarray, offset: np.ndarray) -> dict:
+    """The evidence of a per-slice map (the page draws each slice's scale and offset)."""
+    return {"picture": "per_slice", "axis": axis, "index": along.tolist()[:256],
+            "scale": scale.tolist()[:256], "offset": offset.tolist()[:256]}
+
+
 def _spread(n: int, cap: int) -> np.ndarray:
     """``min(n, cap)`` indices spread evenly over ``range(n)``, in order."""
     if n <= cap:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .pair import ALONG_CAP, Pair
+from .pair import ALONG_CAP, Pair, finite_rows
 from .rounding_model import rounding_bound
 
 CLOSER = 8.0  # another slice must be this much closer than the one at the same index
@@ -60,7 +60,7 @@ def _axis(pair: Pair, axis: int) -> Finding | None:
     contiguous = len(along) == n or np.array_equal(along, np.arange(len(along)))
     if not contiguous:
         return None
-    keep = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    keep = finite_rows(a, b)
     if not keep.all():
         return None
     own = np.sqrt(np.mean((a - b) ** 2, axis=1))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from .pair import Pair
+from .pair import Pair, finite_rows
 from .rounding_model import ROUNDOFF_FACTOR
 
 MIN_MOVED = 16
@@ -36,7 +36,7 @@ def find(pair: Pair) -> list[Finding]:
     if got is None or got[1].shape[1] != d:
         return []
     _, a, b = got
-    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    ok = finite_rows(a, b)
     a, b = a[ok], b[ok]
     bound = ROUNDOFF_FACTOR * pair.u * pair.depth
     for name, i, j in _pairings(d):
