@@ -33,6 +33,7 @@ from . import (
     clip,
     dropout,
     elementwise_finding,
+    forms,
     grid,
     invariant,
     normalise,
@@ -172,6 +173,10 @@ FITTED = [m for m in MEMBERS if not m.exact and m.find is not None]
 def run(pair: Pair) -> list[Finding]:
     """Every exact member that holds for ``pair``, else the first fitted one that does
     (see the module doc); nothing when no member holds."""
+    if not (pair.printed and pair.fmt.is_float):
+        formed = forms.find(pair)
+        if formed:
+            return formed
     found: list[Finding] = []
     for member in EXACT:
         if member.needs_layout and not pair.in_memory:

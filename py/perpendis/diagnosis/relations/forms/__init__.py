@@ -1,0 +1,37 @@
+"""The form search: relations of A to B found by their shape, with their parameters
+fitted and then checked element by element, stated only where they hold on 99 % of the
+elements, each with the causes it implies (``docs/relations.md``, "Forms").
+
+Families, tried in this order (the first that holds is the answer): a parameter-free
+softmax of the other side, elementwise maps
+(:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), row maps on probabilities
+(:mod:`.row_maps`), and group maps (:mod:`.group_maps`).
+"""
+
+from __future__ import annotations
+
+from ....report.model import Finding
+from ..pair import Pair
+from . import elementwise_maps, group_maps, index_maps, row_maps
+from .form import Form, finding
+from .view import view_of
+
+FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, group_maps.block_constant,
+            group_maps.group_affine, group_maps.normalised_fibres)
+
+
+def search(pair: Pair) -> Form | None:
+    """The first form that holds for ``pair``, or None."""
+    view = view_of(pair)
+    if view is None:
+        return None
+    for family in FAMILIES:
+        got = family(view)
+        if got is not None:
+            return got
+    return None
+
+
+def find(pair: Pair) -> list[Finding]:
+    form = search(pair)
+    return [] if form is None else [finding(form)]

@@ -1,0 +1,261 @@
+"""Elementwise forms: A = T(B) (or B = T(A)) for T composed from a few primitives, each
+fitted and then checked element by element (:meth:`.view.View.close`).
+
+- ``wrap``: integers that differ by whole multiples of 2^k (a cast to a narrower integer
+  type that wrapped);
+- ``saturated``: A = B except where B sits at its extreme values, where B is clamped and
+  A is not (and, for integers, wrapped around instead);
+- ``threshold``: A = B except that A is one constant (0, −inf, NaN) exactly where B lies
+  below (or, in magnitude, under) a threshold that separates the two sets;
+- ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
+  scales, offsets, affine maps, powers, exp and log, a change of log base, optionally
+  followed by a clip to A's held extremes; fitted by least squares on the elements inside
+  the clip, the fewest parameters that hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from . import implies
+from .form import Form, fails_text
+from .view import HOLDS, View
+
+MIN_HELD_AT_BOUND = 4  # elements a clip bound must hold to count as one
+
+
+def _stated(view: View, kind: str, text: str, params: dict, t: np.ndarray,
+            judged: np.ndarray | None = None) -> Form | None:
+    """The form when A = T(B) holds on :data:`HOLDS` of the judged elements and explains
+    what the identity does not; None otherwise."""
+    ok = view.close(view.a, t)
+    if judged is not None:
+        ok = ok[judged]
+    share = float(np.mean(ok)) if ok.size else 0.0
+    if share < HOLDS or share <= view.identity_share:
+        return None
+    causes = implies.causes(kind, params)
+    return Form(kind, text, params, share, int(ok.size), fails_text(view, ok) if view.whole else None, causes)
+
+
+def wrap(view: View) -> Form | None:
+    """Integers that differ by whole multiples of 2^k: a cast to a k-bit integer type."""
+    if not view.integer:
+        return None
+    finite = np.isfinite(view.a) & np.isfinite(view.b)
+    d = (view.b - view.a)[finite]
+    if not np.any(d):
+        return None
+    for k in (32, 16, 8):
+        m = 2.0**k
+        if np.all(np.mod(d, m) == 0):
+            lo, hi = float(np.min(view.a[finite])), float(np.max(view.a[finite]))
+            signed = lo < 0 or (hi < m / 2 and np.any(view.b[finite] < 0))
+            kind_name = f"int{k}" if signed else f"uint{k}"
+            text = (f"A = B wrapped to {kind_name} (B − A is a multiple of 2^{k} everywhere, "
+                    f"non-zero on {int(np.count_nonzero(d))} elements)")
+            t = view.a.copy()  # the relation holds exactly where it was tested
+            return _stated(view, "wrap", text, {"bits": k, "signed": signed, "type": kind_name}, t)
+    return None
+
+
+def saturated(view: View) -> Form | None:
+    """A = B except where B sits at its smallest or largest value: B clamps there and A
+    does not (an integer A past the bound wrapped around instead)."""
+    diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
+    if np.count_nonzero(diff) < 2:
+        return None
+    lo, hi = float(np.nanmin(view.b)), float(np.nanmax(view.b))
+    at_lo, at_hi = diff & (view.b == lo), diff & (view.b == hi)
+    explained = at_lo | at_hi
+    if np.count_nonzero(explained) < HOLDS * np.count_nonzero(diff):
+        return None
+    # A clamped side holds its bound on many elements, not only the differing ones.
+    if np.count_nonzero(view.b == lo) + np.count_nonzero(view.b == hi) < MIN_HELD_AT_BOUND:
+        return None
+    beyond = bool(np.all(view.a[at_lo] < lo) and np.all(view.a[at_hi] > hi))
+    wrapped = view.integer and not beyond and bool(
+        (not at_hi.any() or np.median(view.a[at_hi]) < (lo + hi) / 2)
+        and (not at_lo.any() or np.median(view.a[at_lo]) > (lo + hi) / 2))
+    if not (beyond or wrapped):
+        return None
+    bounds = [x for x, m in ((lo, at_lo), (hi, at_hi)) if m.any()]
+    b_text = " and ".join(f"{x:g}" for x in bounds)
+    how = ("wraps around past the range (small values where B holds its top, large where B holds its bottom)"
+           if wrapped else "goes beyond it")
+    text = f"A = B except where B holds its bound {b_text} (B clamped to [{lo:g}, {hi:g}]); there A {how}"
+    t = np.where(explained, view.a, view.b)
+    params = {"lo": lo, "hi": hi, "wrapped": wrapped, "n_at_bound": int(np.count_nonzero(explained))}
+    return _stated(view, "saturated", text, params, t)
+
+
+def threshold(view: View) -> Form | None:
+    """A = B except that A is one constant exactly where B is below a threshold (or under
+    one in magnitude): a flush, a mask or an underflow."""
+    diff = view.differing
+    if np.count_nonzero(diff) < 2:
+        return None
+    av = view.a[diff]
+    v = av[0]
+    if not (np.all(av == v) or (np.isnan(v) and np.all(np.isnan(av)))):
+        return None
+    rest = ~diff & np.isfinite(view.b) & ~(view.b == v)
+    bd = view.b[diff]
+    if not np.all(np.isfinite(bd)) or not rest.any():
+        return None
+    for name, key in (("B", lambda x: x), ("|B|", np.abs)):
+        below, above = float(np.max(key(bd))), float(np.min(key(view.b[rest])))
+        if below < above:
+            params = {"value": float(v), "below": below, "above": above, "on": name}
+            tname = implies.threshold_name(below, above)
+            at = f"{tname} " if tname else ""
+            text = (f"A = B except that A = {v:g} wherever {name} < {at}t, t between {below:.6g} and {above:.6g} "
+                    f"({int(np.count_nonzero(diff))} elements)")
+            if tname:
+                params["threshold"] = tname
+            return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
+        if name == "B" and float(np.min(bd)) > float(np.max(view.b[rest])):
+            break  # above a threshold: the same test with the sign flipped is not a flush
+    return None
+
+
+Side = tuple[str, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+_ID: Side = ("", lambda x: x, lambda y: y)
+_LOG: Side = ("log", np.log, np.exp)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, free_s: bool, free_c: bool) -> tuple[float, float]:
+    """Least squares, refitted twice on the elements it explains best: a few elements the
+    map does not hold on (a clip bound held once, a wrapped value) must not pull it."""
+    keep = np.ones(x.size, bool)
+    s, c = _lsq(x, y, free_s, free_c)
+    for _ in range(2):
+        r = np.abs(y - (s * x + c))
+        cut = max(4 * float(np.median(r)), 1e-300)
+        keep = r <= cut
+        if keep.sum() < max(16, 0.9 * x.size):
+            break
+        s, c = _lsq(x[keep], y[keep], free_s, free_c)
+    return s, c
+
+
+def _lsq(x: np.ndarray, y: np.ndarray, free_s: bool, free_c: bool) -> tuple[float, float]:
+    if free_s and free_c:
+        s, c = np.polyfit(x, y, 1)
+        return float(s), float(c)
+    if free_s:
+        den = float(np.dot(x, x))
+        return (float(np.dot(x, y)) / den if den else 1.0), 0.0
+    return 1.0, float(np.mean(y - x))
+
+
+def _describe(lhs: str, rhs: str, s: float, c: float, free_s: bool, free_c: bool, rel: float) -> tuple[str, dict]:
+    from ..constants import name_of
+
+    params: dict = {}
+    parts = []
+    if free_s:
+        named = name_of(s, rel)
+        params["scale"] = s
+        if named:
+            params["scale_name"] = named
+        parts.append(f"{s:.6g}{f' (= {named})' if named else ''}·{rhs}")
+    else:
+        parts.append(rhs)
+    if free_c:
+        named = name_of(c, rel)
+        params["offset"] = c
+        if named:
+            params["offset_name"] = named
+        parts.append(f"{'−' if c < 0 else '+'} {abs(c):.6g}{f' (= {named})' if named else ''}")
+    return f"{lhs} = {' '.join(parts)}", params
+
+
+def _clip_bounds(y: np.ndarray) -> tuple[float | None, float | None]:
+    """A's held extremes: its min or max when many elements sit exactly on it."""
+    lo, hi = float(np.min(y)), float(np.max(y))
+    n = y.size
+    need = max(MIN_HELD_AT_BOUND, int(0.005 * n))
+    return (lo if np.count_nonzero(y == lo) >= need else None, hi if np.count_nonzero(y == hi) >= need else None)
+
+
+def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
+    a, b = (view.b, view.a) if flip else (view.a, view.b)
+    names = ("B", "A") if flip else ("A", "B")
+    ok = np.isfinite(a) & np.isfinite(b)
+    if fa is _LOG:
+        ok &= a > 0
+    if fb is _LOG:
+        ok &= b > 0
+    if np.count_nonzero(ok) < max(16, 0.95 * a.size):
+        return None
+    lo, hi = _clip_bounds(a[ok]) if fa is _ID else (None, None)
+    inside = ok.copy()
+    if lo is not None:
+        inside &= a != lo
+    if hi is not None:
+        inside &= a != hi
+    if np.count_nonzero(inside) < 16:
+        return None
+    x, y = fb[1](b[inside]), fa[1](a[inside])
+    options = ((True, False), (False, True), (True, True)) if fa is _ID and fb is _ID else ((True, False), (True, True))
+    lhs = f"{fa[0]} {names[0]}".strip() if fa[0] else names[0]
+    rhs = f"{fb[0]} {names[1]}".strip() if fb[0] else names[1]
+    for free_s, free_c in options:
+        s, c = _fit(x, y, free_s, free_c)
+        if not (math.isfinite(s) and math.isfinite(c)) or s == 0:
+            continue
+        if fa is _ID and fb is _ID and abs(s - 1) <= 16 * view.rtol and abs(c) <= 16 * (
+                view.atol + view.rtol * float(np.sqrt(np.mean(x * x)))):
+            continue  # indistinguishable from the identity at this tolerance
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            t = fa[2](s * fb[1](np.where(ok, b, 1.0)) + c)
+        if lo is not None or hi is not None:
+            t = np.clip(t, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+        t = np.where(ok, t, a)
+        ok_t = view.close(a, t)[ok]
+        share = float(np.mean(ok_t))
+        if share < HOLDS or share <= view.identity_share:
+            continue
+        resid = y - (s * x + c)
+        rel = max(1e-6, float(np.sqrt(np.mean(resid**2)) / (abs(s) * (np.sqrt(np.mean(x**2)) + 1e-300))
+                              / math.sqrt(max(x.size, 1))) * 4)
+        text, params = _describe(lhs, rhs, s, c, free_s, free_c, rel)
+        if lo is not None or hi is not None:
+            lo_t, hi_t = ("−inf" if lo is None else f"{lo:g}"), ("inf" if hi is None else f"{hi:g}")
+            text = f"{names[0]} = clip({text.split(' = ', 1)[1]}, {lo_t}, {hi_t})"
+            params |= {"clip_lo": lo, "clip_hi": hi}
+        params |= {"lhs": fa[0] or "id", "rhs": fb[0] or "id", "reversed": flip, "sizes": sorted(set(view.shape)),
+                   "range": [float(np.min(a[ok])), float(np.max(a[ok]))]}
+        form_ok = view.close(a, t)
+        causes = implies.causes("elementwise_map", params)
+        fails = fails_text(view, form_ok) if view.whole else None
+        return Form("elementwise_map", text, params, share, int(np.count_nonzero(ok)), fails, causes)
+    return None
+
+
+def fitted_map(view: View) -> Form | None:
+    """The first φ(A) = s·ψ(B) + c (either way round) that holds: identities before logs,
+    fewer parameters first."""
+    if view.integer and not np.any(view.a != np.round(view.a)):
+        pass  # integers may still be scaled (an int8 zero point); the fit decides
+    for fa, fb in ((_ID, _ID), (_LOG, _LOG), (_LOG, _ID), (_ID, _LOG)):
+        for flip in ((False,) if (fa is fb) else (False, True)):
+            got = _one_way(view, flip, fa, fb)
+            if got is not None:
+                return got
+    return None
+
+
+FORMS = (wrap, saturated, threshold, fitted_map)
+
+
+def find(view: View) -> Form | None:
+    for form in FORMS:
+        got = form(view)
+        if got is not None:
+            return got
+    return None

@@ -1,0 +1,210 @@
+"""Causes a fitted form implies: each states what it needs of the form (its ``implies``)
+and a test of the fitted parameters, and is offered only when the test passes.
+
+A form with no matching cause gets none: the relation itself is stated, and a wrong cause
+would send the user the wrong way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# Smallest normal value per float format: the edge of flush-to-zero.
+_TINY = {"float32": float(np.finfo(np.float32).tiny), "float16": float(np.finfo(np.float16).tiny)}
+_HEADS = (8, 16, 32, 48, 64, 80, 96, 128, 256)
+CLIP_TEMPERATURE = 1 / 0.07  # CLIP's initial logit scale, exp(ln(1/0.07))
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str
+    implies: str  # what the form's parameters must show for this cause
+    test: Callable[[dict], bool]
+    text: Callable[[dict], str]
+
+
+def _near(x: float | None, y: float, rel: float = 1e-4) -> bool:
+    return x is not None and math.isfinite(x) and abs(x - y) <= rel * abs(y)
+
+
+def _scale_only(p: dict) -> bool:
+    return "scale" in p and "offset" not in p and p.get("lhs") == p.get("rhs") == "id" and "clip_lo" not in p
+
+
+def _power_of_two(s: float) -> int | None:
+    k = round(math.log2(abs(s))) if s else 0
+    return k if k and _near(abs(s), 2.0**k, 1e-6) else None
+
+
+def _sqrt_head(s: float) -> int | None:
+    for d in _HEADS:
+        if _near(abs(s), math.sqrt(d), 1e-4) or _near(abs(s), 1 / math.sqrt(d), 1e-4):
+            return d
+    return None
+
+
+def _unbiased(p: dict) -> int | None:
+    s = p.get("scale")
+    for n in p.get("sizes", ()):
+        if n > 1 and s is not None:
+            for f in (n / (n - 1), (n - 1) / n, math.sqrt(n / (n - 1)), math.sqrt((n - 1) / n)):
+                if _near(s, f, 1e-5) and abs(s - 1) > 1e-6:
+                    return n
+    return None
+
+
+def _hardsigmoid(p: dict) -> bool:
+    s, c = p.get("scale"), p.get("offset")
+    return (p.get("clip_lo") in (0, None) and p.get("clip_hi") == 1 and p.get("range", [-1])[0] >= 0
+            and s is not None and c is not None
+            and abs(c - (1 - s) / 2) <= 1e-3 * max(1.0, abs(s)))
+
+
+CAUSES: list[Cause] = [
+    Cause("elementwise_map", "a scale of exactly −1", lambda p: _scale_only(p) and _near(p["scale"], -1.0, 1e-6),
+          lambda p: "a sign flip: a subtraction with its operands swapped, or a negated weight"),
+    Cause("elementwise_map", "a scale of exactly 2^k, k ≠ 0",
+          lambda p: _scale_only(p) and _power_of_two(p["scale"]) is not None,
+          lambda p: f"a factor of exactly {p['scale']:g} on one side: a value doubled or halved "
+                    "(applied twice, or once where it should not be)"),
+    Cause("elementwise_map", "a scale of √d or 1/√d for an attention head size d",
+          lambda p: _scale_only(p) and _sqrt_head(p["scale"]) is not None and _power_of_two(p["scale"]) is None,
+          lambda p: f"a 1/√d scaling (d = {_sqrt_head(p['scale'])}, an attention head size) missing or applied twice"),
+    Cause("elementwise_map", "a scale of ln 10, 1/ln 10, ln 2 or 1/ln 2",
+          lambda p: _scale_only(p) and any(_near(abs(p["scale"]), x, 1e-4) for x in
+                                             (math.log(10), 1 / math.log(10), math.log(2), 1 / math.log(2))),
+          lambda p: "a logarithm in another base (natural log against log10 or log2): "
+                    "log_b(x) = ln(x)/ln(b)"),
+    Cause("elementwise_map", "an affine map whose slope is ln 10 or 1/ln 10 (a log then a fixed shift and scale)",
+          lambda p: "offset" in p and p.get("lhs") == p.get("rhs") == "id" and "scale" in p and any(
+              _near(abs(p["scale"]), x, 1e-4) for x in (math.log(10), 1 / math.log(10))),
+          lambda p: "a logarithm in another base (natural log against log10) before a fixed shift and scale"),
+    Cause("elementwise_map", "a scale of N/(N−1), (N−1)/N or their square roots, N a size of the pair's axes",
+          lambda p: _scale_only(p) and _unbiased(p) is not None,
+          lambda p: f"biased against unbiased variance over N = {_unbiased(p)} (a factor N/(N−1) in the variance)"),
+    Cause("elementwise_map", "a scale of 255 or 1/255",
+          lambda p: _scale_only(p) and any(_near(abs(p["scale"]), x, 1e-5) for x in (255.0, 1 / 255)),
+          lambda p: "an image rescaled by 1/255 twice or not at all"),
+    Cause("elementwise_map", "a scale of x·e^−x or e^x/x for x = ln(1/0.07), CLIP's initial logit scale",
+          lambda p: _scale_only(p) and any(_near(abs(p["scale"]), v, 2e-3) for v in (
+              math.log(CLIP_TEMPERATURE) / CLIP_TEMPERATURE, CLIP_TEMPERATURE / math.log(CLIP_TEMPERATURE))),
+          lambda p: "a logit scale used as stored instead of exponentiated: logit_scale against "
+                    "exp(logit_scale) (CLIP keeps ln(1/0.07))"),
+    Cause("elementwise_map", "an offset only", lambda p: p.get("lhs") == p.get("rhs") == "id" and "offset" in p
+          and "scale" not in p and "clip_lo" not in p,
+          lambda p: f"a constant {p['offset']:g} added on one side only (a bias or shift applied twice or not at all)"),
+    Cause("elementwise_map", "both sides clamped to [0, 1] and A = s·B + (1 − s)/2: a hard sigmoid whose slope differs",
+          _hardsigmoid,
+          lambda p: f"a HardSigmoid slope that differs: alpha = {p['scale'] / 6:.4g} against 1/6 "
+                    "(ONNX's HardSigmoid defaults to alpha 0.2; PyTorch's is 1/6)"),
+    Cause("elementwise_map", "log A = log B + … with exponent 2, 1/2 or −1 (a power of B)",
+          lambda p: p.get("lhs") == p.get("rhs") == "log" and "offset" not in p and any(
+              _near(p.get("scale"), x, 1e-4) for x in (2.0, 0.5, -1.0)),
+          lambda p: {2.0: "a square on one side only", 0.5: "a square root on one side only",
+                     -1.0: "a reciprocal on one side only"}[min((2.0, 0.5, -1.0), key=lambda x: abs(x - p["scale"]))]),
+    Cause("elementwise_map", "log A = B exactly (or B = log A)",
+          lambda p: {p.get("lhs"), p.get("rhs")} == {"log", "id"} and "offset" not in p
+          and _near(p.get("scale"), 1.0, 1e-5),
+          lambda p: "an exp or log on one side only (log-probabilities against probabilities, logits against scores)"),
+    Cause("wrap", "differences that are multiples of 2^k", lambda p: True,
+          lambda p: f"a cast to {p['type']} that overflowed: values outside its range wrap around "
+                    "(no clamp before the cast"
+                    f"{'; int64 ids through an int32-only runtime' if p['bits'] == 32 else ''})"),
+    Cause("saturated", "B at 0 and 255 (or −128 and 127) and A wrapped past them",
+          lambda p: p.get("wrapped") and (p["lo"], p["hi"]) in ((0.0, 255.0), (-128.0, 127.0), (0.0, 65535.0)),
+          lambda p: f"a cast to {'uint8' if p['hi'] == 255 else 'int8' if p['hi'] == 127 else 'uint16'} without "
+                    "clamping on A's side: values past the range wrap around (overflow) where B saturates"),
+    Cause("saturated", "A wrapped where B holds its bounds", lambda p: p.get("wrapped") and (p["lo"], p["hi"]) not in (
+        (0.0, 255.0), (-128.0, 127.0), (0.0, 65535.0)),
+          lambda p: "B clamped (saturates) and A cast without the clamp (overflow wraps around)"),
+    Cause("saturated", "A beyond the bounds B holds", lambda p: not p.get("wrapped"),
+          lambda p: f"a clamp to [{p['lo']:g}, {p['hi']:g}] on B's side only "
+                    "(saturation, a clip, an activation bound)"),
+    Cause("threshold", "A is 0 or −inf where B (or |B|) is under float32's or float16's smallest normal or its log",
+          lambda p: "threshold" in p and (p["value"] == 0 or p["value"] == -math.inf),
+          lambda p: "subnormal (denormal) values flushed to zero (FTZ/DAZ: torch.set_flush_denormal(True), "
+                    "-ffast-math, a kernel's flush mode)" + ("; the log of a flushed probability is −inf"
+                                                             if p["value"] == -math.inf else "")),
+    Cause("row_temperature", "a temperature τ = √d for an attention head size d",
+          lambda p: _sqrt_head(p["tau"]) is not None and abs(p["tau"]) > 1,
+          lambda p: f"attention scores not scaled by 1/√d (d = {_sqrt_head(p['tau'])}): the softmax is sharper "
+                    "by that temperature"),
+    Cause("row_temperature", "a temperature τ = 1/√d for an attention head size d",
+          lambda p: _sqrt_head(p["tau"]) is not None and abs(p["tau"]) < 1,
+          lambda p: f"attention scores scaled by 1/√d twice (d = {_sqrt_head(p['tau'])}): the softmax is flatter"),
+    Cause("row_temperature", "any temperature τ ≠ 1", lambda p: True,
+          lambda p: f"a softmax temperature that differs: A's logits are {p['tau']:.4g} × B's "
+                    "(a temperature applied twice or not at all, a missing scale on the scores)"),
+    Cause("row_softmax", "one side the softmax of the other, which is already a distribution",
+          lambda p: p["twice"],
+          lambda p: f"a {'log_softmax' if p['logs'] else 'softmax'} applied twice: {p['of']} already holds "
+                    "probabilities (a model that ends in a softmax, then a softmax in the loss or the caller)"),
+    Cause("row_softmax", "one side the softmax of the other, which is not a distribution",
+          lambda p: not p["twice"],
+          lambda p: f"a {'log_softmax' if p['logs'] else 'softmax'} on one side only: "
+                    f"{'log-probabilities' if p['logs'] else 'probabilities'} compared with the logits "
+                    "(an output taken before or after the final normalisation)"),
+    Cause("index_map", "the two halves of an axis swapped", lambda p: p.get("map") == "halves",
+          lambda p: "two halves concatenated in the other order (torch.cat([x1, x2]) against torch.cat([x2, x1]); "
+                    "sin/cos order of a sinusoidal embedding, flip_sin_to_cos, rotate_half)"),
+    Cause("index_map", "a reshape of a view whose axes were swapped", lambda p: p.get("map") == "reshape",
+          lambda p: "a reshape (view) where a transpose/permute was needed first, or the reverse: e.g. attention "
+                    "heads merged by reshape(b, t, h·d) without transpose(1, 2)"),
+    Cause("index_map", "a flip of an axis", lambda p: p.get("map") == "flip",
+          lambda p: "a flipped axis (torch.flip, [::-1]; RGB against BGR for a channel axis of 3)"),
+    Cause("index_map", "a roll along an axis", lambda p: p.get("map") == "roll",
+          lambda p: "an off-by-one (or off-by-k) index: a shifted position, a roll, one-sided padding"),
+    Cause("index_map", "two equal-sized axes swapped", lambda p: p.get("map") == "transpose",
+          lambda p: "a transposed weight or axes of equal size swapped (x @ W against x @ W.T; H and W)"),
+    Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
+          lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
+                    "repeat_interleave) where the other side interpolates (bilinear)"),
+    Cause("group_affine", "one slope and offset per (sample, group of consecutive channels)",
+          lambda p: p.get("per") in ("sample_group", "sample_channel") and p.get("groups_of", 1) > 1,
+          lambda p: "a GroupNorm whose group count differs: statistics per group of "
+                    f"{p['groups_of']} channels on one side, other groups on the other"),
+    Cause("group_affine", "one slope and offset per pixel (fibre along one axis), varying",
+          lambda p: p.get("per") == "fibre",
+          lambda p: f"a normalisation over other axes: statistics over axis {p['axis']} per position on one side, "
+                    "over more axes per sample on the other (a channels-first LayerNorm against GroupNorm(1, C); "
+                    "per pixel against per sample)"),
+    Cause("group_affine", "one slope and offset per sample", lambda p: p.get("per") == "sample",
+          lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
+                    "GroupNorm over different dims)"),
+]
+
+
+# Offered only when no specific cause above matched: any pure scale is a multiplication by a constant.
+SCALE_FALLBACK = Cause(
+    "elementwise_map", "a scale only, matching no constant above", _scale_only,
+    lambda p: f"a multiplication by {p['scale']:.6g} on one side only, or applied twice: a weight, "
+              f"a temperature (T = {1 / p['scale']:.6g}: logits divided by T twice or not at all), "
+              "a normalisation constant")
+
+
+def causes(kind: str, params: dict) -> list[str]:
+    """The causes the form ``kind`` with ``params`` implies, most specific first."""
+    out = []
+    for c in CAUSES:
+        if c.kind == kind and c.test(params):
+            out.append(c.text(params))
+            if kind in ("row_temperature",):
+                break  # the specific temperature first; the generic only when none is specific
+    if not out and kind == SCALE_FALLBACK.kind and SCALE_FALLBACK.test(params):
+        out.append(SCALE_FALLBACK.text(params))
+    return out
+
+
+def threshold_name(below: float, above: float) -> str | None:
+    """The name of a known edge lying between ``below`` and ``above``: a format's smallest
+    normal value, or its logarithm (a flush seen through a log)."""
+    for fmt, tiny in _TINY.items():
+        if below < tiny <= above:
+            return f"{fmt}'s smallest normal {tiny:.6g}"
+        if below < math.log(tiny) <= above:
+            return f"ln({fmt}'s smallest normal) = {math.log(tiny):.6g}"
+    return None

@@ -1,0 +1,135 @@
+"""Index maps: A holds B's values in another order, A = B[π].
+
+Tried only when the two multisets agree (sorted A within the tolerance of sorted B on
+:data:`.view.HOLDS` of the elements), then solved as the simplest map that makes them
+agree element by element: the two halves of an axis swapped, a flip, a roll by k, two
+equal-sized axes swapped, or a reshape of B viewed with one axis split in two and two of
+the view's axes swapped (a reshape without its transpose).  Candidates are screened on a
+few hundred sampled positions and the one that holds is checked on every element.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from . import implies
+from .form import Form, fails_text
+from .view import HOLDS, View
+
+SCREEN = 512  # positions a candidate is screened on
+MAX_CANDIDATES = 4000
+
+Map = Callable[[tuple[np.ndarray, ...]], tuple[np.ndarray, ...] | np.ndarray]
+
+
+def same_values(view: View) -> bool:
+    a, b = np.sort(view.a.ravel()), np.sort(view.b.ravel())
+    return view.share(a, b)[0] >= HOLDS
+
+
+def _divisors(n: int) -> list[int]:
+    return [f for f in range(2, n) if n % f == 0 and f <= 4096]
+
+
+def _candidates(shape: tuple[int, ...]) -> Iterator[tuple[dict, str, Map]]:
+    """(params, text, map from A's multi-index to B's flat index), simplest first."""
+    rank = len(shape)
+    for ax, n in enumerate(shape):
+        if n >= 2 and n % 2 == 0:
+            h = n // 2
+            yield ({"map": "halves", "axis": ax, "half": h},
+                   f"A = B with the two halves of axis {ax} swapped (A[..., :{h}] = B[..., {h}:] and "
+                   f"A[..., {h}:] = B[..., :{h}] along axis {ax})",
+                   _roll(shape, ax, h))
+    for ax, n in enumerate(shape):
+        if n >= 2:
+            yield ({"map": "flip", "axis": ax}, f"A = np.flip(B, axis={ax})", _flip(shape, ax))
+    for ax, n in enumerate(shape):
+        for k in range(1, min(n, 65)):
+            if 2 * k == n:
+                continue
+            kk = k if k <= n // 2 else k - n
+            yield ({"map": "roll", "axis": ax, "shift": kk},
+                   f"A = np.roll(B, {kk}, axis={ax}) (A[..., t] = B[..., t − {kk}] along axis {ax})",
+                   _roll(shape, ax, k))
+    for i, j in itertools.combinations(range(rank), 2):
+        if shape[i] == shape[j]:
+            yield ({"map": "transpose", "axes": [i, j]}, f"A = B with axes {i} and {j} swapped", _swap(shape, i, j))
+    for ax, n in enumerate(shape):
+        for f in _divisors(n):
+            view_shape = (*shape[:ax], n // f, f, *shape[ax + 1:])
+            for i, j in itertools.combinations(range(len(view_shape)), 2):
+                if view_shape[i] == view_shape[j] or not (i in (ax, ax + 1) or j in (ax, ax + 1)):
+                    continue
+                swapped = list(view_shape)
+                swapped[i], swapped[j] = swapped[j], swapped[i]
+                text = (f"A = B.reshape{tuple(view_shape)}.swapaxes({i}, {j}).reshape{tuple(shape)}: "
+                        f"B's values viewed as {tuple(view_shape)} with axes {i} and {j} swapped, then reshaped")
+                yield ({"map": "reshape", "view": list(view_shape), "axes": [i, j]}, text,
+                       _reshape_swap(shape, tuple(view_shape), tuple(swapped), i, j))
+
+
+def _roll(shape: tuple[int, ...], ax: int, k: int) -> Map:
+    def m(idx: tuple[np.ndarray, ...]) -> np.ndarray:
+        out = list(idx)
+        out[ax] = (idx[ax] - k) % shape[ax]
+        return np.ravel_multi_index(tuple(out), shape)
+    return m
+
+
+def _flip(shape: tuple[int, ...], ax: int) -> Map:
+    def m(idx: tuple[np.ndarray, ...]) -> np.ndarray:
+        out = list(idx)
+        out[ax] = shape[ax] - 1 - idx[ax]
+        return np.ravel_multi_index(tuple(out), shape)
+    return m
+
+
+def _swap(shape: tuple[int, ...], i: int, j: int) -> Map:
+    def m(idx: tuple[np.ndarray, ...]) -> np.ndarray:
+        out = list(idx)
+        out[i], out[j] = idx[j], idx[i]
+        return np.ravel_multi_index(tuple(out), shape)
+    return m
+
+
+def _reshape_swap(shape: tuple[int, ...], view: tuple[int, ...], swapped: tuple[int, ...], i: int, j: int) -> Map:
+    """A.reshape(swapped) = B.reshape(view).swapaxes(i, j): A's flat index read in the
+    swapped view, its coordinates i and j exchanged, and read back in B's view."""
+    def m(idx: tuple[np.ndarray, ...]) -> np.ndarray:
+        flat = np.ravel_multi_index(idx, shape)
+        coords = list(np.unravel_index(flat, swapped))
+        coords[i], coords[j] = coords[j], coords[i]
+        return np.ravel_multi_index(tuple(coords), view)
+    return m
+
+
+def find(view: View) -> Form | None:
+    """The simplest index map under which A = B[π] holds, when A and B hold the same values."""
+    if not view.whole or len(view.shape) < 1 or not same_values(view):
+        return None
+    n = view.a.size
+    rng = np.random.default_rng(0x5EED)
+    diff = np.flatnonzero(view.differing.ravel())
+    pick = rng.choice(diff, size=min(SCREEN, diff.size), replace=False)
+    idx = np.unravel_index(pick, view.shape)
+    a_flat, b_flat = view.a.ravel(), view.b.ravel()
+    for count, (params, text, m) in enumerate(_candidates(view.shape)):
+        if count >= MAX_CANDIDATES:
+            break
+        if view.share(a_flat[pick], b_flat[m(idx)])[0] < HOLDS:
+            continue
+        full = np.unravel_index(np.arange(n), view.shape)
+        t = b_flat[m(full)].reshape(view.shape)
+        ok = view.close(view.a, t)
+        share = float(np.mean(ok))
+        if share < HOLDS:
+            continue
+        return Form("index_map", text, params, share, int(ok.size), fails_text(view, ok),
+                    implies.causes("index_map", params))
+    return None
+
+
