@@ -171,12 +171,42 @@ FITTED = [m for m in MEMBERS if not m.exact and m.find is not None]
 
 
 def run(pair: Pair) -> list[Finding]:
+    """The members' answer or the form search's, whichever says more (:func:`_prefer`)."""
+    members = run_members(pair)
+    if pair.printed and pair.fmt.is_float:
+        return members
+    form = forms.search(pair)
+    if form is None:
+        return members
+    return [forms.finding(form)] if _prefer(form, members) else members
+
+
+# Forms no member states: when one holds, it is the more specific answer.
+_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "block_constant", "group_affine",
+             "normalised_fibres"}
+
+
+_FITTED_KINDS = {"row_scale", "scale", "offset", "affine", "row_offset"}
+
+
+def _prefer(form: forms.Form, members: list[Finding]) -> bool:
+    """Whether the form found says more than the members' findings: a form of a kind no
+    member has, or one with causes where the members name none."""
+    if not members:
+        return True
+    if (form.kind == "group_affine" and form.params.get("groups_of", 1) == 1
+            and members[0].kind.startswith("slice_")):
+        return False  # one map per channel: the members' per-slice relation says as much, with its axis
+    if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in ("halves", "reshape")):
+        return True
+    if form.kind in ("elementwise_map", "scale", "offset", "affine") and members[0].kind in _FITTED_KINDS:
+        return True  # one map for every element, where the members fitted one per slice or row
+    return bool(form.causes) and not any(f.causes for f in members)
+
+
+def run_members(pair: Pair) -> list[Finding]:
     """Every exact member that holds for ``pair``, else the first fitted one that does
     (see the module doc); nothing when no member holds."""
-    if not (pair.printed and pair.fmt.is_float):
-        formed = forms.find(pair)
-        if formed:
-            return formed
     found: list[Finding] = []
     for member in EXACT:
         if member.needs_layout and not pair.in_memory:
@@ -194,4 +224,4 @@ def run(pair: Pair) -> list[Finding]:
 
 
 def kinds() -> set[str]:
-    return {k for m in MEMBERS for k in m.kinds}
+    return {k for m in MEMBERS for k in m.kinds} | forms.KINDS

@@ -144,8 +144,11 @@ def _fit(x: np.ndarray, y: np.ndarray, free_s: bool, free_c: bool) -> tuple[floa
 
 def _lsq(x: np.ndarray, y: np.ndarray, free_s: bool, free_c: bool) -> tuple[float, float]:
     if free_s and free_c:
-        s, c = np.polyfit(x, y, 1)
-        return float(s), float(c)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mx, my = float(np.mean(x)), float(np.mean(y))
+            den = float(np.dot(x - mx, x - mx))
+            s = float(np.dot(x - mx, y - my)) / den if den and math.isfinite(den) else math.nan
+        return s, my - s * mx
     if free_s:
         den = float(np.dot(x, x))
         return (float(np.dot(x, y)) / den if den else 1.0), 0.0
@@ -182,6 +185,14 @@ def _clip_bounds(y: np.ndarray) -> tuple[float | None, float | None]:
     return (lo if np.count_nonzero(y == lo) >= need else None, hi if np.count_nonzero(y == hi) >= need else None)
 
 
+def _kind(params: dict) -> str:
+    """``scale``, ``offset`` or ``affine`` for a plain linear map (the kinds the report has
+    always used for them), ``elementwise_map`` for one through a log or a clip."""
+    if params["lhs"] == params["rhs"] == "id" and "clip_lo" not in params:
+        return "affine" if "scale" in params and "offset" in params else "scale" if "scale" in params else "offset"
+    return "elementwise_map"
+
+
 def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
     a, b = (view.b, view.a) if flip else (view.a, view.b)
     names = ("B", "A") if flip else ("A", "B")
@@ -213,27 +224,32 @@ def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
             continue  # indistinguishable from the identity at this tolerance
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             t = fa[2](s * fb[1](np.where(ok, b, 1.0)) + c)
-        if lo is not None or hi is not None:
-            t = np.clip(t, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
         t = np.where(ok, t, a)
-        ok_t = view.close(a, t)[ok]
-        share = float(np.mean(ok_t))
+        share = float(np.mean(view.close(a, t)[ok]))
+        clip_lo, clip_hi = lo, hi
+        if lo is not None or hi is not None:
+            clipped = np.clip(t, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+            clipped_share = float(np.mean(view.close(a, clipped)[ok]))
+            if clipped_share > share:  # a clip only where the map without it fails at the bounds
+                t, share = clipped, clipped_share
+            else:
+                clip_lo = clip_hi = None
         if share < HOLDS or share <= view.identity_share:
             continue
         resid = y - (s * x + c)
         rel = max(1e-6, float(np.sqrt(np.mean(resid**2)) / (abs(s) * (np.sqrt(np.mean(x**2)) + 1e-300))
                               / math.sqrt(max(x.size, 1))) * 4)
         text, params = _describe(lhs, rhs, s, c, free_s, free_c, rel)
-        if lo is not None or hi is not None:
-            lo_t, hi_t = ("−inf" if lo is None else f"{lo:g}"), ("inf" if hi is None else f"{hi:g}")
+        if clip_lo is not None or clip_hi is not None:
+            lo_t, hi_t = ("−inf" if clip_lo is None else f"{clip_lo:g}"), ("inf" if clip_hi is None else f"{clip_hi:g}")
             text = f"{names[0]} = clip({text.split(' = ', 1)[1]}, {lo_t}, {hi_t})"
-            params |= {"clip_lo": lo, "clip_hi": hi}
+            params |= {"clip_lo": clip_lo, "clip_hi": clip_hi}
         params |= {"lhs": fa[0] or "id", "rhs": fb[0] or "id", "reversed": flip, "sizes": sorted(set(view.shape)),
                    "range": [float(np.min(a[ok])), float(np.max(a[ok]))]}
         form_ok = view.close(a, t)
         causes = implies.causes("elementwise_map", params)
         fails = fails_text(view, form_ok) if view.whole else None
-        return Form("elementwise_map", text, params, share, int(np.count_nonzero(ok)), fails, causes)
+        return Form(_kind(params), text, params, share, int(np.count_nonzero(ok)), fails, causes)
     return None
 
 

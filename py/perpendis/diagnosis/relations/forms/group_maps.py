@@ -114,6 +114,16 @@ def _runs(s: np.ndarray) -> dict:
     return {}
 
 
+def _same_for_every_sample(s: np.ndarray, c: np.ndarray, scale: float) -> bool:
+    """Whether the per-(sample, group) slopes ``s`` and offsets ``c`` (samples first) are
+    one map per group: statistics taken per sample would move them from sample to sample."""
+    if s.shape[0] < 2:
+        return False
+    ds = np.ptp(s, axis=0) <= 0.02 * np.maximum(np.abs(np.median(s, axis=0)), 1e-12)
+    dc = np.ptp(c, axis=0) <= 1e-3 * (scale + 1e-300)
+    return bool(np.mean(ds & dc) >= 0.9)
+
+
 def group_affine(view: View) -> Form | None:
     if not view.whole or not (np.isfinite(view.a).all() and np.isfinite(view.b).all()):
         return None
@@ -141,6 +151,9 @@ def group_affine(view: View) -> Form | None:
             return None  # one map for every group: a global one, the elementwise search's
         if params["per"] == "fibre" and not (np.min(s) < 0.95 and np.max(s) > 1.05):
             return None  # per-row factors to one side of 1: a statistic's epsilon, the centred fit's
+        if params["per"] in ("sample_group", "sample_channel") and _same_for_every_sample(
+                s.reshape(view.shape[0], -1), c.reshape(view.shape[0], -1), float(np.std(b))):
+            continue  # one map per channel, whatever the sample: a per-channel relation, not statistics
         if params["per"] == "sample_channel":
             params = params | _runs(s.reshape(view.shape[0], view.shape[1]))
         p = params | {"slope_range": [float(np.min(s)), float(np.max(s))],

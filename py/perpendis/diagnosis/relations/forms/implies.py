@@ -72,7 +72,7 @@ CAUSES: list[Cause] = [
           lambda p: f"a factor of exactly {p['scale']:g} on one side: a value doubled or halved "
                     "(applied twice, or once where it should not be)"),
     Cause("elementwise_map", "a scale of √d or 1/√d for an attention head size d",
-          lambda p: _scale_only(p) and _sqrt_head(p["scale"]) is not None and _power_of_two(p["scale"]) is None,
+          lambda p: _scale_only(p) and _sqrt_head(p["scale"]) is not None,
           lambda p: f"a 1/√d scaling (d = {_sqrt_head(p['scale'])}, an attention head size) missing or applied twice"),
     Cause("elementwise_map", "a scale of ln 10, 1/ln 10, ln 2 or 1/ln 2",
           lambda p: _scale_only(p) and any(_near(abs(p["scale"]), x, 1e-4) for x in
@@ -164,7 +164,8 @@ CAUSES: list[Cause] = [
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),
     Cause("group_affine", "one slope and offset per (sample, group of consecutive channels)",
-          lambda p: p.get("per") in ("sample_group", "sample_channel") and p.get("groups_of", 1) > 1,
+          lambda p: p.get("per") in ("sample_group", "sample_channel") and p.get("groups_of", 1) > 1
+          and not (p["slope_range"][0] >= 0.99 and p["slope_range"][1] <= 1.01),
           lambda p: "a GroupNorm whose group count differs: statistics per group of "
                     f"{p['groups_of']} channels on one side, other groups on the other"),
     Cause("group_affine", "one slope and offset per pixel (fibre along one axis), varying",
