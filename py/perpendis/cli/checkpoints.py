@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..checkpoints import Resume, folder, local_runner, parse_rule
+from ..checkpoints.contents import contents
 from ..checkpoints.distributed import (
     MIN_LOCAL_BYTES,
     available,
@@ -213,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         asked = comparison_options(args)
         rules = [rule for name in args.rename_preset for rule in preset(name)] + [parse_rule(r) for r in args.rename]
         a, b = folder(args.a), folder(args.b)
+        for side, path, checkpoint in (("A", args.a, a), ("B", args.b, b)):
+            refusal = contents(checkpoint.names).refusal(path)  # named by its path, as typed
+            if refusal is not None:
+                raise InputError(refusal, side=side)
         resume = Resume(args.resume) if args.resume else None
         sizes = checkpoint_bytes(path for c in (a, b) for path in (c.paths or {}).values())
         with _runner(args, sizes) as runner:
