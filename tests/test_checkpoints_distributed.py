@@ -159,7 +159,7 @@ def test_cli_on_an_existing_scheduler(pair, client, capsys):
     args = ["checkpoints", str(fp32), str(bf16), "--rename", RULE.pattern + "=" + RULE.replacement, "--json"]
     assert main([*args, "--single", "--no-progress"]) == 1
     single = json.loads(capsys.readouterr().out)
-    address = ["--scheduler", client.scheduler.address, "--min-cluster-bytes", "0", "--no-progress"]
+    address = ["--scheduler", client.scheduler.address, "--no-progress"]
     assert main([*args, *address]) == 1
     assert json.loads(capsys.readouterr().out) == single
 
@@ -172,7 +172,7 @@ def test_cli_on_a_scheduler_with_relative_paths(pair, client, capsys, monkeypatc
     args = ["checkpoints", fp32.name, bf16.name, *rule, "--json", "--no-progress"]
     assert main([*args, "--single"]) == 1
     single = json.loads(capsys.readouterr().out)
-    assert main([*args, "--scheduler", client.scheduler.address, "--min-cluster-bytes", "0"]) == 1
+    assert main([*args, "--scheduler", client.scheduler.address]) == 1
     assert json.loads(capsys.readouterr().out) == single
     assert all(r["verdict"] != "error" for r in single["tensors"] if r["name"] != "lost")
     assert os.getcwd() == str(fp32.parent)

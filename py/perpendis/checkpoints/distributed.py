@@ -36,7 +36,9 @@ Why the cluster was slower than one process, and what this module does about it
   of RssFile per worker against a 5.8 GB limit).  A shard is now mapped for one task.
 - a cluster costs its start (about 2.7 s for a 2-worker LocalCluster: imports, start,
   first task, close): :func:`reason_for_single` keeps work it cannot win back in one
-  process, and says so.
+  process, and says so.  An existing scheduler the user names is always used: asking
+  for it is the user's decision (an external 2-worker cluster folded a 1.5 GB pair at
+  0.65x one process, 8 GB at 1.37-1.76x).
 
 Dask is an optional extra (``pip install ./py[dask]``); nothing here is imported by the
 core or the page.
@@ -87,13 +89,6 @@ MIN_LOCAL_BYTES = 8 * 2**30
 cores), won back at ``2.7 s / (1 / single - 1 / cluster)``: 5.6 GB with the 2-worker
 cluster 2.2x one process (1134 against 2514 MB/s, 2 GB pair, load 3), 11.7 GB at 1.3x
 (987 against 1278 MB/s, 8 GB pair, load 7)."""
-
-MIN_SCHEDULER_BYTES = 4 * 2**30
-"""The same for an existing scheduler: no start, but the client's import and connection,
-the check that every worker sees every file and the first tasks cost about a second; an
-external 2-worker cluster folded a 1.5 GB pair at 0.65x one process, 2 GB at 0.73-1.0x,
-8 GB at 1.37-1.76x."""
-
 
 def available() -> bool:
     """Whether dask.distributed can be imported."""

@@ -156,6 +156,7 @@ def _scan_distcp(names: set[str], present: list[str], open_file: Opener) -> Scan
     meta = distcp.METADATA
     try:
         read, size = open_file(meta)
+        distcp.check_metadata(read(0, min(size, 16)), size)  # refused by size and magic, before it is read
         layout = distcp.read_metadata(bytes(read(0, size)))
     except InputError as err:
         problem = Problem(meta, err.message)

@@ -18,7 +18,8 @@ from typing import Any
 from ..engine.stream import Stop, map_reader
 from ..errors import InputError
 from ..inputs.formats.buffer import Reader
-from .inputs import scan, tensor_files
+from .contents import contents
+from .inputs import scan
 from .job import Begun, Checkpoint, Done, Job, Runner, no_report, task_bytes
 from .pairs import Task, plan
 from .rename import Rule
@@ -121,9 +122,9 @@ def begin_checkpoints(
     are scanned (after the rows ``resume`` already holds), ``done`` as it is compared.
     """
     for side, checkpoint in (("A", a), ("B", b)):
-        if not tensor_files(checkpoint.names):
-            kinds = ".safetensors, .bin/.pt/.pth, .npz, .npy, .gguf, an index or a distributed checkpoint's .metadata"
-            raise InputError(f"{side} holds no tensor files ({kinds})", side=side)
+        refusal = contents(checkpoint.names).refusal(side)
+        if refusal is not None:
+            raise InputError(refusal, side=side)
     scan_a, scan_b = scan(a.names, a.open), scan(b.names, b.open)
     paired = plan(scan_a, scan_b, rules)
     options = {"preset": preset, "atol": atol, "rtol": rtol, "depth": depth}

@@ -4,9 +4,10 @@ Exit 0 when every tensor is identical or rounding-equivalent (an exact conversio
 narrower dtype, or differences within rounding), 1 when some tensor must be
 investigated (it differs, cannot be read, or is on one side only), 2 when a
 checkpoint cannot be compared at all.  Tensors are folded as dask.distributed tasks
-when Dask is installed (a LocalCluster with one worker per core, or ``--scheduler``)
-and the checkpoints are big enough for the cluster to win back its start, else in this
-process, which the command says, with why.
+on ``--scheduler`` whenever it is given (an address that does not answer is exit 2), or
+on a LocalCluster with one worker per core when Dask is installed and the checkpoints are
+big enough for the cluster to win back its start, else in this process, which the
+command says, with why.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..checkpoints import Resume, folder, local_runner, parse_rule
+from ..checkpoints.contents import contents
 from ..checkpoints.distributed import (
     MIN_LOCAL_BYTES,
-    MIN_SCHEDULER_BYTES,
     available,
     checkpoint_bytes,
     dask_runner,
@@ -37,6 +38,10 @@ from ..service.requests import CheckpointsRequest, OpenedCheckpoints
 from ..service.session import Session
 from . import exits
 from .options import add_tolerance_options, comparison_options
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for ``--scheduler``'s address to answer before refusing it: a typo or a
+stopped scheduler is said in seconds, not after distributed's default 30 s of retries."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,12 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     add_tolerance_options(p)
     p.add_argument("--workers", type=int, help="Dask workers of the LocalCluster (default: one per core)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="the address of an existing Dask scheduler to use")
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="the address of an existing Dask scheduler to fold on, whatever the checkpoints' size "
+        f"(exit 2 when it does not answer within {CONNECT_TIMEOUT:g} s)",
+    )  # fmt: skip
     p.add_argument("--single", action="store_true", help="fold in this process, without Dask")
     p.add_argument(
         "--min-cluster-bytes", type=int, metavar="N",
-        help=f"fold on Dask only when both checkpoints together hold at least N bytes (default "
-        f"{MIN_LOCAL_BYTES} for a LocalCluster, {MIN_SCHEDULER_BYTES} with --scheduler; 0: always)",
+        help=f"start a LocalCluster only when both checkpoints together hold at least N bytes (default "
+        f"{MIN_LOCAL_BYTES}; 0: always); not with --scheduler, which is always used",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--resume", metavar="FILE", help="JSON lines of finished tensors: skipped when rerun, appended to")
@@ -78,52 +87,96 @@ def _single(why: str) -> None:
     print(f"perpendis checkpoints: one process does the work: {why}", file=sys.stderr)
 
 
+def _refuse_conflicts(args: argparse.Namespace) -> None:
+    """Refuse an option the others make meaningless, rather than drop it: ``--single`` folds
+    here, ``--scheduler`` runs on that scheduler whatever the size, so neither takes
+    ``--workers`` or ``--min-cluster-bytes``, and they exclude each other."""
+    if args.single and args.scheduler:
+        raise InputError("--single folds in this process and --scheduler on that scheduler: give one of them")
+    for flag, given in (("--single", args.single), ("--scheduler", args.scheduler)):
+        if not given:
+            continue
+        for other, value in (("--workers", args.workers), ("--min-cluster-bytes", args.min_cluster_bytes)):
+            if value is not None:
+                raise InputError(f"{other} is for the LocalCluster this command starts; {flag} starts none")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}")
+    if args.min_cluster_bytes is not None and args.min_cluster_bytes < 0:
+        raise InputError(f"--min-cluster-bytes must be 0 or more, got {args.min_cluster_bytes}")
+
+
+@contextlib.contextmanager
+def _scheduler(address: str) -> Iterator[Any]:
+    """A client of the scheduler at ``address``; an address that does not answer within
+    :data:`CONNECT_TIMEOUT` seconds, or is not one, is bad input naming it."""
+    from distributed import Client
+    from distributed.comm import resolve_address
+
+    try:
+        resolve_address(address)  # a malformed address or an unknown host, said at once
+    except (OSError, ValueError) as err:
+        raise InputError(f"--scheduler {address} is not a reachable scheduler address: {_why(err)}") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as err:
+        raise InputError(
+            f"cannot connect to the Dask scheduler at {address}: nothing answered within {CONNECT_TIMEOUT:g} s "
+            f"({_why(err)})"
+        ) from None
+    with client:
+        yield client
+
+
 @contextlib.contextmanager
 def _runner(args: argparse.Namespace, nbytes: int) -> Iterator[Any]:
-    """The runner the options ask for, with its cluster open while the comparison runs;
-    this process when a cluster cannot fold ``nbytes`` faster (said on stderr)."""
+    """The runner the options ask for, with its cluster open while the comparison runs.
+    ``--scheduler`` is always honoured, whatever the size; without it, this process when a
+    LocalCluster cannot fold ``nbytes`` faster (said on stderr, with why)."""
+    _refuse_conflicts(args)
     if args.single:
         yield local_runner
         return
     if not available():
-        if args.scheduler or args.workers:
-            raise InputError("--scheduler and --workers need Dask: pip install './py[dask]'")
+        if args.scheduler or args.workers or args.min_cluster_bytes is not None:
+            raise InputError("--scheduler, --workers and --min-cluster-bytes need Dask: pip install './py[dask]'")
         _single("Dask is not installed")
-        yield local_runner
-        return
-    workers = args.workers or os.cpu_count() or 1
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
-    floor = args.min_cluster_bytes
-    if floor is None:
-        floor = MIN_SCHEDULER_BYTES if args.scheduler else MIN_LOCAL_BYTES
-    why = reason_for_single(nbytes, None if args.scheduler else workers, floor)  # a scheduler's: asked below
-    if why is not None:
-        _single(why)
         yield local_runner
         return
     import logging
 
-    from distributed import Client, LocalCluster
-
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if args.scheduler:
-        with Client(args.scheduler) as client:
+        with _scheduler(args.scheduler) as client:
             threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-            why = reason_for_single(nbytes, threads, floor)
-            if why is not None:
-                _single(why)
-                yield local_runner
-            else:
-                client.run(warm, wait=False)
-                yield dask_runner(client)
+            _where(f"the Dask scheduler at {args.scheduler} ({threads} worker thread(s))")
+            client.run(warm, wait=False)
+            yield dask_runner(client)
         return
+    workers = args.workers or os.cpu_count() or 1
+    floor = MIN_LOCAL_BYTES if args.min_cluster_bytes is None else args.min_cluster_bytes
+    why = reason_for_single(nbytes, workers, floor)
+    if why is not None:
+        _single(why)
+        yield local_runner
+        return
+    from distributed import Client, LocalCluster
+
     with (
         LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
+        _where(f"a LocalCluster of {workers} worker(s)")
         client.run(warm, wait=False)
         yield dask_runner(client)
+
+
+def _why(err: BaseException) -> str:
+    """An exception's message on one short line."""
+    return " ".join(str(err).split())[:200] or type(err).__name__
+
+
+def _where(place: str) -> None:
+    print(f"perpendis checkpoints: folded on {place}", file=sys.stderr)
 
 
 class _Bar:
@@ -161,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         asked = comparison_options(args)
         rules = [rule for name in args.rename_preset for rule in preset(name)] + [parse_rule(r) for r in args.rename]
         a, b = folder(args.a), folder(args.b)
+        for side, path, checkpoint in (("A", args.a, a), ("B", args.b, b)):
+            refusal = contents(checkpoint.names).refusal(path)  # named by its path, as typed
+            if refusal is not None:
+                raise InputError(refusal, side=side)
         resume = Resume(args.resume) if args.resume else None
         sizes = checkpoint_bytes(path for c in (a, b) for path in (c.paths or {}).values())
         with _runner(args, sizes) as runner:

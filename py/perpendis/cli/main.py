@@ -223,6 +223,8 @@ def _dispatch(argv: list[str]) -> int:
 
         return open_main(argv, report_of)
     args = _parser().parse_args(argv)
+    if args.json and args.markdown:
+        raise InputError("--json and --markdown are two forms of the same report: give one of them")
     answer, _ = answer_of(args)
     if args.json:
         print(json.dumps(answer["report"], allow_nan=False))
@@ -294,6 +296,8 @@ def _bisect(argv: Sequence[str]) -> int:
     service's ``bisect`` op, as the page's are; ``--isolate`` then runs layers in ONNX
     Runtime, which the service never imports, so it stays in the CLI."""
     args = _bisect_parser().parse_args(argv)
+    if args.verbose and args.json:
+        raise InputError("--verbose adds columns to the table, and --json prints every field already: give one of them")
     if args.isolate and args.model is None:
         raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
     a = path_entries(args.a)

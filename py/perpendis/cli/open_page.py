@@ -168,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     add_pair_options(p)
     p.add_argument("--site", type=Path, help=f"the built site (default: ${SITE_ENV}, else the checkout's dist/; "
                    "with none, the report is opened as a self-contained page)")
-    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=int, help="port on 127.0.0.1 the built page is served on (default: a free one)")
     p.add_argument("--no-browser", action="store_true", help="print the address, do not open a browser")
     return p
 
@@ -186,12 +186,13 @@ def _inputs(args: argparse.Namespace) -> dict[str, Path]:
 
 def page_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options the page compares with, as its core takes them: the preset, atol and rtol
-    (which override the preset's, as on the command line), the depth and the task check,
-    each when given."""
+    (which override the preset's, as on the command line), the depth, the task check and
+    ``--no-check-dtype``, each when given (the page's core reads every one of them)."""
     from .options import task_option
 
     given = (("preset", args.preset), ("atol", args.atol), ("rtol", args.rtol),
-             ("depth", None if args.depth == 1.0 else args.depth), ("task", task_option(args)))
+             ("depth", None if args.depth == 1.0 else args.depth), ("task", task_option(args)),
+             ("check_dtype", None if args.check_dtype else False))
     return {k: v for k, v in given if v is not None}
 
 
@@ -224,9 +225,12 @@ def main(argv: Sequence[str], report_of: Callable[[argparse.Namespace], Report])
     inputs = _inputs(args)
     site = built_site(args.site)
     if site is None:
+        if args.port is not None:  # no server to put on it: refused rather than dropped
+            raise InputError(f"--port {args.port} is where the built page is served, and no built page was found; "
+                             f"{build_hint()}, or leave --port out to open the report as one page")
         return open_report(args, report_of)
     try:
-        server, url = make_server(site, inputs, page_options(args), port=args.port)
+        server, url = make_server(site, inputs, page_options(args), port=args.port or 0)
     except OSError as err:  # the port asked for is taken
         raise InputError(f"cannot serve on 127.0.0.1:{args.port}: {err.strerror}") from None
     print(f"Perpendis with {args.a.name} and {args.b.name} preloaded: {url}", flush=True)

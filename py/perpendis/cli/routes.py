@@ -13,6 +13,8 @@ import re
 import shlex
 from pathlib import Path
 
+from ..checkpoints.contents import contents
+
 PROG = "perpendis"
 # model-00001-of-00004.safetensors, pytorch_model-00002-of-00002.bin: one shard of a checkpoint
 _SHARD = re.compile(r"-\d{5}-of-\d{5}\.[A-Za-z]+$")
@@ -32,9 +34,34 @@ def checkpoint_folder(path: str | Path) -> Path | None:
     return None
 
 
+def for_folder(path: str, other: str | None, is_a: bool = True) -> str | None:
+    """What is wrong with the folder ``path`` given where a tensor was expected, when it is
+    empty, holds no tensor file, or holds exactly one (which can be given itself, in place of
+    A when ``is_a``, else of B); None for a folder of several tensor files, a checkpoint or a
+    capture."""
+    found = contents(
+        str(p.relative_to(path).as_posix()) for p in Path(path).rglob("*") if p.is_file() or p.is_symlink()
+    )
+    refusal = found.refusal(path)
+    if refusal is not None:
+        return refusal
+    if found.kind == "single":
+        inner = Path(path) / found.tensors[0]
+        words = (inner,) if other is None else (inner, other) if is_a else (other, inner)
+        return (f"{path} is a folder holding one tensor file, {found.tensors[0]}: give the file itself, "
+                f"`{_line(*words)}`, or compare two checkpoints tensor by tensor by "
+                f"`{_line('checkpoints', 'A_DIR', 'B_DIR')}`")
+    return None
+
+
 def for_paths(a: str, b: str | None) -> str | None:
     """What to run instead, when A or B is a model or a checkpoint rather than a tensor; None
     when both may be tensors (the readers then decide)."""
+    for path, other, is_a in ((a, b, True), (b, a, False)):
+        if path is not None and path != "-" and Path(path).is_dir():
+            said = for_folder(path, other, is_a)
+            if said is not None:
+                return said
     folders = [None if p in (None, "-") else checkpoint_folder(p) for p in (a, b)]
     if folders[0] is not None or folders[1] is not None:
         first = a if folders[0] is not None else b

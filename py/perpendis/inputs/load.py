@@ -39,9 +39,11 @@ def load_path(path: str | Path) -> list[Tensor]:
     """The tensors in a file, or in standard input for ``"-"``."""
     if str(path) == "-":
         return load_bytes(sys.stdin.buffer.read(), "stdin")
+    from .formats.sniff import family, read_checked
+
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_checked(p, lambda head, size, tail: family(head, size, tail))  # a refusal reads the prefix only
     except OSError as err:
         raise InputError(f"cannot read {p}: {err.strerror or err}", where=str(p)) from None
     return load_bytes(data, p.name)

@@ -112,13 +112,14 @@ def model_info(
     """
     if model is None:
         return info_a, info_b
-    from ..inputs.formats.onnx_model import describe, read_graph
+    from ..inputs.formats.onnx_model import check_model, describe, read_graph
 
-    try:
-        data = model.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
     with blame("model", model.name):
+        try:
+            check_model(model)  # a file that is no model is refused from its first bytes
+            data = model.read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
         values = describe(read_graph(data))
     return described_by(values, a_names, b_names, info_a, info_b)
 

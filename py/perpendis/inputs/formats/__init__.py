@@ -27,11 +27,12 @@ _PICKLE_PROTOCOL = 0x80
 _TEXT_CONTROLS = frozenset(range(32)) - {9, 10, 12, 13}
 
 
-def looks_like_text(data: BytesLike) -> bool:
+def looks_like_text(data: BytesLike, size: int | None = None) -> bool:
     """Whether the bytes are UTF-8 text (pasted REPL output saved to a file), not a binary form.
 
     Text has no control characters but tabs and line breaks, which every binary form
-    here has in its first bytes; Polygraphy JSON is text too but is a file form.
+    here has in its first bytes; Polygraphy JSON is text too but is a file form.  ``size``:
+    the whole file's, when ``data`` is only its first bytes.
     """
     view = as_view(data)
     if _TEXT_CONTROLS.intersection(bytes(view[:4096])):  # binary forms show it early: spare the 64 KiB scan
@@ -45,7 +46,7 @@ def looks_like_text(data: BytesLike) -> bool:
         head.decode("utf-8")
     except UnicodeDecodeError as err:
         # A multi-byte character cut by the 64 KiB window is still text.
-        return len(view) > len(head) and err.start >= len(head) - 3
+        return max(len(view), size or 0) > len(head) and err.start >= len(head) - 3
     return True
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InputError
+from .buffer import BytesLike, as_view
 from .limits import PICKLE_MAX_BYTES
 
 METADATA = ".metadata"
@@ -120,6 +121,16 @@ class Layout:
     entries: list[Entry]
     not_tensors: list[str]
     unreadable: dict[str, str]  # name → why
+
+
+def check_metadata(head: BytesLike, size: int) -> None:
+    """Refuse a ``.metadata`` from its size and first bytes, before it is read: over the pickle
+    cap, or not a pickle of protocol 2 or later (``torch.save`` writes 2, ``pickle`` 4-5)."""
+    if size > PICKLE_MAX_BYTES:
+        raise InputError(f"{METADATA} is {size} bytes, over the {PICKLE_MAX_BYTES}-byte cap on pickles")
+    view = as_view(head)
+    if len(view) < 2 or view[0] != 0x80 or not 2 <= view[1] <= pickle.HIGHEST_PROTOCOL:
+        raise InputError(f"{METADATA} is not a torch.distributed.checkpoint metadata pickle: it does not start as one")
 
 
 def read_metadata(data: bytes) -> Layout:

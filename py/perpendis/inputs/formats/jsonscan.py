@@ -55,8 +55,8 @@ class Span(NamedTuple):
 class _Cursor:
     """A position in the file and the window of bytes around it."""
 
-    def __init__(self, read: Reader, size: int, what: str) -> None:
-        self.read, self.size, self.what = read, size, what
+    def __init__(self, read: Reader, size: int, what: str, window: int | None = None) -> None:
+        self.read, self.size, self.what, self.window = read, size, what, window
         self.buf, self.base, self.pos = b"", 0, 0
 
     def error(self, problem: str) -> InputError:
@@ -68,7 +68,7 @@ class _Cursor:
     def fill(self, n: int) -> int:
         """Make the window hold ``n`` bytes from the position (fewer at the end); the position in it."""
         if not (self.base <= self.pos and self.pos + n <= self.base + len(self.buf)):
-            length = max(0, min(max(n, WINDOW), self.size - self.pos))
+            length = max(0, min(max(n, self.window or WINDOW), self.size - self.pos))
             self.buf = bytes(self.read(self.pos, length)) if length else b""
             self.base = self.pos
             if len(self.buf) != length:
@@ -148,12 +148,16 @@ class _Cursor:
         return value
 
 
-def parse(read: Reader, size: int, spans: Collection[str], what: str = "the file") -> object:
+def parse(
+    read: Reader, size: int, spans: Collection[str], what: str = "the file", window: int | None = None
+) -> object:
     """The JSON document in a file of ``size`` bytes, string values under ``spans`` keys as :class:`Span`.
 
-    ``what`` names the file in error messages (``"the Polygraphy file"``).
+    ``what`` names the file in error messages (``"the Polygraphy file"``); ``window``: bytes
+    read at a time (small, to check a file's first bytes without reading further; None:
+    :data:`WINDOW`).
     """
-    cursor = _Cursor(read, size, what)
+    cursor = _Cursor(read, size, what, window)
     doc = _value(cursor, spans, 0, None)
     if cursor.peek() is not None:
         raise cursor.error("extra data after the document")

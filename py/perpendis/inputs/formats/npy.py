@@ -218,16 +218,22 @@ def decode_chunk(header: NpyHeader, raw: BytesLike) -> np.ndarray:
     return flat
 
 
-def read(data: BytesLike, name: str | None = None, *, void_format: str | None = None) -> Tensor:
-    """The array in a whole ``.npy`` file."""
-    view = as_view(data)
-    header = read_header(view, void_format=void_format)
-    present = len(view) - header.data_offset
+def check_size(header: NpyHeader, size: int) -> None:
+    """Refuse a file of ``size`` bytes that holds less data than its header declares."""
+    present = size - header.data_offset
     if present < header.nbytes:
         raise InputError(
             f"the .npy file is truncated: its header declares {header.n_elements} elements of "
             f"{header.itemsize} bytes ({header.nbytes} bytes) but only {present} bytes follow"
         )
+
+
+def read(data: BytesLike, name: str | None = None, *, void_format: str | None = None) -> Tensor:
+    """The array in a whole ``.npy`` file."""
+    view = as_view(data)
+    header = read_header(view, void_format=void_format)
+    check_size(header, len(view))
+    present = len(view) - header.data_offset
     flat = decode_chunk(header, view[header.data_offset : header.data_offset + header.nbytes])
     if header.is_complex:
         flat = flat.view(header.dtype.newbyteorder("="))

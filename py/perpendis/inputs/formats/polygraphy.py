@@ -63,13 +63,13 @@ def recognised(read: Reader, size: int) -> bool:
     return looks_like_polygraphy(memoryview(read(0, min(size, HEAD_BYTES))).cast("B"))
 
 
-def index(read: Reader, size: int) -> list[Result]:
+def index(read: Reader, size: int, window: int | None = None) -> list[Result]:
     """Every array in a file of ``size`` bytes read through ``read``, in saved order, none decoded.
 
     The file is read once, a window at a time; what is kept is the structure around the
     payloads, not the payloads.
     """
-    return _results(parse(read, size, PAYLOAD_KEYS.values(), "the Polygraphy file"))
+    return _results(parse(read, size, PAYLOAD_KEYS.values(), "the Polygraphy file", window))
 
 
 def list_results(data: BytesLike) -> list[tuple[str | None, int, str]]:

@@ -48,12 +48,13 @@ DTYPES = {
 }
 
 
-def header_length(view: memoryview) -> int | None:
-    """The declared JSON header length when ``view`` starts like a safetensors file, else None."""
+def header_length(view: memoryview, size: int | None = None) -> int | None:
+    """The declared JSON header length when ``view`` starts like a safetensors file (of
+    ``size`` bytes, when ``view`` is only its first bytes), else None."""
     if len(view) < 9:
         return None
     length = int.from_bytes(view[:8], "little")
-    if length < 2 or 8 + length > len(view) or view[8] != ord("{"):
+    if length < 2 or 8 + length > max(len(view), size or 0) or view[8] != ord("{"):
         return None
     return length
 

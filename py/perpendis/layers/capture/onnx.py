@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...inputs.formats.onnx_model import describe, read_graph
+from ...inputs.formats.onnx_model import check_model, describe, read_graph
 from .store import Capture
 
 # ONNX Runtime's type strings → NumPy dtypes, for checking what the user feeds.
@@ -45,7 +45,10 @@ def load_model(path: str | Path) -> tuple[Any, bytes]:
     onnx, _ = _modules()
     path = Path(path)
     try:
+        check_model(path)  # a file that is no model is refused from its first bytes, not read whole
         data = path.read_bytes()
+    except InputError as err:
+        raise InputError(f"{path.name}: {err.message}", where=str(path)) from None
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
     try:
