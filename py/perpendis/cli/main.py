@@ -255,6 +255,13 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "from the one it inherits (needs --model and onnxruntime)",
     )
     p.add_argument(
+        "--model-explorer", type=Path, metavar="OUT.json",
+        help="write Google Model Explorer node data for the --model graph: OUT.json colours each node by its "
+        "verdict (0 identical, 1 rounding, 2 investigate, 3 likely mispaired); OUT.max_ulp.json, OUT.cosine.json "
+        "and OUT.sqnr_db.json hold those figures, and with --isolate OUT.own_verdict.json, OUT.own_max_ulp.json "
+        "and OUT.own_sqnr_db.json the layer's own error (one figure per file: the format holds one per node)",
+    )
+    p.add_argument(
         "-v", "--verbose", action="store_true",
         help="add shape, dtype, max abs, failing fraction, pairing evidence and finding to the table",
     )
@@ -296,6 +303,8 @@ def _bisect(argv: Sequence[str]) -> int:
     args = _bisect_parser().parse_args(argv)
     if args.isolate and args.model is None:
         raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
+    if args.model_explorer is not None and args.model is None:
+        raise InputError("--model-explorer colours the ONNX model's nodes: give it with --model MODEL.onnx")
     a = path_entries(args.a)
     b = path_entries(args.b)
     names_a, names_b = [e.name for e in a], [e.name for e in b]
@@ -310,6 +319,11 @@ def _bisect(argv: Sequence[str]) -> int:
         from ..layers.capture.isolate import isolate
 
         isolate(result, args.model, a, b, options)
+    if args.model_explorer is not None:
+        from ..layers.model_explorer import write_model_explorer
+
+        written = write_model_explorer(result, args.model, args.model_explorer)
+        print(f"Model Explorer node data: {', '.join(str(p) for p in written.values())}", file=sys.stderr)
     first = result.first_failing
     if args.json:
         print(result.to_json(indent=1))
