@@ -23,7 +23,7 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
-from ..layers.bisect import model_info, path_entries, path_info
+from ..layers.bisect import model_info, numeric_suite_sides, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
 from ..service.boundary import raised
@@ -238,7 +238,12 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
     )
     p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
-    p.add_argument("b", type=Path, help="capture to check against it")
+    p.add_argument(
+        "b", type=Path, nargs="?",
+        help="capture to check against it; left out when A is a torch.save'd torch.ao numeric suite result "
+        "(extract_logger_info, extract_weights, compare_model_outputs), which holds both models: its first "
+        "model is A, the other B",
+    )
     p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
     add_tolerance_options(p)
     p.add_argument(
@@ -305,10 +310,15 @@ def _bisect(argv: Sequence[str]) -> int:
         raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
     if args.model_explorer is not None and args.model is None:
         raise InputError("--model-explorer colours the ONNX model's nodes: give it with --model MODEL.onnx")
-    a = path_entries(args.a)
-    b = path_entries(args.b)
+    if args.b is None:
+        (model_a, a), (model_b, b) = numeric_suite_sides(args.a)
+        print(f"numeric suite result: A is model {model_a!r}, B is model {model_b!r}", file=sys.stderr)
+    else:
+        a = path_entries(args.a)
+        b = path_entries(args.b)
     names_a, names_b = [e.name for e in a], [e.name for e in b]
-    info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
+    recorded = ({}, {}) if args.b is None else (path_info(args.a), path_info(args.b))
+    info_a, info_b = model_info(args.model, names_a, names_b, *recorded)
     options = comparison_options(args)
     request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only,
                             read={"info_a": info_a, "info_b": info_b}, threads=_workers(), allow_unpaired=False)

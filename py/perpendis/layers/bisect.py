@@ -155,6 +155,29 @@ def path_entries(path: Path) -> list[Entry]:
     return as_entries(load_path(path))
 
 
+def numeric_suite_sides(path: Path) -> tuple[tuple[str, list[Entry]], tuple[str, list[Entry]]]:
+    """Both sides of a torch.save'd ``torch.ao.ns`` numeric suite result, each (model name, entries):
+    one file holding both models' per-layer values (:mod:`..inputs.formats.numeric_suite`)."""
+    from ..inputs.formats import numeric_suite, torchsave
+
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
+    needs_b = (f"{path.name} is not a numeric suite result holding both sides, so bisect needs B too: give two "
+               "captures (A B), or one torch.save of torch.ao.ns extract_logger_info / extract_weights / "
+               "compare_model_outputs")
+    with blame("a", path.name):
+        try:
+            obj, _ = torchsave.load_object(data)
+        except InputError as err:
+            raise InputError(f"{needs_b} ({err.message})", where=str(path)) from None
+        if not numeric_suite.recognised(obj):
+            raise InputError(needs_b, where=str(path))
+        a, b = numeric_suite.sides(obj)
+    return (a.model, as_entries(a.tensors)), (b.model, as_entries(b.tensors))
+
+
 def _compare_pair(a: Entry, b: Entry, options: ComparisonOptions) -> tuple[Report, dict[str, float | None]]:
     with blame("a", a.name):
         ta = a.load()
