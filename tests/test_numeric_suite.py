@@ -26,7 +26,7 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 def test_one_file_bisect_finds_the_shifted_conv(capsys):
     code, out, err = _run(capsys, "bisect", HERE / "fx_bias.pt", "--json")
     assert code == 1
-    assert "A is model 'fp32', B is model 'bias'" in err
+    assert "A is 'fp32', B is 'bias'" in err
     report = json.loads(out)
     assert [p["a_name"] for p in report["pairs"]] == FACTS["fx_bias"]["layers"]
     assert report["first_failing"]["a_name"] == FACTS["fx_bias"]["first_failing"]
@@ -79,7 +79,7 @@ def test_three_models_are_refused():
 def test_eager_suite_outputs_are_split_by_float_and_quantized(capsys):
     torch = pytest.importorskip("torch")
     code, out, err = _run(capsys, "bisect", HERE / "eager_outputs.pt", "--json")
-    assert code == 1 and "A is model 'float', B is model 'quantized'" in err
+    assert code == 1 and "A is 'float', B is 'quantized'" in err
     pairs = json.loads(out)["pairs"]
     saved = torch.load(HERE / "eager_outputs.pt", weights_only=False)
     assert [p["a_name"] for p in pairs] == list(saved) == ["quant.stats", "conv.stats", "fc.stats"]

@@ -23,7 +23,7 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
-from ..layers.bisect import model_info, numeric_suite_sides, path_entries, path_info
+from ..layers.bisect import model_info, one_file_sides, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
 from ..service.boundary import raised
@@ -242,7 +242,8 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "b", type=Path, nargs="?",
         help="capture to check against it; left out when A is a torch.save'd torch.ao numeric suite result "
         "(extract_logger_info, extract_weights, compare_model_outputs), which holds both models: its first "
-        "model is A, the other B",
+        "model is A, the other B; or ExecuTorch's calculate_numeric_gap(...).to_dict('list') saved with "
+        "torch.save: AOT is A, the runtime B",
     )
     p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
     add_tolerance_options(p)
@@ -311,8 +312,8 @@ def _bisect(argv: Sequence[str]) -> int:
     if args.model_explorer is not None and args.model is None:
         raise InputError("--model-explorer colours the ONNX model's nodes: give it with --model MODEL.onnx")
     if args.b is None:
-        (model_a, a), (model_b, b) = numeric_suite_sides(args.a)
-        print(f"numeric suite result: A is model {model_a!r}, B is model {model_b!r}", file=sys.stderr)
+        (model_a, a), (model_b, b) = one_file_sides(args.a)
+        print(f"one file, both sides: A is {model_a!r}, B is {model_b!r}", file=sys.stderr)
     else:
         a = path_entries(args.a)
         b = path_entries(args.b)

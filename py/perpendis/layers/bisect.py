@@ -155,23 +155,27 @@ def path_entries(path: Path) -> list[Entry]:
     return as_entries(load_path(path))
 
 
-def numeric_suite_sides(path: Path) -> tuple[tuple[str, list[Entry]], tuple[str, list[Entry]]]:
-    """Both sides of a torch.save'd ``torch.ao.ns`` numeric suite result, each (model name, entries):
-    one file holding both models' per-layer values (:mod:`..inputs.formats.numeric_suite`)."""
-    from ..inputs.formats import numeric_suite, torchsave
+def one_file_sides(path: Path) -> tuple[tuple[str, list[Entry]], tuple[str, list[Entry]]]:
+    """Both sides of one torch.save file that holds two runs' per-layer values, each (name, entries):
+    a ``torch.ao.ns`` numeric suite result (:mod:`..inputs.formats.numeric_suite`, its models'
+    names) or ExecuTorch's numeric gap (:mod:`..inputs.formats.executorch_gap`, AOT and runtime)."""
+    from ..inputs.formats import executorch_gap, numeric_suite, torchsave
 
     try:
         data = path.read_bytes()
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
-    needs_b = (f"{path.name} is not a numeric suite result holding both sides, so bisect needs B too: give two "
-               "captures (A B), or one torch.save of torch.ao.ns extract_logger_info / extract_weights / "
-               "compare_model_outputs")
+    needs_b = (f"{path.name} holds one side only, so bisect needs B too: give two captures (A B), or one "
+               "torch.save of a torch.ao.ns numeric suite result (extract_logger_info, extract_weights, "
+               "compare_model_outputs) or of ExecuTorch's calculate_numeric_gap(...).to_dict('list')")
     with blame("a", path.name):
         try:
             obj, _ = torchsave.load_object(data)
         except InputError as err:
             raise InputError(f"{needs_b} ({err.message})", where=str(path)) from None
+        if executorch_gap.recognised(obj):
+            aot, runtime = executorch_gap.sides(obj)
+            return ("ExecuTorch AOT", as_entries(aot)), ("ExecuTorch runtime", as_entries(runtime))
         if not numeric_suite.recognised(obj):
             raise InputError(needs_b, where=str(path))
         a, b = numeric_suite.sides(obj)
