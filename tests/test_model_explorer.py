@@ -192,3 +192,14 @@ def test_model_explorer_own_classes_rebuild_the_same_json():
         assert extra == {k: v for k, v in defaults.items() if k not in graph}
         assert all(isinstance(v["value"], (int, float)) and math.isfinite(v["value"])
                    for v in graph["results"].values())
+
+
+def test_check_export_writes_the_same_node_data(capsys, tmp_path):
+    model = EXPORT / "cnn_bias.onnx"
+    argv = ["check-export", model, "--input", EXPORT / "cnn.input.npy", "--torch", EXPORT / "cnn.torch.safetensors"]
+    code, text, _ = _run(capsys, *argv, "--json")
+    assert code == 1
+    out = tmp_path / "nodes.json"
+    code, _, err = _run(capsys, *argv, "--model-explorer", out)
+    assert code == 1 and "Model Explorer node data" in err
+    _check_against_report(json.loads(text), model, _written(out, isolated=True))
