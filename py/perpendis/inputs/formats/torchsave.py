@@ -5,7 +5,8 @@ Such a file is a zip of ``<prefix>/data.pkl``, a pickle describing the saved obj
 and ``<prefix>/data/<key>``, the raw bytes of each storage.  The pickle is loaded by an
 unpickler whose ``find_class`` knows only the few globals torch uses to rebuild tensors
 (``torch._utils._rebuild_tensor_v2``/``_v3``, the storage types, ``_rebuild_parameter``,
-the dtypes, ``collections.OrderedDict``), each mapped to a function of ours that builds
+the dtypes, ``collections.OrderedDict``; ``_rebuild_qtensor``, the quantized storages and the
+qschemes for quantized tensors, read dequantized), each mapped to a function of ours that builds
 a NumPy array from the storage bytes; any other global is refused by name, so a
 malicious pickle has nothing to call.  Tensors may sit at the top, in (nested)
 dicts such as a ``state_dict``, or in lists and tuples; their names join the keys with
@@ -252,12 +253,13 @@ class _Unpickler(pickle._Unpickler):
         q = self._rebuild(storage, storage_offset, size, stride, dtype)
         params = quantizer_params if isinstance(quantizer_params, tuple) else ()
         scheme = params[0].name if params and isinstance(params[0], _QScheme) else None
-        values = q.array.astype(np.float64)
+        values = q.array.astype(np.int64)
+        # Bit for bit as torch's CPU kernels: per tensor in float32 arithmetic, per channel in float64.
         if scheme in ("per_tensor_affine", "per_tensor_symmetric") and len(params) == 3:
             _, scale, zero = params
             if not isinstance(scale, (int, float)) or not isinstance(zero, int):
                 raise InputError("a quantized torch.save tensor has a scale or zero point that is not a number")
-            out = (values - zero) * scale
+            out = (values - zero).astype(np.float32) * np.float32(scale)
         elif scheme in ("per_channel_affine", "per_channel_symmetric") and len(params) == 4:
             _, scales, zeros, axis = params
             if not (isinstance(scales, _Loaded) and isinstance(zeros, _Loaded) and isinstance(axis, int)
@@ -265,7 +267,8 @@ class _Unpickler(pickle._Unpickler):
                 raise InputError("a per-channel quantized torch.save tensor has scales that do not fit its axis")
             shape = [1] * values.ndim
             shape[axis] = -1
-            out = (values - zeros.array.reshape(shape)) * scales.array.astype(np.float64).reshape(shape)
+            zero_points = zeros.array.astype(np.int64).reshape(shape)
+            out = (values - zero_points) * scales.array.astype(np.float64).reshape(shape)
         else:
             raise InputError(f"a quantized torch.save tensor uses the scheme {scheme or quantizer_params!r:.60}, "
                              "which Perpendis does not read; dequantize it before saving")
