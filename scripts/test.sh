@@ -2,6 +2,7 @@
 # Installs whatever is missing on a bare machine (npm packages, Python packages,
 # Debian's chromium and firefox-esr), builds the site once, then runs every check and test.
 # Usage: npm test   (extra arguments go to pytest: npm test -- -k parse, npm test -- -m "not browser")
+# PERPENDIS_TORCH_MATRIX=1 adds the torch tests under PERPENDIS_TORCH_VERSIONS (scripts/torch_matrix.sh).
 # The tests use this build of dist/ (PERPENDIS_SITE, tests/conftest.py) rather than building
 # their own, so one run builds the site once.
 set -euo pipefail
@@ -49,4 +50,9 @@ if [ $# -eq 0 ]; then
 else
   echo "== pytest $*"
   lane "$@"
+fi
+
+# Optional: the torch-driven tests again under other torch releases (scripts/torch_matrix.sh).
+if [ "${PERPENDIS_TORCH_MATRIX:-0}" = 1 ]; then
+  scripts/torch_matrix.sh
 fi

@@ -25,6 +25,8 @@ def test_nodes_inputs_outputs_and_metadata_match_onnx(name):
     assert graph.initializers == initializers
     assert graph.inputs == [i.name for i in model.graph.input if i.name not in initializers]
     assert graph.outputs == [o.name for o in model.graph.output]
+    assert graph.name == model.graph.name
+    assert [n.name for n in graph.nodes] == [n.name for n in model.graph.node]
 
 
 def test_describe_gives_each_value_its_op_type_and_module():

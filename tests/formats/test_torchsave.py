@@ -126,3 +126,57 @@ def test_truncation_and_corruption_raise_input_error(data):
     except InputError:
         return
     assert all(t.array.dtype == np.dtype(t.fmt.storage) for t in tensors)
+
+
+def _qsaved(tensor) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({"q": tensor}, buf)
+    return buf.getvalue()
+
+
+def _rewritten(data: bytes, old: bytes, new: bytes) -> bytes:
+    """The torch.save zip with ``old`` replaced by ``new`` in its pickle (GLOBAL names end at a newline)."""
+    src, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            dst.writestr(info.filename, body.replace(old, new) if info.filename.endswith("data.pkl") else body)
+    return out.getvalue()
+
+
+def test_quantized_tensors_are_dequantized_as_torch_does():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(1))
+    for q in (torch.quantize_per_tensor(x, 0.02, 3, torch.quint8),
+              torch.quantize_per_tensor(x, 0.05, 0, torch.qint8),
+              torch.quantize_per_channel(x, torch.tensor([0.01, 0.02, 0.03], dtype=torch.float64),
+                                         torch.tensor([0, 1, -1]), 0, torch.qint8)):
+        (t,) = torchsave.read(_qsaved(q))
+        assert t.array.dtype == np.float32 and np.array_equal(t.array, q.dequantize().numpy())
+        assert "dequantized" in t.notes[0]
+
+
+def test_a_quantized_tensor_with_the_wrong_parameters_is_an_input_error():
+    torch = pytest.importorskip("torch")
+    data = _qsaved(torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.quint8))
+    # Per-tensor parameters (scale, zero point) under a per-channel scheme, which needs scales and an axis.
+    with pytest.raises(InputError, match="does not read"):
+        torchsave.read(_rewritten(data, b"per_tensor_affine", b"per_channel_affine"))
+    with pytest.raises(InputError, match=r"Python global torch\.per_nothing"):
+        torchsave.read(_rewritten(data, b"per_tensor_affine", b"per_nothing"))
+
+
+def test_dequantizing_matches_torch_on_many_scales():
+    """torch rounds per-tensor dequantizing in float32 and per-channel in float64: both kept."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    for _ in range(40):
+        x = torch.randn(4, 64, generator=g) * 3
+        scale, zero = float(torch.rand(1, generator=g)) * 0.1 + 1e-4, int(torch.randint(0, 255, (1,), generator=g))
+        scales = torch.rand(4, generator=g, dtype=torch.float64) * 0.1 + 1e-4
+        for q in (torch.quantize_per_tensor(x, scale, zero, torch.quint8),
+                  torch.quantize_per_channel(x, scales, torch.randint(-20, 20, (4,), generator=g), 0, torch.qint8)):
+            (t,) = torchsave.read(_qsaved(q))
+            assert np.array_equal(t.array, q.dequantize().numpy())

@@ -17,6 +17,7 @@ isolation of each layer in ONNX Runtime.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -101,6 +102,11 @@ def _check_parser() -> argparse.ArgumentParser:
         help="a Python file and the name in it of the torch.nn.Module, or of a function returning one",
     )
     p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
+    p.add_argument(
+        "--model-explorer", type=Path, metavar="OUT.json",
+        help="also write Google Model Explorer node data for the model, one figure per file, as "
+        "`bisect --model-explorer` does (docs/model-explorer.md)",
+    )
     add_tolerance_options(p)
     return p
 
@@ -150,6 +156,11 @@ def check_export_main(argv: Sequence[str]) -> int:
 
     feeds = read_inputs(args.input)
     result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, comparison_options(args))
+    if args.model_explorer is not None:
+        from ..layers.model_explorer import write_model_explorer
+
+        written = write_model_explorer(result, args.model, args.model_explorer)
+        print(f"Model Explorer node data: {', '.join(str(p) for p in written.values())}", file=sys.stderr)
     print(result.to_json(indent=1) if args.json else result.to_text(), end="\n" if args.json else "")
     return exits.judged(result.must_investigate)
 

@@ -23,7 +23,7 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
-from ..layers.bisect import model_info, path_entries, path_info
+from ..layers.bisect import model_info, one_file_sides, path_entries, path_info
 from ..report.model import Report
 from ..service import planner
 from ..service.boundary import raised
@@ -240,7 +240,13 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "Each capture is an archive (.npz, .safetensors, torch.save, Polygraphy JSON) or a folder of .npy files.",
     )
     p.add_argument("a", type=Path, help="capture taken as reference for the order of layers")
-    p.add_argument("b", type=Path, help="capture to check against it")
+    p.add_argument(
+        "b", type=Path, nargs="?",
+        help="capture to check against it; left out when A is a torch.save'd torch.ao numeric suite result "
+        "(extract_logger_info, extract_weights, compare_model_outputs), which holds both models: its first "
+        "model is A, the other B; or ExecuTorch's calculate_numeric_gap(...).to_dict('list') saved with "
+        "torch.save: AOT is A, the runtime B",
+    )
     p.add_argument("--json", action="store_true", help="print the bisect report as JSON")
     add_tolerance_options(p)
     p.add_argument(
@@ -255,6 +261,13 @@ def _bisect_parser() -> argparse.ArgumentParser:
         "--isolate", action="store_true",
         help="run each paired layer alone in ONNX Runtime on A's captured inputs, to tell its own error "
         "from the one it inherits (needs --model and onnxruntime)",
+    )
+    p.add_argument(
+        "--model-explorer", type=Path, metavar="OUT.json",
+        help="write Google Model Explorer node data for the --model graph: OUT.json colours each node by its "
+        "verdict (0 identical, 1 rounding, 2 investigate, 3 likely mispaired); OUT.max_ulp.json, OUT.cosine.json "
+        "and OUT.sqnr_db.json hold those figures, and with --isolate OUT.own_verdict.json, OUT.own_max_ulp.json "
+        "and OUT.own_sqnr_db.json the layer's own error (one figure per file: the format holds one per node)",
     )
     p.add_argument(
         "-v", "--verbose", action="store_true",
@@ -300,10 +313,17 @@ def _bisect(argv: Sequence[str]) -> int:
         raise InputError("--verbose adds columns to the table, and --json prints every field already: give one of them")
     if args.isolate and args.model is None:
         raise InputError("--isolate runs layers of the ONNX model: give it with --model MODEL.onnx")
-    a = path_entries(args.a)
-    b = path_entries(args.b)
+    if args.model_explorer is not None and args.model is None:
+        raise InputError("--model-explorer colours the ONNX model's nodes: give it with --model MODEL.onnx")
+    if args.b is None:
+        (model_a, a), (model_b, b) = one_file_sides(args.a)
+        print(f"one file, both sides: A is {model_a!r}, B is {model_b!r}", file=sys.stderr)
+    else:
+        a = path_entries(args.a)
+        b = path_entries(args.b)
     names_a, names_b = [e.name for e in a], [e.name for e in b]
-    info_a, info_b = model_info(args.model, names_a, names_b, path_info(args.a), path_info(args.b))
+    recorded = ({}, {}) if args.b is None else (path_info(args.a), path_info(args.b))
+    info_a, info_b = model_info(args.model, names_a, names_b, *recorded)
     options = comparison_options(args)
     request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only,
                             read={"info_a": info_a, "info_b": info_b}, threads=_workers(), allow_unpaired=False)
@@ -314,6 +334,11 @@ def _bisect(argv: Sequence[str]) -> int:
         from ..layers.capture.isolate import isolate
 
         isolate(result, args.model, a, b, options)
+    if args.model_explorer is not None:
+        from ..layers.model_explorer import write_model_explorer
+
+        written = write_model_explorer(result, args.model, args.model_explorer)
+        print(f"Model Explorer node data: {', '.join(str(p) for p in written.values())}", file=sys.stderr)
     first = result.first_failing
     if args.json:
         print(result.to_json(indent=1))

@@ -156,6 +156,33 @@ def path_entries(path: Path) -> list[Entry]:
     return as_entries(load_path(path))
 
 
+def one_file_sides(path: Path) -> tuple[tuple[str, list[Entry]], tuple[str, list[Entry]]]:
+    """Both sides of one torch.save file that holds two runs' per-layer values, each (name, entries):
+    a ``torch.ao.ns`` numeric suite result (:mod:`..inputs.formats.numeric_suite`, its models'
+    names) or ExecuTorch's numeric gap (:mod:`..inputs.formats.executorch_gap`, AOT and runtime)."""
+    from ..inputs.formats import executorch_gap, numeric_suite, torchsave
+
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
+    needs_b = (f"{path.name} holds one side only, so bisect needs B too: give two captures (A B), or one "
+               "torch.save of a torch.ao.ns numeric suite result (extract_logger_info, extract_weights, "
+               "compare_model_outputs) or of ExecuTorch's calculate_numeric_gap(...).to_dict('list')")
+    with blame("a", path.name):
+        try:
+            obj, _ = torchsave.load_object(data)
+        except InputError as err:
+            raise InputError(f"{needs_b} ({err.message})", where=str(path)) from None
+        if executorch_gap.recognised(obj):
+            aot, runtime = executorch_gap.sides(obj)
+            return ("ExecuTorch AOT", as_entries(aot)), ("ExecuTorch runtime", as_entries(runtime))
+        if not numeric_suite.recognised(obj):
+            raise InputError(needs_b, where=str(path))
+        a, b = numeric_suite.sides(obj)
+    return (a.model, as_entries(a.tensors)), (b.model, as_entries(b.tensors))
+
+
 def _compare_pair(a: Entry, b: Entry, options: ComparisonOptions) -> tuple[Report, dict[str, float | None]]:
     with blame("a", a.name):
         ta = a.load()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..numerics.figures import percent
@@ -183,6 +184,14 @@ class BisectReport:
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def to_model_explorer(self, model: str | Path | bytes, metric: str = "verdict") -> dict[str, Any]:
+        """Google Model Explorer's node data for the ONNX ``model`` (a path or its bytes): one
+        figure per node (``metric``, one of :data:`.model_explorer.METRICS`), to colour the graph by."""
+        from .model_explorer import to_model_explorer
+
+        data = model if isinstance(model, bytes) else Path(model).read_bytes()
+        return to_model_explorer(self, data, metric)
 
     def _repr_html_(self) -> str:
         """A notebook shows the table as the page does (:mod:`.bisect_html`), not the dataclass repr."""

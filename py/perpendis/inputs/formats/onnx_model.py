@@ -6,7 +6,7 @@ node's op type, the values it reads and writes, and the exporter's notes on it
 path of the call that made the node).  The page has no onnx package, so those few
 fields are decoded here; initializers' data is skipped, never copied.
 
-Fields read (onnx.proto3): ModelProto.graph = 7; GraphProto.node = 1, initializer = 5,
+Fields read (onnx.proto3): ModelProto.graph = 7; GraphProto.node = 1, name = 2, initializer = 5,
 input = 11, output = 12; NodeProto.input = 1, output = 2, name = 3, op_type = 4,
 metadata_props = 9; StringStringEntryProto.key = 1, value = 2; ValueInfoProto.name = 1;
 TensorProto.name = 8.
@@ -38,6 +38,7 @@ class Graph:
     inputs: list[str]  # graph inputs that are not initializers: what a run is fed
     outputs: list[str]
     initializers: set[str]
+    name: str = ""  # GraphProto.name: the graph id Model Explorer's ONNX adapter gives the graph
 
 
 def _text(value: object) -> str:
@@ -105,11 +106,13 @@ def read_graph(data: BytesLike) -> Graph:
                 graph_view = _message(value)
         if graph_view is None:
             raise InputError("not an ONNX model: it has no graph (is it a TensorProto or another file?)")
-        nodes, inputs, outputs, initializers = [], [], [], set()
+        nodes, inputs, outputs, initializers, name = [], [], [], set(), ""
         for number, wire, value in _fields(graph_view):
             if wire != 2:
                 continue
-            if number == 1:
+            if number == 2:
+                name = _text(value)
+            elif number == 1:
                 nodes.append(_node(_message(value)))
             elif number == 5:
                 initializers.add(_named(_message(value), 8))
@@ -121,7 +124,7 @@ def read_graph(data: BytesLike) -> Graph:
         raise InputError(err.message.replace("ONNX TensorProto", "ONNX model")) from None
     if not nodes:
         raise InputError("not an ONNX model: its graph has no nodes")
-    return Graph(nodes, [n for n in inputs if n not in initializers], outputs, initializers)
+    return Graph(nodes, [n for n in inputs if n not in initializers], outputs, initializers, name)
 
 
 def _listed(text: str | None) -> list[str] | None:

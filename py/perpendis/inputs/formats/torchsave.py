@@ -5,7 +5,8 @@ Such a file is a zip of ``<prefix>/data.pkl``, a pickle describing the saved obj
 and ``<prefix>/data/<key>``, the raw bytes of each storage.  The pickle is loaded by an
 unpickler whose ``find_class`` knows only the few globals torch uses to rebuild tensors
 (``torch._utils._rebuild_tensor_v2``/``_v3``, the storage types, ``_rebuild_parameter``,
-the dtypes, ``collections.OrderedDict``), each mapped to a function of ours that builds
+the dtypes, ``collections.OrderedDict``; ``_rebuild_qtensor``, the quantized storages and the
+qschemes for quantized tensors, read dequantized), each mapped to a function of ours that builds
 a NumPy array from the storage bytes; any other global is refused by name, so a
 malicious pickle has nothing to call.  Tensors may sit at the top, in (nested)
 dicts such as a ``state_dict``, or in lists and tuples; their names join the keys with
@@ -55,7 +56,12 @@ _STORAGE_TYPES = {
     "BoolStorage": "bool",
     "ComplexFloatStorage": "complex64",
     "ComplexDoubleStorage": "complex128",
+    # Quantized tensors' integers (torch.ao.quantization): dequantized when rebuilt.
+    "QUInt8Storage": "uint8",
+    "QInt8Storage": "int8",
+    "QInt32Storage": "int32",
 }
+_QSCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric")
 
 
 class _DType(NamedTuple):
@@ -71,11 +77,21 @@ class _Storage(NamedTuple):
     dtype: str | None
 
 
+class _QScheme(NamedTuple):
+    """A torch.qscheme named in the pickle (``torch.per_tensor_affine``)."""
+
+    name: str
+
+
 class _Loaded(NamedTuple):
     """A rebuilt tensor: immutable, so the pickle's BUILD opcode cannot alter it."""
 
     array: np.ndarray
     dtype: str
+    note: str | None = None  # how it was rebuilt, when not as stored (a quantized tensor dequantized)
+
+
+Loaded = _Loaded
 
 
 def is_torch_zip(names: list[str]) -> bool:
@@ -85,6 +101,21 @@ def is_torch_zip(names: list[str]) -> bool:
 
 def read(data: BytesLike, name: str | None = None) -> list[Tensor]:
     """Every tensor in the saved object, in the order the pickle holds them."""
+    obj, pickle_size = load_object(data)
+    found: list[tuple[str | None, _Loaded]] = []
+    skipped = _collect(obj, None, found, 0, itertools.count(), max(pickle_size, 1))
+    if not found:
+        raise InputError("the torch.save file holds no tensors")
+    tensors = [_tensor(path if path is not None else name, loaded) for path, loaded in found]
+    if skipped:
+        tensors[0].notes.append(f"{skipped} non-tensor values in the saved object were skipped")
+    return tensors
+
+
+def load_object(data: BytesLike) -> tuple[object, int]:
+    """The saved object, each tensor in it a :class:`Loaded` (see :func:`as_tensor`), and the
+    pickle's size in bytes (the most values a walk of it may visit): for readers of
+    structures other tools save (``inputs.formats.numeric_suite``), where keys and strings matter."""
     view = as_view(data)
     if bytes(view[: len(LEGACY_MAGIC)]) == LEGACY_MAGIC:
         raise InputError(
@@ -119,21 +150,13 @@ def read(data: BytesLike, name: str | None = None) -> list[Tensor]:
         member_bytes(archive, view, pkl_info, WHAT), storage_bytes, "<" if byteorder == "little" else ">"
     )
     try:
-        obj = unpickler.load()
+        return unpickler.load(), pkl_info.file_size
     except InputError:
         raise
     # The pickle is untrusted; with no callable but ours reachable, any failure of the
     # unpickling machinery (truncation, bad opcodes, wrong arguments) is a broken file.
     except Exception as err:
         raise InputError(f"the torch.save pickle is corrupted ({type(err).__name__}: {err})") from err
-    found: list[tuple[str | None, _Loaded]] = []
-    skipped = _collect(obj, None, found, 0, itertools.count(), max(pkl_info.file_size, 1))
-    if not found:
-        raise InputError("the torch.save file holds no tensors")
-    tensors = [_tensor(path if path is not None else name, loaded) for path, loaded in found]
-    if skipped:
-        tensors[0].notes.append(f"{skipped} non-tensor values in the saved object were skipped")
-    return tensors
 
 
 class _Unpickler(pickle._Unpickler):
@@ -156,6 +179,7 @@ class _Unpickler(pickle._Unpickler):
             "_rebuild_tensor_v3": self._rebuild_tensor_v3,
             "_rebuild_parameter": _rebuild_parameter,
             "_rebuild_parameter_with_state": _rebuild_parameter_with_state,
+            "_rebuild_qtensor": self._rebuild_qtensor,
         }
 
     def _load_bytearray8(self) -> None:
@@ -182,6 +206,8 @@ class _Unpickler(pickle._Unpickler):
             return _DType(None)
         if module == "torch" and name in _ELEMENT:
             return _DType(name)
+        if module == "torch" and name in _QSCHEMES:
+            return _QScheme(name)
         raise InputError(
             f"the torch.save file refers to the Python global {module}.{name}, which Perpendis does not load "
             "(it never runs code from a file); save tensors or a state_dict, not whole modules or objects"
@@ -217,6 +243,36 @@ class _Unpickler(pickle._Unpickler):
         self, storage, storage_offset, size, stride, _requires_grad, _backward_hooks, dtype, _metadata=None
     ) -> _Loaded:
         return self._rebuild(storage, storage_offset, size, stride, dtype.name if isinstance(dtype, _DType) else None)
+
+    def _rebuild_qtensor(
+        self, storage, storage_offset, size, stride, quantizer_params, _requires_grad, _backward_hooks
+    ) -> _Loaded:
+        """A quantized tensor (the numeric suite logs an int8 model's outputs so), dequantized to
+        float32 as ``Tensor.dequantize`` does: ``(q − zero_point) · scale``, per tensor or per channel."""
+        dtype = storage.dtype if isinstance(storage, _Storage) else None
+        q = self._rebuild(storage, storage_offset, size, stride, dtype)
+        params = quantizer_params if isinstance(quantizer_params, tuple) else ()
+        scheme = params[0].name if params and isinstance(params[0], _QScheme) else None
+        values = q.array.astype(np.int64)
+        # Bit for bit as torch's CPU kernels: per tensor in float32 arithmetic, per channel in float64.
+        if scheme in ("per_tensor_affine", "per_tensor_symmetric") and len(params) == 3:
+            _, scale, zero = params
+            if not isinstance(scale, (int, float)) or not isinstance(zero, int):
+                raise InputError("a quantized torch.save tensor has a scale or zero point that is not a number")
+            out = (values - zero).astype(np.float32) * np.float32(scale)
+        elif scheme in ("per_channel_affine", "per_channel_symmetric") and len(params) == 4:
+            _, scales, zeros, axis = params
+            if not (isinstance(scales, _Loaded) and isinstance(zeros, _Loaded) and isinstance(axis, int)
+                    and 0 <= axis < values.ndim and scales.array.shape == zeros.array.shape == (values.shape[axis],)):
+                raise InputError("a per-channel quantized torch.save tensor has scales that do not fit its axis")
+            shape = [1] * values.ndim
+            shape[axis] = -1
+            zero_points = zeros.array.astype(np.int64).reshape(shape)
+            out = (values - zero_points) * scales.array.astype(np.float64).reshape(shape)
+        else:
+            raise InputError(f"a quantized torch.save tensor uses the scheme {scheme or quantizer_params!r:.60}, "
+                             "which Perpendis does not read; dequantize it before saving")
+        return _Loaded(out.astype(np.float32), "float32", f"dequantized from {q.dtype} ({scheme})")
 
     def _rebuild(self, storage: object, offset: object, size: object, stride: object, dtype: str | None) -> _Loaded:
         """A tensor as torch would view it: ``size`` elements ``stride`` apart from ``offset``.
@@ -307,6 +363,12 @@ def _collect(
 
 def _tensor(name: str | None, loaded: _Loaded) -> Tensor:
     fmt = FORMATS.get(loaded.dtype)
+    notes = [loaded.note] if loaded.note else None
     if fmt is not None and not fmt.native:
-        return Tensor(loaded.array, fmt.name, SOURCE, name=name)
-    return from_numpy(loaded.array, SOURCE, name=name)
+        return Tensor(loaded.array, fmt.name, SOURCE, name=name, notes=notes or [])
+    return from_numpy(loaded.array, SOURCE, name=name, notes=notes)
+
+
+def as_tensor(name: str | None, loaded: Loaded) -> Tensor:
+    """A :class:`Loaded` of :func:`load_object` as a Tensor named ``name``."""
+    return _tensor(name, loaded)
