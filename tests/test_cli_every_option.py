@@ -244,6 +244,21 @@ def bisect_isolate(c: Cli) -> None:
     refused(c("bisect", c.capa, c.capb, "--isolate"), "give it with --model")
 
 
+def _node_data(path: Path) -> dict:
+    """The per-node values of a Model Explorer node-data file, under its one graph."""
+    import json
+
+    [graph] = json.loads(path.read_text()).values()
+    return graph["results"]
+
+
+def bisect_model_explorer(c: Cli) -> None:
+    out = c.root / "bisect.me.json"
+    _export(c, "--model", EXPORT / "cnn_bias.onnx", "--model-explorer", out)
+    assert _node_data(out) and any(v["value"] == 2 for v in _node_data(out).values())
+    refused(c("bisect", c.capa, c.capb, "--model-explorer", out), "give it with --model")
+
+
 def bisect_verbose(c: Cli) -> None:
     plain, verbose = c("bisect", c.capa, c.capb)[1], c("bisect", c.capa, c.capb, "-v")[1]
     assert "shape" not in plain.splitlines()[0] and "shape" in verbose.splitlines()[0]
@@ -415,6 +430,13 @@ def check_module(c: Cli) -> None:
     refused(c(*args, "--module", f"{EXPORT / 'models.py'}:nothing"), "defines no 'nothing'")
 
 
+def check_model_explorer(c: Cli) -> None:
+    out = c.root / "check.me.json"
+    assert not out.exists()
+    _check(c, "--model-explorer", out)
+    assert any(v["value"] == 2 for v in _node_data(out).values())
+
+
 def check_json(c: Cli) -> None:
     assert _check_json(c)["culprit"] is not None and not _check(c)[1].startswith("{")
 
@@ -529,6 +551,7 @@ CHECKS: dict[tuple[str, str], Callable[[Cli], None]] = {
     ("bisect", "--help"): bisect_help, ("bisect", "--json"): bisect_json, ("bisect", "--preset"): bisect_preset,
     ("bisect", "--atol"): bisect_atol, ("bisect", "--rtol"): bisect_rtol, ("bisect", "--depth"): bisect_depth,
     ("bisect", "--map"): bisect_map, ("bisect", "--model"): bisect_model, ("bisect", "--isolate"): bisect_isolate,
+    ("bisect", "--model-explorer"): bisect_model_explorer, ("check-export", "--model-explorer"): check_model_explorer,
     ("bisect", "--verbose"): bisect_verbose, ("bisect", "--only"): bisect_only,
     ("checkpoints", "--help"): checkpoints_help, ("checkpoints", "--rename"): checkpoints_rename,
     ("checkpoints", "--rename-preset"): checkpoints_rename_preset, ("checkpoints", "--preset"): checkpoints_preset,
