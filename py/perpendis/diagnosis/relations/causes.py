@@ -84,9 +84,13 @@ NORMALISATION = {
                 "appending or dropping the final Softmax)"],
     "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
     "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
-    "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)"],
+    "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)",
+                   "the same normalisation with another epsilon (a norm of a normalised row moves it only "
+                   "through ε)"],
     "gained": ["a LayerNorm or RMSNorm applied twice, or on one side only, its gain (and bias) kept (a norm "
-               "layer bypassed or repeated in the export; pre-norm against post-norm)"],
+               "layer bypassed or repeated in the export; pre-norm against post-norm)",
+               "the same LayerNorm or RMSNorm with another epsilon: normalising an already normalised row "
+               "changes it only through ε, so one side is a norm of the other"],
     "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
              "lost in the export)"],
 }

@@ -93,7 +93,8 @@ def _axis(pair: Pair, axis: int) -> Finding | None:
         text, amount, causes = f"axis {axis} reversed", {"permutation": best.tolist()[:64]}, why.REVERSED
     elif kind == "shifted":
         message = (
-            f"A is B shifted by {k}: A[i] matches B[i{k:+d}] for {moved.sum()} of {len(along)} indices "
+            f"A is B rolled by {-k} (np.roll(B, {-k}), torch.roll(B, {-k})): A[i] matches B[i{k:+d}] "
+            f"for {moved.sum()} of {len(along)} indices "
             f"(distance {quality:.2g} of that at the same index)"
         )
         text, amount, causes = f"axis {axis}, shift {k:+d}", {"shift": k}, why.SHIFTED

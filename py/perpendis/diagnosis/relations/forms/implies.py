@@ -50,7 +50,7 @@ def _sqrt_head(s: float) -> int | None:
 def _unbiased(p: dict) -> int | None:
     s = p.get("scale")
     for n in p.get("sizes", ()):
-        if n > 1 and s is not None:
+        if n > 2 and s is not None:  # N = 2 gives 2 and 1/2: a power of two, which implies no variance
             for f in (n / (n - 1), (n - 1) / n, math.sqrt(n / (n - 1)), math.sqrt((n - 1) / n)):
                 if _near(s, f, 1e-5) and abs(s - 1) > 1e-6:
                     return n

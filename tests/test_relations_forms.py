@@ -1,0 +1,82 @@
+"""The form search (``relations/forms``) on arrays made by real numpy and torch calls: each
+relation is stated with its fitted constants, and only the causes its parameters imply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from perpendis.engine.compare import compare_values
+
+torch = pytest.importorskip("torch")
+
+
+def _top(a: np.ndarray, b: np.ndarray):
+    report = compare_values(a, b, preset="fp32-cpu")
+    assert report.verdict == "investigate"
+    return report.findings[0]
+
+
+def _b(shape=(2, 16, 32), seed=0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_a_half_names_a_power_of_two_and_no_variance_over_an_axis_of_two():
+    b = _b()
+    top = _top((b * np.float32(0.5)).astype(np.float32), b)
+    assert top.kind == "scale" and "2^-1" in top.message
+    assert not any("variance" in c for c in top.causes)
+
+
+def test_an_unbiased_variance_factor_is_named_with_its_n():
+    b = _b((4, 16, 32))
+    top = _top((b * np.float32(np.sqrt(32 / 31))).astype(np.float32), b)
+    assert any("N = 32" in c for c in top.causes)
+
+
+def test_a_temperature_applied_twice_names_its_t():
+    b = _b((4, 1000))
+    top = _top((b / np.float32(0.7)).astype(np.float32), b)
+    assert top.kind == "scale" and any("T = 0.7" in c for c in top.causes)
+
+
+def test_np_roll_is_said_with_its_own_sign():
+    b = _b()
+    for k in (1, -1, 3):
+        top = _top(np.roll(b, k, axis=-1), b)
+        assert f"np.roll(B, {k})" in top.message, top.message
+
+
+def test_a_softmax_of_probabilities_is_a_softmax_applied_twice():
+    logits = torch.randn(8, 1000, generator=torch.Generator().manual_seed(1))
+    p = torch.softmax(logits, -1)
+    top = _top(torch.softmax(p, -1).numpy(), p.numpy())
+    assert top.kind in ("row_softmax", "normalisation") and "softmax(B)" in top.message and top.causes
+
+
+def test_an_int8_wrap_held_as_float32_is_a_wrap_not_a_narrower_format():
+    w = np.random.default_rng(2).integers(-300, 300, (64, 64))
+    top = _top((((w + 128) % 256) - 128).astype(np.float32), w.astype(np.float32))
+    assert top.kind == "wrap" and "int8" in top.message
+    assert not any("bfloat16" in c for c in top.causes)
+
+
+def test_a_sharper_softmax_names_the_missing_attention_scale():
+    scores = torch.randn(2, 4, 16, 16, generator=torch.Generator().manual_seed(3))
+    a, b = torch.softmax(scores * 8, -1), torch.softmax(scores, -1)  # 8 = √64: 1/√d left out on A's side
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "row_temperature" and any("d = 64" in c for c in top.causes)
+
+
+def test_a_layernorm_epsilon_that_differs_offers_the_epsilon():
+    x = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(4))
+    ln = [torch.nn.functional.layer_norm(x, (64,), eps=e).numpy() for e in (1e-1, 1e-5)]
+    top = _top(*ln)
+    assert any("epsilon" in c for c in top.causes)
+
+
+def test_rounding_between_float32_and_float64_states_no_form():
+    x = torch.randn(4, 64, 64, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    w = torch.randn(64, 64, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    a, b = (x.float() @ w.float()).numpy(), (x @ w).float().numpy()
+    report = compare_values(a, b, preset="fp32-cpu")
+    assert report.verdict == "rounding" and not [f for f in report.findings if f.severity == "error"]
