@@ -129,7 +129,7 @@ def test_a_truncated_npy_is_refused_from_its_header(tmp_path, monkeypatch):
 def test_files_whose_checks_run_past_the_prefix_still_load(tmp_path):
     """A safetensors header longer than the prefix, a Polygraphy-like JSON and a zip are let
     through by the prefix, for their readers to read whole."""
-    from safetensors.numpy import save_file
+    save_file = pytest.importorskip("safetensors.numpy").save_file
 
     many = {f"layer.{i:05d}.weight": np.full(2, i, np.float32) for i in range(3000)}
     save_file(many, str(tmp_path / "many.safetensors"))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from ....numerics.scramble import Stream
 from . import implies
 from .form import Form, fails_text
 from .view import HOLDS, View
@@ -112,9 +113,8 @@ def find(view: View) -> Form | None:
     if not view.whole or len(view.shape) < 1 or not same_values(view):
         return None
     n = view.a.size
-    rng = np.random.default_rng(0x5EED)
     diff = np.flatnonzero(view.differing.ravel())
-    pick = rng.choice(diff, size=min(SCREEN, diff.size), replace=False)
+    pick = diff[Stream(0x5EED).distinct(diff.size, SCREEN)]
     idx = np.unravel_index(pick, view.shape)
     a_flat, b_flat = view.a.ravel(), view.b.ravel()
     for count, (params, text, m) in enumerate(_candidates(view.shape)):
