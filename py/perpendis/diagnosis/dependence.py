@@ -39,6 +39,16 @@ NO_CAUSE = "no known cause fits this structure"
 # The kinds of finding these descriptions make.
 KINDS = ("sign_bias", "value_dependence", "position_dependence")
 
+# An error that shrinks at nearly every step toward the end of a (batch, position,
+# feature) tensor's positions: the earliest positions changed most and the last least,
+# which is what attention seeing later positions does (the last sees the same tokens
+# either way).  Rounding's size has no such trend, and an error that grows along the
+# axis (a rotary base) trends the other way.
+SHRINKS = -0.85
+MIN_POSITIONS = 6  # positions a trend is read over
+NOT_CAUSAL = ["attention that is not causal (a causal mask dropped or folded away in the export): every position "
+              "then also sees the later ones, the earliest gain the most, and the last sees the same tokens "
+              "either way"]
 CORRELATION_CAP = 4096  # a dependence test reads at most 4 times this many pairs
 BINS = 16  # bins of the value or the index a dependence is measured over
 
@@ -139,6 +149,9 @@ def _position(pair: Pair, u: float) -> list[Finding]:
     index = np.unravel_index(flat, pair.shape)
     bound = rounding_bound(u, pair.depth)
     size_bound = rounding_bound(u, pair.depth, max(pair.shape))
+    shrinking = _shrinking(pair.shape, index, np.abs(rel), size_bound)
+    if shrinking is not None:
+        return [shrinking]
     best: tuple[float, int, float, str] | None = None
     for axis, n in enumerate(pair.shape):
         if n < MIN_FIT:
@@ -155,11 +168,43 @@ def _position(pair: Pair, u: float) -> list[Finding]:
     measure = "mean relative difference" if what == "mean" else "size of the relative difference"
     # Where the error lives, said without a cause: on the mutation corpus a dependence on
     # the index came from every kind of bug; a rotary embedding that differs is named by
-    # the rotation relation (perpendis.diagnosis.relations.rotation), which holds only for it.
+    # the rotation relation (perpendis.diagnosis.relations.rotation), which holds only for
+    # it.  Only an error shrinking steadily toward the last position names one (_shrinking).
     message = (
         f"A − B depends on the index along axis {axis} ({n} entries): the {measure} moves by {effect:.3g} "
         f"across it (chi-square z = {z:.1f}); rounding has no preferred position; {NO_CAUSE}"
     )
     where = place(f"along axis {axis}", axis=axis, axis_size=n, z=z, effect=effect)
     return [Finding("position_dependence", "error", message, where, [])]
+
+
+def _shrinking(shape: tuple[int, ...], index: tuple[np.ndarray, ...], size: np.ndarray,
+               limit: float) -> Finding | None:
+    """The finding for an error whose size shrinks at nearly every step toward the last
+    position of a (batch, position, feature) tensor (:data:`NOT_CAUSAL`), or None."""
+    if len(shape) != 3 or shape[1] < MIN_POSITIONS:
+        return None
+    key = index[1].astype(np.float64)
+    z, effect = binned_z(key, size)
+    trend = _trend(key, size, min(BINS, shape[1]))
+    if not (z > Z and effect > limit and trend <= SHRINKS):
+        return None
+    message = (
+        f"A − B depends on the position along axis 1 ({shape[1]} entries): the size of the relative difference "
+        f"moves by {effect:.3g} across it (chi-square z = {z:.1f}) and shrinks steadily toward the last position "
+        f"(Spearman ρ = {trend:.2f}); rounding has no preferred position"
+    )
+    where = place("along axis 1", axis=1, axis_size=shape[1], z=z, effect=effect, trend=trend)
+    return Finding("position_dependence", "error", message, where, list(NOT_CAUSAL))
+
+
+def _trend(key: np.ndarray, size: np.ndarray, bins: int) -> float:
+    """Spearman's rank correlation of the mean size in ``bins`` bins of the index with
+    the bins' order: -1 when the error shrinks at every step toward the axis's end."""
+    order = np.argsort(key, kind="stable")
+    means = np.array([size[g].mean() for g in np.array_split(order, bins) if g.size])
+    if means.size < 3:
+        return 0.0
+    ranks = np.argsort(np.argsort(means, kind="stable"), kind="stable").astype(np.float64)
+    return float(np.corrcoef(np.arange(means.size), ranks)[0, 1])
 

@@ -24,6 +24,7 @@ from .pattern import find_pattern
 from .reference import reference_findings
 from .rounding import ROUNDING_SHARE, rounding_findings
 from .shape import shape_findings
+from .spared_region import find_spared
 from .structure import declared_precision, structure
 from .tolerance_findings import lossy_findings, tolerance_findings
 
@@ -38,16 +39,37 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _SEVERITY.get(f.severity, len(_SEVERITY)))
 
 
-def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) -> tuple[list[Finding], str]:
+# Said when a model output's difference is structural but implies no cause: the place it
+# starts is found layer by layer, and these are the commands that do it.
+LAYER_HINT = (
+    "no cause is implied by this structure at the output; the first layer where A departs is found layer by layer: "
+    "`perpendis check-export model.onnx --module model.py:NAME --input x.npy` runs both, or "
+    "`perpendis bisect torch.safetensors ort.npz --model model.onnx` compares two layer captures"
+)
+_DESCRIBED = {"tolerance", "dtype", "shape", "layout", "broadcast", "reference", "lossy"}
+
+
+def _layer_hint(findings: list[Finding]) -> list[Finding]:
+    """The hint, when an error finding describes the difference and none names a cause."""
+    described = [f for f in findings if f.severity == "error" and f.kind not in _DESCRIBED]
+    if not described or any(f.causes for f in described) or any(
+            f.severity == "error" and f.kind in ("dtype", "shape", "layout") for f in findings):
+        return []
+    return [Finding("layers", "info", LAYER_HINT)]
+
+
+def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
+             preset: str | None = None) -> tuple[list[Finding], str]:
     """The findings (most telling first) and the verdict of a report, from its numbers, its
     samples and the relation grammar (:mod:`perpendis.diagnosis.relations`); the report's one writer
     (:meth:`perpendis.engine.compare.Prepared.finish`) puts them in it.
 
     Any error-level structural finding makes the verdict ``investigate`` even when every
     element passes the tolerance; a precision finding leads when nothing structural does.
-    A dtype mismatch is an error unless ``check_dtype`` is off for two float formats.
+    A dtype mismatch is an error unless ``check_dtype`` is off for two float formats, the
+    declared ``preset`` is for the narrower one, or the wider side holds only its values.
     """
-    findings = shape_findings(report) + dtype_findings(report, check_dtype)
+    findings = shape_findings(report) + dtype_findings(report, check_dtype, preset)
     if report.compared_shape is not None and report.n_bitwise_diff:
         findings += nonfinite_findings(report)
         structural, found_precision, narrow = structure(report, depth)
@@ -57,7 +79,10 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) ->
         if all(f.kind in _DEPENDENCE for f in structural):
             # A sign flip, offset or scale of the failing region says more than a dependence
             # on position or value, which such a region also leaves.
-            pattern = find_pattern(report, region, region_findings[0].where if region_findings else None, depth)
+            # So does a start of an axis spared while every later entry departs.
+            spared = [] if region_findings else find_spared(report)
+            pattern = spared or find_pattern(report, region, region_findings[0].where if region_findings else None,
+                                             depth)
             # Without a map of its own, the region says more than the dependences it leaves.
             structural = pattern or ([] if region_findings else structural)
         findings += structural
@@ -72,7 +97,7 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True) ->
     findings += reference_findings(report, findings)
     declared_precision(findings, report)
     dtype_evidence(findings, report)
-    findings = _sorted(findings)
+    findings = _sorted(findings) + _layer_hint(findings)
     if report.identical:
         return findings, "identical"
     if any(f.severity == "error" for f in findings) or report.compared_shape is None:

@@ -84,13 +84,13 @@ def find_region(r: Report) -> tuple[list[Finding], dict[int, list[int]]]:
                    f"which holds {held:.0%} of the failures")
     else:
         message = f"the failures are concentrated in one region ({held:.0%} of them) while the rest passes"
-    causes = region_causes(shape, axis, indices) if exact and _gross(r) and _apart(r, region) else []
+    causes = region_causes(shape, axis, indices) if exact and gross_failures(r) and _apart(r, region) else []
     if not causes:
         message += "; no known cause fits a region like this alone"
     return [Finding("region", "error", message, where, causes)], region
 
 
-def _gross(r: Report) -> bool:
+def gross_failures(r: Report) -> bool:
     """Whether the failures are far past the tolerance (passing them needs ≥ GROSS times its
     rtol or atol): a region of elements a few times over it is where rounding meets small
     |B|, which implies no slice computed differently."""

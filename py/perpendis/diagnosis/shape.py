@@ -8,6 +8,9 @@ from ..report.text import shape_text
 
 AXIS_NAMES = {2: ("row", "column"), 4: ("batch", "channel", "height", "width")}
 _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
+# A transpose is called a layout slip only when at least this share of sampled elements
+# agree under it: a bug on top of a slip still leaves most elements right.
+LAYOUT_AGREE = 0.5
 
 
 def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
@@ -34,6 +37,31 @@ def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
     return [Finding("layout", "error", message, where, ["layout (NCHW against NHWC, a missing transpose or permute)"])]
 
 
+def _transposed_finding(layout: dict[str, object]) -> Finding:
+    """How A was transposed to B's shape.  The best order is a layout slip only when most
+    sampled elements agree under it; otherwise the shapes are merely the same sizes in
+    another order, and no layout is named."""
+    perm = tuple(layout["perm"])  # type: ignore[arg-type]
+    agree = float(layout["agree"])  # type: ignore[arg-type]
+    where = place(shape_text(perm), permutation=list(perm))
+    if agree < LAYOUT_AGREE:
+        return Finding(
+            "layout", "error",
+            f"no order of A's axes makes A agree with B: the best, A.transpose{perm}, under which the values were "
+            f"compared, leaves {agree:.0%} of sampled elements agreeing, so these are not one tensor in two layouts",
+            where,
+        )
+    names = _LAYOUT_NAMES.get(perm)
+    named = f" (A is {names[0]}, B is {names[1]})" if names else ""
+    return Finding(
+        "layout", "error",
+        f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
+        f"{agree:.0%} of sampled elements agree",
+        where,
+        ["layout (NCHW against NHWC, a missing transpose or permute)"],
+    )
+
+
 def shape_findings(r: Report) -> list[Finding]:
     layout = r.layout
     kind = layout.get("kind")
@@ -54,19 +82,7 @@ def shape_findings(r: Report) -> list[Finding]:
         return [Finding("shape", "error", f"{differ}: the shapes cannot be aligned, so no values were compared{extra}")]
     out = [Finding("shape", "error", differ)]
     if kind == "transpose":
-        perm = tuple(layout["perm"])
-        names = _LAYOUT_NAMES.get(perm)
-        named = f" (A is {names[0]}, B is {names[1]})" if names else ""
-        out.append(
-            Finding(
-                "layout",
-                "error",
-                f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
-                f"{layout['agree']:.0%} of sampled elements agree",
-                place(shape_text(perm), permutation=list(perm)),
-                ["layout (NCHW against NHWC, a missing transpose or permute)"],
-            )
-        )
+        out.append(_transposed_finding(layout))
     elif kind == "broadcast":
         out.append(
             Finding(

@@ -38,6 +38,7 @@ PERMUTE_SEED = 0
 # EXPLAINED_LEFT of those failures is reported as the likely layout slip.
 SUSPECT_FAIL_SHARE = 0.2
 EXPLAINED_LEFT = 0.1
+WIDENED_EVIDENCE = 16
 
 
 @dataclass
@@ -48,7 +49,9 @@ class Aligned:
     was done to A: ``{"kind": "same" | "squeeze" | "transpose" | "broadcast" | "none", ...}``;
     for ``same`` and ``squeeze`` it may add ``permuted``: ``{"perm", "agree", "given"}``,
     an order of A's axes that keeps the shape and under which the share ``agree`` of
-    sampled elements agree, against ``given`` in the order compared.
+    sampled elements agree, against ``given`` in the order compared.  ``widened`` names
+    the side (``"A"`` or ``"B"``) that is a wider float holding only the compared format's
+    values, when one is.
     """
 
     fmt: Format
@@ -71,6 +74,22 @@ def convert(array: np.ndarray, src: Format, dst: Format) -> np.ndarray:
     if dst.is_float:
         return bits.from_float64(bits.to_float64(array, src), dst)
     return np.asarray(array).astype(dst.storage)
+
+
+def _widened(side: Tensor, narrowed: np.ndarray, fmt: Format) -> Tensor | None:
+    """``side`` when it is a wider float holding only values of ``fmt`` (float16 results
+    stored as float32, as an ONNX fp16 conversion with keep_io_types does): rounding it to
+    ``fmt`` changed nothing.  Small integers are values of every float format, so the
+    evidence is only taken from at least ``WIDENED_EVIDENCE`` distinct non-integers."""
+    if side.fmt == fmt or not (fmt.is_float and side.fmt.is_float):
+        return None
+    back = convert(narrowed, fmt, side.fmt)
+    if not np.array_equal(bits.raw_bits(back, side.fmt), bits.raw_bits(np.asarray(side.array), side.fmt)):
+        return None
+    values = bits.to_float64(np.asarray(side.array).reshape(-1), side.fmt)
+    with np.errstate(invalid="ignore"):
+        fractional = values[np.isfinite(values) & (values != np.round(values))]
+    return side if np.unique(fractional).size >= WIDENED_EVIDENCE else None
 
 
 def _contiguous(array: np.ndarray) -> np.ndarray:
@@ -157,6 +176,15 @@ def align(a: Tensor, b: Tensor, tol: Tolerance) -> Aligned:
         rounded = "A" if fmt != a.fmt else "B"
         notes.append(f"A is {a.format} and B is {b.format}: {rounded} was rounded to {fmt.name} to compare values")
     xa, xb = convert(a.array, a.fmt, fmt), convert(b.array, b.fmt, fmt)
+    widened = _widened(a, xa, fmt) or _widened(b, xb, fmt)
+    aligned = _aligned(a, b, xa, xb, fmt, tol, notes)
+    if widened:
+        aligned.layout["widened"] = "A" if widened is a else "B"
+    return aligned
+
+
+def _aligned(a: Tensor, b: Tensor, xa: np.ndarray, xb: np.ndarray, fmt: Format, tol: Tolerance,
+             notes: list[str]) -> Aligned:
     sa, sb = a.shape, b.shape
     if sa == sb or (a.size == b.size and _squeezed(sa) == _squeezed(sb)):
         layout: dict[str, object] = {"kind": "same"}

@@ -135,6 +135,7 @@ class Prepared:
     task: TaskSpec | None = None  # the task check asked for (perpendis.task), None: only offered
     task_rows: Any = None  # task_judge's rows judged during the fold, when it could (a streamed pair)
     check_dtype: bool = True  # a dtype mismatch is an error (diagnose); off: judged in the narrower float
+    preset: str | None = None  # the preset the user declared (None: the format chose it)
 
     @property
     def size(self) -> int:
@@ -196,7 +197,7 @@ class Prepared:
         if partial is not None:
             _numbers(self.report, partial, format_of(self.report.compared_as), self._shape(), self.tol, self.rmse)
         self.report.findings, self.report.verdict = diagnose(self.report, depth=self.depth,
-                                                             check_dtype=self.check_dtype)
+                                                             check_dtype=self.check_dtype, preset=self.preset)
         task = task_judge.assess(self, self.task)
         self.report.task, self.report.task_offer = task.task, task.offer
         self.report.findings, self.report.verdict = task_judge.with_finding(
@@ -231,7 +232,8 @@ def prepare(
     report.notes = adopted + list(aligned.notes)
     report.layout = dict(aligned.layout)
     report.aligned = aligned
-    prepared = Prepared(report, tol, options.depth, task=options.task, check_dtype=options.check_dtype)
+    prepared = Prepared(report, tol, options.depth, task=options.task, check_dtype=options.check_dtype,
+                        preset=options.preset)
     if ref is not None:
         report.reference = reference(a, b, ref, aligned)
         if tol.rule.rmse and ref.format == "float64" and report.reference is not None:

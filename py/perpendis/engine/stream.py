@@ -209,7 +209,7 @@ def prepare_sources(
         notes=align(a.sample(), b.sample(), tol).notes,
         task=options.task,
     )
-    prepared.check_dtype = options.check_dtype
+    prepared.check_dtype, prepared.preset = options.check_dtype, options.preset
     return prepared
 
 

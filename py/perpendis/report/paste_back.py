@@ -64,7 +64,11 @@ def paste_back(r: Report) -> list[dict[str, Any]]:
     structural = [f for f in r.findings if f.severity == "error" and f.kind not in _TOLERANCE_KINDS]
     # Two float dtypes whose values agree to the narrower one's rounding: only the dtype
     # check fails, and check_dtype=False passes (as torch.testing's).
-    extra = ""
+    # A mismatch judged in the narrower format (a declared preset, a widened side) is no
+    # error here, but the pasted line names no preset: it says check_dtype=False itself.
+    waived = r.a.get("dtype") != r.b.get("dtype") and not any(
+        f.kind == "dtype" and f.severity == "error" for f in r.findings)
+    extra = ", check_dtype=False" if waived else ""
     if structural and all(f.kind == "dtype" and (f.evidence or {}).get("agree_to_rounding") for f in structural):
         structural, extra = [], ", check_dtype=False"
     lines: list[dict[str, Any]] = []

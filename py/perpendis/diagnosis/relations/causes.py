@@ -100,6 +100,11 @@ ROTATION = [
 ]
 # A region (:func:`.region.causes`): one run at an end of an axis, else a few indices.
 REGION_ROWS = ["one channel, row or position computed differently (a wrong weight slice, an off-by-one index)"]
+# One sample of a batch alone differs while the others agree: the samples go through the
+# model apart, so what differs is that sample's own input or what goes with it.
+REGION_SAMPLE = ["something that differs for that sample alone: its padding (an attention mask ignored, or position "
+                 "ids not shifted for a left-padded row) or its input values (an input id, a low-variance row "
+                 "meeting another epsilon)"]
 REGION_END = ["padding or masking applied to part of the tensor only (a mask or truncation at one end of the axis)",
               "an off-by-one index or a shifted window at the end of the axis"]
 

@@ -45,14 +45,21 @@ def describe(shape: tuple[int, ...], axis: int, indices: list[int]) -> str:
 def causes(shape: tuple[int, ...], axis: int, indices: list[int]) -> list[str]:
     """The causes a region implies, by what its axis and indices are.
 
-    A few batch entries say only that those samples' own inputs drive the difference (a
-    low-variance row meeting a changed epsilon, say): no weight slice or index is
-    implied, so no cause is.  A run at one end of another axis implies padding, masking
-    or an off-by-one; a few indices elsewhere, one slice computed differently."""
-    if not indices or axis_noun(shape, axis) == "batch entry":
+    One batch entry says that sample's own input, or what goes with it (its padding mask,
+    its position ids), drives the difference: no weight slice or index is implied.  So
+    does one row of a 2-D tensor, if its rows are samples, beside the slice computed
+    differently that a weight matrix's row would be.  A run at one end of another axis
+    implies padding, masking or an off-by-one; a few indices elsewhere, one slice computed
+    differently."""
+    if not indices:
         return []
+    noun = axis_noun(shape, axis)
+    if noun == "batch entry":
+        return list(why.REGION_SAMPLE) if len(indices) == 1 else []
     runs = _runs(indices)
     n = shape[axis]
+    if len(shape) == 2 and axis == 0 and len(indices) == 1:
+        return [*why.REGION_ROWS, "if the rows are samples, " + why.REGION_SAMPLE[0]]
     if len(runs) == 1 and len(indices) > 1 and (runs[0][0] == 0 or runs[0][1] == n - 1):
         return list(why.REGION_END)
     return list(why.REGION_ROWS)
