@@ -36,7 +36,23 @@ def _size(text: str) -> int:
     return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
 
 
-def _sparse(path: Path, head: bytes, size: int) -> Path:
+# The first bytes of each family's bad file: its magic, or what its reader tests first,
+# then garbage (tests/formats/test_refusal_prefix.py refuses the same files).
+BAD_PREFIXES = {
+    "npy": b"\x93NUMPY\x01\x00\x76\x00{'descr': garbage" + GARBAGE,
+    "npz": b"PK\x03\x04" + GARBAGE,
+    "safetensors": struct.pack("<Q", 200) + b'{"w": garbage' + GARBAGE,
+    "torchsave": b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19." + GARBAGE,
+    "onnx_pb": b"\xff\xff" + GARBAGE,
+    "polygraphy": b'{"outputs": {"polygraphy_class": ' + GARBAGE,
+    "pickle": b"\x80\x04\x95" + GARBAGE,
+    "gguf": b"GGUF\x07\x00\x00\x00" + GARBAGE,
+    "distcp": b"\x80\x04garbage" + GARBAGE,
+}
+
+
+def sparse(path: Path, head: bytes, size: int) -> Path:
+    """``head``, then holes up to ``size`` bytes: a huge file that costs no disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(head)
     os.truncate(path, size)
@@ -52,30 +68,30 @@ def cases(root: Path, size: int) -> list[tuple[str, list[str]]]:
     ok_dir.mkdir(exist_ok=True)
     np.save(ok_dir / "w.npy", np.ones(4, np.float32))
     files = {
-        "npy": (b"\x93NUMPY\x01\x00\x76\x00{'descr': garbage" + GARBAGE, "plain"),
-        "npz": (b"PK\x03\x04" + GARBAGE, "plain"),
-        "safetensors": (struct.pack("<Q", 200) + b'{"w": garbage' + GARBAGE, "plain"),
-        "torchsave": (b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19." + GARBAGE, "plain"),
-        "onnx_pb": (b"\xff\xff" + GARBAGE, "plain"),
-        "polygraphy json": (b'{"outputs": {"polygraphy_class": ' + GARBAGE, "plain"),
-        "onnx_model": (b"\xff\xff" + GARBAGE, "model"),
-        "gguf": (b"GGUF\x07\x00\x00\x00" + GARBAGE, "checkpoint"),
-        "distcp": (b"\x80\x04garbage" + GARBAGE, "distcp"),
+        "npy": (BAD_PREFIXES["npy"], "plain"),
+        "npz": (BAD_PREFIXES["npz"], "plain"),
+        "safetensors": (BAD_PREFIXES["safetensors"], "plain"),
+        "torchsave": (BAD_PREFIXES["torchsave"], "plain"),
+        "onnx_pb": (BAD_PREFIXES["onnx_pb"], "plain"),
+        "polygraphy json": (BAD_PREFIXES["polygraphy"], "plain"),
+        "onnx_model": (BAD_PREFIXES["onnx_pb"], "model"),
+        "gguf": (BAD_PREFIXES["gguf"], "checkpoint"),
+        "distcp": (BAD_PREFIXES["distcp"], "distcp"),
     }
     out = []
     for family, (head, how) in files.items():
         slug = family.replace(" ", "_")
         if how == "plain":
-            bad = _sparse(root / f"{slug}.bin", head, size)
+            bad = sparse(root / f"{slug}.bin", head, size)
             out.append((family, [str(bad), str(good)]))
         elif how == "model":
-            bad = _sparse(root / f"{slug}.onnx", head, size)
+            bad = sparse(root / f"{slug}.onnx", head, size)
             out.append((family, ["bisect", str(root / "capa.npz"), str(root / "capa.npz"), "--model", str(bad)]))
         elif how == "checkpoint":
-            bad = _sparse(root / slug / "model.gguf", head, size)
+            bad = sparse(root / slug / "model.gguf", head, size)
             out.append((family, ["checkpoints", str(bad.parent), str(ok_dir), "--single", "--no-progress"]))
         else:
-            bad = _sparse(root / slug / ".metadata", head, size)
+            bad = sparse(root / slug / ".metadata", head, size)
             (bad.parent / "__0_0.distcp").write_bytes(GARBAGE)
             out.append((family, ["checkpoints", str(bad.parent), str(ok_dir), "--single", "--no-progress"]))
     return out

@@ -16,19 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli.main import main
+from cli_runs import run_main as _run
 from perpendis.layers.bisect import bisect, path_entries, path_info
 
 pytest.importorskip("onnxruntime")
 
 HERE = Path(__file__).parent / "fixtures" / "export"
 BUGS = json.loads((HERE / "bugs.json").read_text())
-
-
-def _run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _first(text: str) -> str:

@@ -16,19 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli.main import main
+from cli_runs import run_main as _run
 from perpendis.layers.model_explorer import METRICS, VERDICT_VALUE
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 EXPORT = Path(__file__).parent / "fixtures" / "export"
-
-
-def _run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _node_names(model: Path) -> tuple[str, dict[str, str]]:

@@ -9,18 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perpendis.cli.main import main
+from cli_runs import run_main as _run
 from perpendis.errors import InputError
 from perpendis.inputs.formats import numeric_suite, torchsave
 
 HERE = Path(__file__).parent / "fixtures" / "numeric_suite"
 FACTS = json.loads((HERE / "facts.json").read_text())
-
-
-def _run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_one_file_bisect_finds_the_shifted_conv(capsys):

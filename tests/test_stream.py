@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import run_main as run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -413,14 +414,6 @@ def test_worker_stream_errors_are_answers_not_exceptions(tmp_path, monkeypatch):
     pb = save(tmp_path, "b.npy", np.asfortranarray(np.ones((30, 30), np.float32)))
     result = service.serve(worker_request(), {}, {"p0": file_reader(pa), "p1": file_reader(pb)})
     assert result["ok"] is False and result["error"]["side"] == "b" and "Fortran" in result["error"]["message"]
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from perpendis.cli.main import main
-
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_stream_prints_the_in_memory_report(tmp_path, capsys):

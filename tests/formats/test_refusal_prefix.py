@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import io
 import os
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +25,14 @@ from perpendis.inputs.formats.sniff import PREFIX_BYTES, ZIP_TAIL_BYTES
 from perpendis.inputs.load import load_path
 from perpendis.layers.bisect import model_info
 
+from bench.refusal import BAD_PREFIXES, GARBAGE
+from bench.refusal import sparse as bench_sparse
+
 HUGE = 3 * 2**30
-GARBAGE = bytes(range(256)) * 16  # 4 KiB of every byte value: not text, no valid structure
 
 
 def sparse(path: Path, head: bytes, size: int = HUGE) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(head)
-    os.truncate(path, size)
-    return path
+    return bench_sparse(path, head, size)
 
 
 class Counted:
@@ -81,15 +79,16 @@ class _CountingFile(io.RawIOBase):
         self.close()
 
 
-CASES = {
-    "npy": (b"\x93NUMPY\x01\x00\x76\x00{'descr': garbage" + GARBAGE, "the .npy header is malformed"),
-    "npz": (b"PK\x03\x04" + GARBAGE, "end-of-central-directory record is not in its last 64 KiB"),
-    "safetensors": (struct.pack("<Q", 200) + b'{"w": garbage' + GARBAGE, "the safetensors header is not valid JSON"),
-    "torchsave": (b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19." + GARBAGE, "legacy torch.save file"),
-    "onnx_pb": (b"\xff\xff" + GARBAGE, "the file is in no form Perpendis understands"),
-    "polygraphy": (b'{"outputs": {"polygraphy_class": ' + GARBAGE, "the Polygraphy file is not valid JSON"),
-    "pickle": (b"\x80\x04\x95" + GARBAGE, "the file is a Python pickle"),
+SAID = {
+    "npy": "the .npy header is malformed",
+    "npz": "end-of-central-directory record is not in its last 64 KiB",
+    "safetensors": "the safetensors header is not valid JSON",
+    "torchsave": "legacy torch.save file",
+    "onnx_pb": "the file is in no form Perpendis understands",
+    "polygraphy": "the Polygraphy file is not valid JSON",
+    "pickle": "the file is a Python pickle",
 }
+CASES = {family: (BAD_PREFIXES[family], said) for family, said in SAID.items()}
 
 
 @pytest.mark.parametrize("family", sorted(CASES))
@@ -141,7 +140,7 @@ def test_files_whose_checks_run_past_the_prefix_still_load(tmp_path):
 
 
 def test_a_huge_onnx_model_of_garbage_is_refused_from_the_prefix(tmp_path, monkeypatch):
-    bad = sparse(tmp_path / "model.onnx", b"\xff\xff" + GARBAGE)
+    bad = sparse(tmp_path / "model.onnx", BAD_PREFIXES["onnx_pb"])
     counted = Counted(monkeypatch, tmp_path)
     with pytest.raises(InputError, match="not an ONNX model: wire type 7"):
         check_model(bad)
@@ -181,8 +180,8 @@ class CountedReaders:
 @pytest.mark.parametrize(
     ("name", "head", "said"),
     [
-        ("model.gguf", b"GGUF\x07\x00\x00\x00" + GARBAGE, "GGUF"),
-        (".metadata", b"\x80\x04garbage" + GARBAGE, "over the 67108864-byte cap on pickles"),
+        ("model.gguf", BAD_PREFIXES["gguf"], "GGUF"),
+        (".metadata", BAD_PREFIXES["distcp"], "over the 67108864-byte cap on pickles"),
     ],
 )
 def test_a_huge_checkpoint_file_with_a_bad_prefix_is_a_problem_read_from_the_prefix(

@@ -42,18 +42,21 @@ def _sorted(findings: list[Finding]) -> list[Finding]:
 # Said when a model output's difference is structural but implies no cause: the place it
 # starts is found layer by layer, and these are the commands that do it.
 LAYER_HINT = (
-    "no cause is implied by this structure at the output; the first layer where A departs is found layer by layer: "
+    "no cause is implied by what the output shows; the first layer where A departs is found layer by layer: "
     "`perpendis check-export model.onnx --module model.py:NAME --input x.npy` runs both, or "
     "`perpendis bisect torch.safetensors ort.npz --model model.onnx` compares two layer captures"
 )
-_DESCRIBED = {"tolerance", "dtype", "shape", "layout", "broadcast", "reference", "lossy"}
+_NOT_THE_VALUES = {"dtype", "shape", "layout", "broadcast", "reference", "lossy"}
+_ROUNDING_KINDS = {"rounding", "deep_rounding", "precision"}
 
 
 def _layer_hint(findings: list[Finding]) -> list[Finding]:
-    """The hint, when an error finding describes the difference and none names a cause."""
-    described = [f for f in findings if f.severity == "error" and f.kind not in _DESCRIBED]
-    if not described or any(f.causes for f in described) or any(
-            f.severity == "error" and f.kind in ("dtype", "shape", "layout") for f in findings):
+    """The hint, when the values fail (a structure, or the tolerance alone) and no finding
+    names a cause or calls the differences rounding; a shape or dtype error comes first."""
+    errors = [f for f in findings if f.severity == "error"]
+    if not errors or any(f.kind in _NOT_THE_VALUES for f in errors) or any(f.causes for f in errors):
+        return []
+    if any(f.kind in _ROUNDING_KINDS for f in findings):
         return []
     return [Finding("layers", "info", LAYER_HINT)]
 
