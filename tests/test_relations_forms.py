@@ -80,3 +80,47 @@ def test_rounding_between_float32_and_float64_states_no_form():
     a, b = (x.float() @ w.float()).numpy(), (x @ w).float().numpy()
     report = compare_values(a, b, preset="fp32-cpu")
     assert report.verdict == "rounding" and not [f for f in report.findings if f.severity == "error"]
+
+
+def _t(shape=(4, 8, 32), seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_a_relu_is_named_a_relu_not_a_flush_of_subnormals():
+    """torch.relu(B): A = 0 wherever B < 0; the threshold lies anywhere between B's largest
+    negative and smallest positive value, which pins 0 and no smallest normal."""
+    b = _t()
+    top = _top(torch.relu(b).numpy(), b.numpy())
+    assert top.kind == "threshold" and top.message.startswith("A = max(B, 0), a ReLU")
+    assert any("ReLU on one side only" in c for c in top.causes)
+    assert not any("subnormal" in c for c in top.causes)
+
+
+def test_a_negation_and_an_absolute_value_are_no_rotary_embedding():
+    """−B and |B| keep every feature pair's norm, as a rotation does, but also every
+    element's size, which no rotation by an angle other than π does."""
+    b = _t()
+    negated = _top((-b).numpy(), b.numpy())
+    assert negated.kind == "sign_flip" and not any("rotary" in c for c in negated.causes[:1])
+    absolute = _top(b.abs().numpy(), b.numpy())
+    assert absolute.kind == "elementwise_map" and absolute.message.startswith("A = |B|")
+    assert any("absolute value on one side only" in c for c in absolute.causes)
+
+
+def test_an_l2_normalisation_on_one_side_is_named():
+    b = _t()
+    top = _top(torch.nn.functional.normalize(b, dim=-1).numpy(), b.numpy())
+    assert top.kind == "group_affine"
+    assert any("L2 normalisation (F.normalize" in c and "on A's side" in c for c in top.causes)
+
+
+def test_a_layer_norm_with_a_larger_epsilon_is_named_on_its_side():
+    """torch's LayerNorm of rows of small variance with eps 1e-3 against 1e-5: A = s·B per
+    row, both centred, s < 1 everywhere."""
+    x = _t() * 0.01
+    a = torch.nn.functional.layer_norm(x, (32,), eps=1e-3)
+    b = torch.nn.functional.layer_norm(x, (32,), eps=1e-5)
+    top = _top(a.numpy(), b.numpy())
+    assert any("larger epsilon on A's side" in c for c in top.causes), top
+    swapped = _top(b.numpy(), a.numpy())
+    assert any("larger epsilon on B's side" in c for c in swapped.causes), swapped

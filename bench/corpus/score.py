@@ -74,7 +74,7 @@ FAMILY_KINDS: dict[str, set[str]] = {
     "precision": {"precision", "grid", "elementwise"},
     "reorder": {"reversed", "shifted", "permuted", "transposed", "layout"},
     "layout": {"layout", "transposed", "shape"},
-    "position": {"position_dependence", "shifted", "rotation"},
+    "position": {"position_dependence", "shifted", "rotation", "spared_start"},
     "region": {"region", "slice_scale", "slice_offset", "slice_affine"},
     # A per-index map s·B + c that holds at the output (a LayerNorm gain changed where
     # nothing follows it), whatever the mutation's family: :func:`family_of`.

@@ -40,15 +40,12 @@ NO_CAUSE = "no known cause fits this structure"
 KINDS = ("sign_bias", "value_dependence", "position_dependence")
 
 # An error that shrinks at nearly every step toward the end of a (batch, position,
-# feature) tensor's positions: the earliest positions changed most and the last least,
-# which is what attention seeing later positions does (the last sees the same tokens
-# either way).  Rounding's size has no such trend, and an error that grows along the
-# axis (a rotary base) trends the other way.
+# feature) tensor's positions is said as such: the earliest positions changed most.  It
+# names no cause: a dropped causal mask leaves it, but so, on the mutation corpus, does a
+# weight changed in an attention output projection of a causal model and of an encoder
+# (the later positions average more values), so it does not imply one.
 SHRINKS = -0.85
 MIN_POSITIONS = 6  # positions a trend is read over
-NOT_CAUSAL = ["attention that is not causal (a causal mask dropped or folded away in the export): every position "
-              "then also sees the later ones, the earliest gain the most, and the last sees the same tokens "
-              "either way"]
 CORRELATION_CAP = 4096  # a dependence test reads at most 4 times this many pairs
 BINS = 16  # bins of the value or the index a dependence is measured over
 
@@ -169,7 +166,7 @@ def _position(pair: Pair, u: float) -> list[Finding]:
     # Where the error lives, said without a cause: on the mutation corpus a dependence on
     # the index came from every kind of bug; a rotary embedding that differs is named by
     # the rotation relation (perpendis.diagnosis.relations.rotation), which holds only for
-    # it.  Only an error shrinking steadily toward the last position names one (_shrinking).
+    # it.  An error shrinking steadily toward the last position is said so (_shrinking).
     message = (
         f"A − B depends on the index along axis {axis} ({n} entries): the {measure} moves by {effect:.3g} "
         f"across it (chi-square z = {z:.1f}); rounding has no preferred position; {NO_CAUSE}"
@@ -181,7 +178,7 @@ def _position(pair: Pair, u: float) -> list[Finding]:
 def _shrinking(shape: tuple[int, ...], index: tuple[np.ndarray, ...], size: np.ndarray,
                limit: float) -> Finding | None:
     """The finding for an error whose size shrinks at nearly every step toward the last
-    position of a (batch, position, feature) tensor (:data:`NOT_CAUSAL`), or None."""
+    position of a (batch, position, feature) tensor (:data:`SHRINKS`), or None."""
     if len(shape) != 3 or shape[1] < MIN_POSITIONS:
         return None
     key = index[1].astype(np.float64)
@@ -192,10 +189,11 @@ def _shrinking(shape: tuple[int, ...], index: tuple[np.ndarray, ...], size: np.n
     message = (
         f"A − B depends on the position along axis 1 ({shape[1]} entries): the size of the relative difference "
         f"moves by {effect:.3g} across it (chi-square z = {z:.1f}) and shrinks steadily toward the last position "
-        f"(Spearman ρ = {trend:.2f}); rounding has no preferred position"
+        f"(Spearman ρ = {trend:.2f}): the earliest positions changed most; rounding has no preferred position; "
+        f"{NO_CAUSE}"
     )
     where = place("along axis 1", axis=1, axis_size=shape[1], z=z, effect=effect, trend=trend)
-    return Finding("position_dependence", "error", message, where, list(NOT_CAUSAL))
+    return Finding("position_dependence", "error", message, where, [])
 
 
 def _trend(key: np.ndarray, size: np.ndarray, bins: int) -> float:

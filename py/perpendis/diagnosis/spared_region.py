@@ -3,11 +3,11 @@ later entry fails, from the fold's per-axis failure counts.
 
 This is the complement of :mod:`.failing_region`, and it implies more than a dependence
 on the position does: something that leaves the start of a sequence alone and changes
-every later step.  A rotary embedding rotates position 0 by angle 0 (the identity), so a
-layout of its pairs that differs spares exactly that position; a decode loop whose first
-step is computed from the prompt alone is right there and wrong from its first cached
-step on.  Those causes are offered only on an axis that can be a sequence ((batch,
-position, feature) tensors, or the rows of a 2-D one), never on an image's rows.
+every later step, i.e. something that mixes positions (causal attention's position 0
+sees only itself; a rotary embedding turns it by angle 0) or carries state from step to
+step (a decode loop's first step is computed from the prompt alone).  Those classes are
+offered only on an axis that can be a sequence ((batch, position, feature) tensors, or
+the rows of a 2-D one), never on an image's rows.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ from .relations.pair import axis_noun
 SPARED_MAX_SHARE = 0.5
 MIN_AXIS = 3  # a spared first entry and at least two departed ones
 
-# What a spared start implies, and what each cause needs: an identity at position 0, or a
-# first step computed apart from the rest.
+# What a spared start implies on a sequence axis: what differs mixes positions or carries
+# state between steps.  In causal attention position 0 attends only to itself, so nothing
+# in the attention scores reaches it; a rotary embedding turns it by angle 0.  On the
+# mutation corpus the start was spared by an attention scale, a transpose of the keys, a
+# rotary slice negated and a rotary add bypassed: the class is implied, not one member.
 SPARED_START = [
-    "a position-dependent step that is the identity at the start: a rotary embedding whose pairs are laid out "
-    "another way (interleaved (2i, 2i + 1) against half-split (i, i + d/2)), since rotation by angle 0 leaves "
-    "position 0 unchanged",
+    "something that mixes positions: in causal attention position 0 attends only to itself, so it does not see "
+    "the attention scores (their scale 1/√d, the queries and keys, the mask), and a rotary embedding turns it by "
+    "angle 0 (a rotary layout that differs, interleaved against half-split, spares it too)",
     "state carried from step to step: a KV cache, or the position ids of cached steps, off after the first step "
     "(which is computed from the prompt alone)",
 ]

@@ -6,7 +6,8 @@ leaves A's pairs rotated against B's: their values differ, their norms do not, i
 the pairs (a sign flipped in one feature keeps its pairs' norms too, but turns only them).  Two
 pairings are tried along the last axis, ``(i, i + d/2)`` (Llama, GPT-NeoX) and
 ``(2i, 2i + 1)`` (GPT-J); the relation holds when the pair norms agree to rounding on 99 %
-of sampled pairs while at least :data:`MIN_MOVED` pairs moved beyond it.
+of sampled pairs while at least :data:`MIN_MOVED` pairs moved beyond it, and not every
+element kept its size (then only signs changed: :func:`_signs_only`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def _pairings(d: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
     return [("halves (i, i + d/2)", half, half + d // 2), ("interleaved (2i, 2i + 1)", 2 * half, 2 * half + 1)]
 
 
+def _signs_only(a: np.ndarray, b: np.ndarray, allowed: np.ndarray) -> bool:
+    """Whether A and B differ only in signs, element by element (|A| = |B| to rounding on
+    :data:`HOLD_SHARE` of them): −B, |B|, a sign flipped per feature.  Such a change keeps
+    every pair norm too, but a rotation by any angle but π mixes the pair's two values and
+    changes each one's size."""
+    return bool(np.mean(np.abs(np.abs(a) - np.abs(b)) <= allowed) >= HOLD_SHARE)
+
+
 def find(pair: Pair) -> list[Finding]:
     """The rotation relation along the last axis, as a finding, or none."""
     if not pair.in_memory or not pair.fmt.is_float or len(pair.shape) < 2 or pair.shape[-1] % 2:
@@ -39,6 +48,8 @@ def find(pair: Pair) -> list[Finding]:
     ok = finite_rows(a, b)
     a, b = a[ok], b[ok]
     bound = ROUNDOFF_FACTOR * pair.u * pair.depth
+    if _signs_only(a, b, bound * np.maximum(np.abs(b), pair.b_rms)):
+        return []
     for name, i, j in _pairings(d):
         na, nb = np.hypot(a[:, i], a[:, j]), np.hypot(b[:, i], b[:, j])
         scale = np.maximum(np.maximum(na, nb), pair.b_rms)

@@ -7,6 +7,7 @@ fitted and then checked element by element (:meth:`.view.View.close`).
   A is not (and, for integers, wrapped around instead);
 - ``threshold``: A = B except that A is one constant (0, −inf, NaN) exactly where B lies
   below (or, in magnitude, under) a threshold that separates the two sets;
+- ``absolute``: A = |B| (either way round);
 - ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
   scales, offsets, affine maps, powers, exp and log, a change of log base, optionally
   followed by a clip to A's held extremes; fitted by least squares on the elements inside
@@ -111,14 +112,31 @@ def threshold(view: View) -> Form | None:
         if below < above:
             params = {"value": float(v), "below": below, "above": above, "on": name}
             tname = implies.threshold_name(below, above)
-            at = f"{tname} " if tname else ""
-            text = (f"A = B except that A = {v:g} wherever {name} < {at}t, t between {below:.6g} and {above:.6g} "
+            at = f" = {tname}" if tname else ""
+            text = (f"A = B except that A = {v:g} wherever {name} < t{at}, t between {below:.6g} and {above:.6g} "
                     f"({int(np.count_nonzero(diff))} elements)")
+            if tname == "0" and v == 0 and name == "B":
+                text = f"A = max(B, 0), a ReLU: {text}"
             if tname:
                 params["threshold"] = tname
             return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
         if name == "B" and float(np.min(bd)) > float(np.max(view.b[rest])):
             break  # above a threshold: the same test with the sign flipped is not a flush
+    return None
+
+
+def absolute(view: View) -> Form | None:
+    """A = |B| (or B = |A|): one side's signs dropped where the other keeps them."""
+    for flip in (False, True):
+        a, b = (view.b, view.a) if flip else (view.a, view.b)
+        finite = np.isfinite(a) & np.isfinite(b)
+        if not (np.any(b[finite] < 0) and np.all(a[finite] >= 0)):
+            continue
+        names = ("B", "A") if flip else ("A", "B")
+        got = _stated(view, "elementwise_map", f"{names[0]} = |{names[1]}|",
+                      {"map": "abs", "reversed": flip}, np.abs(view.a) if flip else np.abs(view.b))
+        if got is not None:
+            return got
     return None
 
 
@@ -266,7 +284,7 @@ def fitted_map(view: View) -> Form | None:
     return None
 
 
-FORMS = (wrap, saturated, threshold, fitted_map)
+FORMS = (wrap, saturated, threshold, absolute, fitted_map)
 
 
 def find(view: View) -> Form | None:

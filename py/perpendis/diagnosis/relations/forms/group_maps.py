@@ -124,6 +124,29 @@ def _same_for_every_sample(s: np.ndarray, c: np.ndarray, scale: float) -> bool:
     return bool(np.mean(ds & dc) >= 0.9)
 
 
+NORMALISED = 1e-3  # a group's mean within this of 0 (in its std) and its variance of 1
+
+
+def _group_facts(x: np.ndarray, y: np.ndarray, g: np.ndarray, ng: int, c: np.ndarray) -> dict:
+    """What each side's groups are, for the causes to test: every offset 0 (a scale per
+    group), every group of one side of L2 norm 1, normalised (mean 0, variance 1), centred
+    (mean 0), of variance at most 1 (normalised with an epsilon)."""
+    cnt = np.bincount(g, minlength=ng).astype(float)
+    facts: dict = {}
+    scale = float(np.sqrt(np.mean(x * x))) + 1e-300
+    facts["scale_only"] = bool(np.max(np.abs(c)) <= NORMALISED * scale)
+    for side, v in (("a", y), ("b", x)):
+        norm = np.sqrt(np.bincount(g, v * v, ng))
+        mean = np.bincount(g, v, ng) / cnt
+        var = np.bincount(g, v * v, ng) / cnt - mean * mean
+        facts[f"unit_norm_{side}"] = bool(np.all(np.abs(norm - 1) <= NORMALISED))
+        facts[f"normalised_{side}"] = bool(np.all(np.abs(mean) <= NORMALISED * np.sqrt(np.maximum(var, 0)))
+                                           and np.all(np.abs(var - 1) <= 1e-2))
+        facts[f"centred_{side}"] = bool(np.all(np.abs(mean) <= NORMALISED * np.sqrt(np.maximum(var, 1e-300))))
+        facts[f"variance_at_most_1_{side}"] = bool(np.all(var <= 1 + 1e-2))
+    return facts
+
+
 def group_affine(view: View) -> Form | None:
     if not view.whole or not (np.isfinite(view.a).all() and np.isfinite(view.b).all()):
         return None
@@ -158,6 +181,7 @@ def group_affine(view: View) -> Form | None:
             params = params | _runs(s.reshape(view.shape[0], view.shape[1]))
         p = params | {"slope_range": [float(np.min(s)), float(np.max(s))],
                       "offset_range": [float(np.min(c)), float(np.max(c))], "groups_fitted": ng}
+        p |= _group_facts(x, y, g, ng, c)
         form_text = f"A = s·B + c with {text} (slopes {np.min(s):.3g} to {np.max(s):.3g})"
         return Form("group_affine", form_text, p, share, int(ok.size), fails_text(view, ok),
                     implies.causes("group_affine", p))

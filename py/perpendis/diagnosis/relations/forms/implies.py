@@ -110,6 +110,9 @@ CAUSES: list[Cause] = [
           lambda p: {p.get("lhs"), p.get("rhs")} == {"log", "id"} and "offset" not in p
           and _near(p.get("scale"), 1.0, 1e-5),
           lambda p: "an exp or log on one side only (log-probabilities against probabilities, logits against scores)"),
+    Cause("elementwise_map", "A = |B| exactly (or B = |A|)", lambda p: p.get("map") == "abs",
+          lambda p: "an absolute value on one side only (a magnitude against a signed value: abs() applied, or "
+                    "dropped, in the export)"),
     Cause("wrap", "differences that are multiples of 2^k", lambda p: True,
           lambda p: f"a cast to {p['type']} that overflowed: values outside its range wrap around "
                     "(no clamp before the cast"
@@ -124,8 +127,12 @@ CAUSES: list[Cause] = [
     Cause("saturated", "A beyond the bounds B holds", lambda p: not p.get("wrapped"),
           lambda p: f"a clamp to [{p['lo']:g}, {p['hi']:g}] on B's side only "
                     "(saturation, a clip, an activation bound)"),
+    Cause("threshold", "A is 0 where B is negative and B elsewhere (the threshold is pinned only to 0)",
+          lambda p: p.get("threshold") == "0" and p["value"] == 0 and p["on"] == "B",
+          lambda p: "a ReLU on one side only: A = max(B, 0) (an activation dropped, or applied where it should not "
+                    "be, in the export)"),
     Cause("threshold", "A is 0 or −inf where B (or |B|) is under float32's or float16's smallest normal or its log",
-          lambda p: "threshold" in p and (p["value"] == 0 or p["value"] == -math.inf),
+          lambda p: "threshold" in p and p["threshold"] != "0" and (p["value"] == 0 or p["value"] == -math.inf),
           lambda p: "subnormal (denormal) values flushed to zero (FTZ/DAZ: torch.set_flush_denormal(True), "
                     "-ffast-math, a kernel's flush mode)" + ("; the log of a flushed probability is −inf"
                                                              if p["value"] == -math.inf else "")),
@@ -163,6 +170,17 @@ CAUSES: list[Cause] = [
     Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),
+    Cause("group_affine", "A = s·B in every group and every group of A (or of B) has L2 norm 1",
+          lambda p: p.get("scale_only") and (p.get("unit_norm_a") or p.get("unit_norm_b")),
+          lambda p: f"an L2 normalisation (F.normalize, x / ‖x‖) on {'A' if p.get('unit_norm_a') else 'B'}'s side "
+                    "only, over each group's elements (an embedding or a feature normalised on one side)"),
+    Cause("group_affine", "both sides' groups centred with variance at most 1 (normalised, with an epsilon), and "
+          "A = s·B in each with every s to one side of 1",
+          lambda p: p.get("scale_only") and p.get("centred_a") and p.get("centred_b") and (
+              (p.get("variance_at_most_1_b") and p["slope_range"][1] < 1)
+              or (p.get("variance_at_most_1_a") and p["slope_range"][0] > 1)),
+          lambda p: f"the same normalisation with a larger epsilon on {'A' if p['slope_range'][1] < 1 else 'B'}'s "
+                    "side: x / √(var + ε) shrinks a group by √(var / (var + ε)), most where its variance is small"),
     Cause("group_affine", "one slope and offset per (sample, group of consecutive channels)",
           lambda p: p.get("per") in ("sample_group", "sample_channel") and p.get("groups_of", 1) > 1
           and not (p["slope_range"][0] >= 0.99 and p["slope_range"][1] <= 1.01),
@@ -200,12 +218,20 @@ def causes(kind: str, params: dict) -> list[str]:
     return out
 
 
+PIN = 16.0
+
+
 def threshold_name(below: float, above: float) -> str | None:
     """The name of a known edge lying between ``below`` and ``above``: a format's smallest
     normal value, or its logarithm (a flush seen through a log)."""
     for fmt, tiny in _TINY.items():
-        if below < tiny <= above:
+        # The separating interval must pin the edge: within a factor of PIN of it (of e, for
+        # its logarithm); a wide one (a ReLU's, from the largest negative to the smallest
+        # positive value of B) holds any tiny number and names none.
+        if below < tiny <= above and below >= tiny / PIN and above <= tiny * PIN:
             return f"{fmt}'s smallest normal {tiny:.6g}"
-        if below < math.log(tiny) <= above:
+        if below < math.log(tiny) <= above and above - below <= 1.0:
             return f"ln({fmt}'s smallest normal) = {math.log(tiny):.6g}"
+    if below < 0.0 <= above:
+        return "0"
     return None
