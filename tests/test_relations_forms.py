@@ -124,3 +124,36 @@ def test_a_layer_norm_with_a_larger_epsilon_is_named_on_its_side():
     assert any("larger epsilon on A's side" in c for c in top.causes), top
     swapped = _top(b.numpy(), a.numpy())
     assert any("larger epsilon on B's side" in c for c in swapped.causes), swapped
+
+
+def test_a_sort_on_one_side_is_named_with_its_side_and_direction():
+    """torch.sort(B, descending=True): each row holds B's values, sorted; the members'
+    per-feature fit, which leaves 20 % unexplained, is not stated instead."""
+    b = _t()
+    top = _top(torch.sort(b, dim=-1, descending=True).values.numpy(), b.numpy())
+    assert top.kind == "index_map" and top.message.startswith("A = B sorted descending along axis 2")
+    assert any("a sort on A's side only" in c for c in top.causes)
+    values, _ = torch.topk(b, 32, dim=-1, sorted=True)
+    assert _top(b.numpy(), values.numpy()).message.startswith("B = A sorted descending along axis 2")
+
+
+def test_a_position_embedding_added_twice_is_an_input_independent_term():
+    """A GPT-2-style learned position embedding (one vector per position) added on one side
+    only: A − B is the same for every sample and varies over positions and features."""
+    torch.manual_seed(3)
+    embedding = torch.nn.Embedding(8, 32)
+    b = _t()
+    a = b + embedding(torch.arange(8)).detach()[None]
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "sample_offset" and "varying over axes (1, 2)" in top.message
+    assert any("position (or token-type) embedding" in c for c in top.causes)
+    per_feature = _top((b + torch.linspace(-1, 1, 32)).numpy(), b.numpy())
+    assert per_feature.kind == "slice_offset"  # one value per feature stays the members' per-slice bias
+
+
+def test_a_value_mask_above_a_threshold_is_stated_and_a_clamp_is_left_a_clamp():
+    b = _t()
+    masked = _top(b.masked_fill(b > 1.5, 0.0).numpy(), b.numpy())
+    assert masked.kind == "threshold" and "A = 0 wherever B > t" in masked.message and not masked.causes
+    clamped = _top(b.clamp(max=1.0).numpy(), b.numpy())
+    assert clamped.kind == "clipped"

@@ -182,7 +182,7 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "block_constant", "group_affine",
+_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "block_constant", "sample_offset", "group_affine",
              "normalised_fibres"}
 
 
@@ -197,7 +197,8 @@ def _prefer(form: forms.Form, members: list[Finding]) -> bool:
     if (form.kind == "group_affine" and form.params.get("groups_of", 1) == 1
             and members[0].kind.startswith("slice_")):
         return False  # one map per channel: the members' per-slice relation says as much, with its axis
-    if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in ("halves", "reshape")):
+    if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in (
+            "halves", "reshape", "sorted")):
         return True
     if form.kind in ("elementwise_map", "scale", "offset", "affine") and members[0].kind in _FITTED_KINDS:
         return True  # one map for every element, where the members fitted one per slice or row

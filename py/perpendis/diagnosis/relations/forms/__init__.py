@@ -20,10 +20,11 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "row_softmax", "row_temperature", "block_constant", "group_affine", "normalised_fibres"})
+                   "row_softmax", "row_temperature", "block_constant", "sample_offset", "group_affine",
+                   "normalised_fibres"})
 
 FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, group_maps.block_constant,
-            group_maps.group_affine, group_maps.normalised_fibres)
+            group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
 
 
 def search(pair: Pair) -> Form | None:

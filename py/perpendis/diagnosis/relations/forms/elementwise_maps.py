@@ -121,7 +121,15 @@ def threshold(view: View) -> Form | None:
                 params["threshold"] = tname
             return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
         if name == "B" and float(np.min(bd)) > float(np.max(view.b[rest])):
-            break  # above a threshold: the same test with the sign flipped is not a flush
+            # Above a threshold: a value mask (masked_fill where B > t), no flush.
+            below, above = float(np.max(view.b[rest])), float(np.min(bd))
+            at_bound = below <= v or bool(view.close(np.array([below]), np.array([v]))[0])
+            if at_bound and v <= above:
+                return None  # the constant is the threshold (to the tolerance): a clamp, the clip member's
+            params = {"value": float(v), "below": below, "above": above, "on": "B", "side": "above"}
+            text = (f"A = B except that A = {v:g} wherever B > t, t between {below:.6g} and {above:.6g} "
+                    f"({int(np.count_nonzero(diff))} elements)")
+            return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
     return None
 
 

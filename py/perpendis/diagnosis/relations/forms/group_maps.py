@@ -3,6 +3,8 @@
 - ``block_constant``: A is constant over runs of k consecutive indices along an axis
   (k×k blocks over two) where B varies, and A follows B elsewhere (correlation ≥ 0.9):
   A was upsampled by repetition where B was interpolated;
+- ``sample_offset``: A = B + E with E the same for every index of axis 0 (the samples)
+  and varying over at least two other axes: an additive term independent of the input;
 - ``group_affine``: A = s_g·B + c_g with one slope and offset per group g: per sample,
   per (sample, run of r consecutive channels), or per fibre along one axis (a pixel's
   channels), the fewest groups that hold; the statistics of a normalisation taken over
@@ -186,6 +188,38 @@ def group_affine(view: View) -> Form | None:
         return Form("group_affine", form_text, p, share, int(ok.size), fails_text(view, ok),
                     implies.causes("group_affine", p))
     return None
+
+
+EXPLAINED = 0.1  # of A − B's RMS the input-independent term may leave
+
+
+def sample_offset(view: View) -> Form | None:
+    """A = B + E with E one array over every axis but the first, the same for every sample
+    and not one constant: an additive term that does not depend on the input."""
+    if not view.whole or view.a.ndim < 2 or view.shape[0] < 2 or not (
+            np.isfinite(view.a).all() and np.isfinite(view.b).all()):
+        return None
+    d = view.a - view.b
+    e = np.median(d, axis=0)
+    t = view.b + e[None]
+    ok = view.close(view.a, t)
+    share = float(np.mean(ok))
+    if share < HOLDS or share <= view.identity_share:
+        return None
+    if float(np.sqrt(np.mean((d - e[None]) ** 2))) > EXPLAINED * float(np.sqrt(np.mean(d * d))):
+        return None  # E leaves most of A − B: rounding differs from sample to sample, a term would not
+    spread = float(np.std(e))
+    if spread <= 1e-3 * (float(np.sqrt(np.mean(view.b * view.b))) + 1e-300):
+        return None  # one constant: a global offset, the elementwise fit's
+    small = 1e-3 * spread
+    varying = [ax + 1 for ax in range(e.ndim) if e.shape[ax] > 1 and float(np.max(np.ptp(e, axis=ax))) > small]
+    if len(varying) < 2:
+        return None  # one value per index of one axis: a per-slice offset, the members'
+    params = {"per": "sample_invariant", "axes": varying, "offset_rms": float(np.sqrt(np.mean(e * e)))}
+    text = (f"A = B + E, one E (RMS {params['offset_rms']:.3g}) varying over axes {tuple(varying)}, "
+            f"the same for all {view.shape[0]} entries of axis 0")
+    return Form("sample_offset", text, params, share, int(ok.size), fails_text(view, ok),
+                implies.causes("sample_offset", params))
 
 
 ALS_STEPS = 12

@@ -155,6 +155,12 @@ CAUSES: list[Cause] = [
           lambda p: f"a {'log_softmax' if p['logs'] else 'softmax'} on one side only: "
                     f"{'log-probabilities' if p['logs'] else 'probabilities'} compared with the logits "
                     "(an output taken before or after the final normalisation)"),
+    Cause("sample_offset", "A − B the same for every sample and not one constant", lambda p: True,
+          lambda p: "an additive term that does not depend on the input, added on one side only or twice: a position "
+                    "(or token-type) embedding, a bias over several axes, an additive attention mask or bias"),
+    Cause("index_map", "each fibre of one side is the other's sorted", lambda p: p.get("map") == "sorted",
+          lambda p: f"a sort on {p['sorted_side']}'s side only: values in sorted order where the other side keeps "
+                    "their positions (torch.topk(sorted=True) against sorted=False, a sort or argsort applied once)"),
     Cause("index_map", "the two halves of an axis swapped", lambda p: p.get("map") == "halves",
           lambda p: "two halves concatenated in the other order (torch.cat([x1, x2]) against torch.cat([x2, x1]); "
                     "sin/cos order of a sinusoidal embedding, flip_sin_to_cos, rotate_half)"),

@@ -5,7 +5,9 @@ Tried only when the two multisets agree (sorted A within the tolerance of sorted
 agree element by element: the two halves of an axis swapped, a flip, a roll by k, two
 equal-sized axes swapped, or a reshape of B viewed with one axis split in two and two of
 the view's axes swapped (a reshape without its transpose).  Candidates are screened on a
-few hundred sampled positions and the one that holds is checked on every element.
+few hundred sampled positions and the one that holds is checked on every element.  When
+none holds, each fibre along an axis may still hold its B fibre's values: sorted (a sort
+or top-k order), or in an order no map here names (said, with no cause).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .form import Form, fails_text
 from .view import HOLDS, View
 
 SCREEN = 512  # positions a candidate is screened on
+REORDERED = 0.5  # a reordering within fibres leaves at most this share of elements agreeing as given
 MAX_CANDIDATES = 4000
 
 Map = Callable[[tuple[np.ndarray, ...]], tuple[np.ndarray, ...] | np.ndarray]
@@ -108,10 +111,47 @@ def _reshape_swap(shape: tuple[int, ...], view: tuple[int, ...], swapped: tuple[
     return m
 
 
+def _within_fibres(view: View) -> Form | None:
+    """Each fibre along one axis of A holds its B fibre's values in another order: sorted
+    (either way round, either direction), or in no order a map here names.  Only asked
+    when A and B mostly disagree as given: two sides that agree to rounding also agree
+    sorted, and are no reordering."""
+    if view.identity_share >= REORDERED:
+        return None
+    for ax in range(len(view.shape) - 1, -1, -1):
+        if view.shape[ax] < 4:
+            continue
+        sa, sb = np.sort(view.a, axis=ax), np.sort(view.b, axis=ax)
+        if float(np.mean(view.close(sa, sb))) < HOLDS:
+            continue
+        for side, x, y in (("A", view.a, view.b), ("B", view.b, view.a)):
+            for descending in (True, False):
+                t = np.flip(np.sort(y, axis=ax), axis=ax) if descending else np.sort(y, axis=ax)
+                ok = view.close(x, t)
+                if float(np.mean(ok)) >= HOLDS:
+                    other = "B" if side == "A" else "A"
+                    order = "descending" if descending else "ascending"
+                    text = f"{side} = {other} sorted {order} along axis {ax} (each fibre holds the same values)"
+                    params = {"map": "sorted", "axis": ax, "descending": descending, "sorted_side": side}
+                    return Form("index_map", text, params, float(np.mean(ok)), int(ok.size), fails_text(view, ok),
+                                implies.causes("index_map", params))
+        ok = view.close(sa, sb)
+        text = (f"each fibre of A along axis {ax} holds its B fibre's values in another order (sorted, they agree), "
+                "an order no reshape, roll or flip gives")
+        return Form("index_map", text, {"map": "within_fibres", "axis": ax}, float(np.mean(ok)), int(ok.size),
+                    None, [])
+    return None
+
+
 def find(view: View) -> Form | None:
     """The simplest index map under which A = B[π] holds, when A and B hold the same values."""
     if not view.whole or len(view.shape) < 1 or not same_values(view):
         return None
+    got = _searched(view)
+    return got if got is not None else _within_fibres(view)
+
+
+def _searched(view: View) -> Form | None:
     n = view.a.size
     diff = np.flatnonzero(view.differing.ravel())
     pick = diff[Stream(0x5EED).distinct(diff.size, SCREEN)]
