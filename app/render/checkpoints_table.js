@@ -5,7 +5,7 @@ import { el, fill, num } from "./dom.js";
 import { number, pct } from "./numbers.js";
 
 const VERDICT_WORDS = {
-  error: "unreadable",
+  error: "not compared",
   investigate: "investigate",
   rounding: "rounding",
   converted: "converted",
@@ -36,7 +36,7 @@ export function renderCheckpointReport(node, report) {
   const s = report.summary;
   const summary = el("p", { "data-testid": "checkpoint-summary" },
     `${s.tensors} tensors: ${s.identical} identical, ${s.rounding_equivalent} rounding-equivalent ` +
-    `(${s.converted} exact conversions, ${s.rounding} within rounding), ${s.different} different, ${s.errors} unreadable; ` +
+    `(${s.converted} exact conversions, ${s.rounding} within rounding), ${s.different} different, ${s.errors} not compared; ` +
     `${s.only_a} only in A, ${s.only_b} only in B; ${(s.bytes_compared / 1e9).toFixed(3)} GB compared`);
   const verdict = el("select", { "data-testid": "checkpoint-filter-verdict", "aria-label": "Show tensors with this verdict" },
     el("option", { value: "" }, "every verdict"),
@@ -58,8 +58,15 @@ export function renderCheckpointReport(node, report) {
     el("li", {}, `${(p.side || "").toUpperCase()}: ${p.file}: ${p.message}`));
   const only = ["a", "b"].filter((side) => report[`only_${side}`].length).map((side) =>
     el("li", {}, `only in ${side.toUpperCase()} (${report[`only_${side}`].length}): ${report[`only_${side}`].join(", ")}`));
+  // As the core's text ends: a report short of some tensors never reads as the whole comparison.
+  const missed = [];
+  if (s.errors) missed.push(`${s.errors} of ${s.tensors} tensors were not compared (${report.not_compared.map((n) => n.name).join(", ")})`);
+  if (s.problems) missed.push(`the bad input above (${s.problems}) kept tensors from being read`);
+  const incomplete = report.complete === false ? el("p", { "data-testid": "checkpoint-incomplete", class: "problems" },
+    `INCOMPLETE: ${missed.join(" and ")}; this report covers only what was compared`) : null;
   fill(node,
     summary,
+    incomplete,
     problems.length ? el("ul", { "data-testid": "checkpoint-problems", class: "problems" }, problems) : null,
     only.length ? el("ul", { "data-testid": "checkpoint-only" }, only) : null,
     report.notes.length ? el("ul", { class: "hint" }, report.notes.map((n) => el("li", {}, n))) : null,

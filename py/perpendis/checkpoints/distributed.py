@@ -51,6 +51,7 @@ import ctypes.util
 import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import CancelledError
 from functools import lru_cache
 from typing import Any
 
@@ -62,7 +63,7 @@ from ..inputs.formats.buffer import Reader
 from .job import Begun, Job, no_report, task_bytes
 from .pairs import Task, compare_pair
 from .report import TensorRow
-from .schedule import Folded, Unit, fold_all
+from .schedule import Folded, Lost, Unit, fold_all
 from .shared import CheckpointFold, fold_unit_job
 
 UNIT_BYTES = 256 * 2**20
@@ -283,12 +284,34 @@ class DaskFolder:
             except InputError as err:
                 yield index, err
                 continue
-            except Exception as err:  # the scheduler could not unpickle the task, say
-                raise _not_installed(err) from None
+            except Exception as err:  # a worker died, or the scheduler could not unpickle the task
+                lost = lost_why(err)
+                if lost is None:
+                    raise _not_installed(err) from None
+                yield index, Lost(lost)
+                continue
             yield index, [TensorRow.from_dict(r) for r in data] if rows else data
 
     def cancel(self) -> None:
         self.client.cancel(list(self.running.futures))
+
+
+def lost_why(err: BaseException) -> str | None:
+    """Why a task was lost by the cluster rather than failed in its own code, in words; None
+    for an error of the task itself (a bug, or a cluster without this package), which is
+    raised as it is.  Dask retries a task whose worker died on another worker, up to
+    ``distributed.scheduler.allowed-failures`` times; past them it is lost."""
+    from distributed import KilledWorker
+    from distributed.comm import CommClosedError
+
+    if isinstance(err, KilledWorker):
+        worker = getattr(err.last_worker, "address", err.last_worker)
+        deaths = err.allowed_failures + 1
+        return f"the Dask worker {worker} died while folding it (KilledWorker: {deaths} worker(s) died running it)"
+    if isinstance(err, CancelledError | CommClosedError | OSError):  # OSError: TimeoutError, a lost connection
+        said = " ".join(str(err).split())[:200] or "no message"
+        return f"the Dask cluster lost its task ({type(err).__name__}: {said})"
+    return None
 
 
 def dask_runner(client: Any, unit_bytes: int | None = None) -> Callable[[Job], None]:

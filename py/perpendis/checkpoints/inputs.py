@@ -286,7 +286,7 @@ def open_tensor(loc: Located, read: Reader, size: int, side: str) -> Source:
     """One located tensor as a source read chunk by chunk through ``read`` (its file's reader)."""
     if size != loc.size:
         message = f"{loc.file} is {size} bytes now, {loc.size} when it was scanned; was it changed?"
-        raise InputError(message, where=loc.file)
+        raise InputError(message, where=loc.file, side=side)
     if loc.kind == "npy":
         return open_source(read, size, loc.name, side)
     if loc.kind == "safetensors":

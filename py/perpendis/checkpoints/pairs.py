@@ -141,8 +141,9 @@ def merged_row(task: Task, sa: Source, sb: Source, prepared: Prepared, parts: Se
     return finish_row(task, sa, sb, prepared, merged)
 
 
-def error_row(task: Task, err: InputError) -> TensorRow:
-    """The row of a pair that could not be compared: a file changed or broken since the scan."""
+def error_row(task: Task, err: InputError | str) -> TensorRow:
+    """The row of a pair that could not be compared: a file changed or broken since the scan
+    (``err``), or why its fold was lost (a worker that died)."""
     return TensorRow(task.name, task.a.name, task.b.name, "error", str(err), task.a.file, task.b.file)
 
 

@@ -18,8 +18,9 @@ from ..report.text import number_text, shape_text
 from .scanned import Problem
 
 VERDICTS = ("error", "investigate", "rounding", "converted", "identical")
-"""Row verdicts, worst first: unreadable; must be investigated; differs by rounding only;
-the same values in another dtype (exact rounding to bfloat16, say); bit for bit equal."""
+"""Row verdicts, worst first: not compared (unreadable, a file changed while it was read, a
+worker lost); must be investigated; differs by rounding only; the same values in another
+dtype (exact rounding to bfloat16, say); bit for bit equal."""
 
 SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
 
@@ -86,6 +87,7 @@ class CheckpointReport:
             "rounding": count["rounding"],
             "different": count["investigate"],
             "errors": count["error"],
+            "not_compared": count["error"],
             "only_a": len(self.only_a),
             "only_b": len(self.only_b),
             "problems": len(self.problems),
@@ -99,8 +101,27 @@ class CheckpointReport:
         s = self.summary
         return bool(s["different"] or s["errors"] or s["only_a"] or s["only_b"] or s["problems"])
 
+    @property
+    def complete(self) -> bool:
+        """Every paired tensor compared and every file read: no error row (a tensor not
+        compared: unreadable, its file changed while it was read, its worker lost) and no
+        bad input found by the scan.  An incomplete report says so in its text and JSON."""
+        return not self.summary["not_compared"] and not self.problems
+
+    @property
+    def not_compared(self) -> list[dict[str, str | None]]:
+        """Each tensor not compared, by name (and each side's), with why: a resume file keeps
+        no row of them, so a rerun with it compares exactly these."""
+        return [
+            {"name": r.name, "a_name": r.a_name, "b_name": r.b_name, "why": r.description}
+            for r in self.tensors
+            if r.verdict == "error"
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "complete": self.complete,
+            "not_compared": self.not_compared,
             "tensors": [r.to_dict() for r in self.tensors],
             "only_a": list(self.only_a),
             "only_b": list(self.only_b),
@@ -137,13 +158,31 @@ class CheckpointReport:
         lines += [f"bad input in {(p.side or '?').upper()}: {p.file}: {p.message}" for p in self.problems]
         lines += [f"note: {n}" for n in self.notes]
         s = self.summary
+        lines += self._not_compared_lines()
         lines.append(
             f"{s['tensors']} tensors: {s['identical']} identical, {s['rounding_equivalent']} rounding-equivalent "
             f"({s['converted']} exact conversions, {s['rounding']} within rounding), {s['different']} different, "
-            f"{s['errors']} unreadable; {s['only_a']} only in A, {s['only_b']} only in B; "
+            f"{s['not_compared']} not compared; {s['only_a']} only in A, {s['only_b']} only in B; "
             f"{s['bytes_compared'] / 1e9:.3f} GB compared"
         )
+        if not self.complete:
+            lines.append(self._incomplete())
         return "\n".join(lines) + "\n"
+
+    def _not_compared_lines(self) -> list[str]:
+        """Every tensor not compared, by name, grouped by why (one worker lost, one file cut short)."""
+        by_why: dict[str, list[str]] = {}
+        for n in self.not_compared:
+            by_why.setdefault(n["why"] or "", []).append(n["name"])
+        return [f"not compared ({len(names)}): {', '.join(names)}: {why}" for why, names in by_why.items()]
+
+    def _incomplete(self) -> str:
+        """The last line of an incomplete report: what it does not cover."""
+        s = self.summary
+        missed = [f"{s['not_compared']} of {s['tensors']} tensors were not compared"] if s["not_compared"] else []
+        if self.problems:
+            missed.append(f"the bad input above ({s['problems']}) kept tensors from being read")
+        return f"INCOMPLETE: {' and '.join(missed)}; this report covers only what was compared"
 
 
 def _number(x: float | str | None) -> float | None:

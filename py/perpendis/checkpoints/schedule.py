@@ -24,10 +24,20 @@ from .pairs import Task
 from .report import TensorRow
 from .shared import CheckpointFold
 
-Folded = BytesLike | Sequence[TensorRow] | InputError | None
+
+@dataclass(frozen=True)
+class Lost:
+    """A unit its folder lost before it was folded (its Dask worker died running it, the
+    cluster cancelled it): nothing of it is known, so each of its pairs is a row saying it
+    was not compared, and why, which a rerun with the resume file compares again."""
+
+    why: str
+
+
+Folded = BytesLike | Sequence[TensorRow] | InputError | Lost | None
 """What a unit gives back: its pieces' partials packed (:func:`~perpendis.checkpoints.shared.pack`),
-the rows of its pairs when each is whole in it, the bad input that stopped it, or None when
-it was folded into the fold already (in this process)."""
+the rows of its pairs when each is whole in it, the bad input that stopped it, the reason it
+was lost, or None when it was folded into the fold already (in this process)."""
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,8 @@ def take(fold: CheckpointFold, index: int, folded: Folded) -> None:
     """One unit's outcome taken into ``fold``."""
     if folded is None:
         return
-    if isinstance(folded, InputError):
-        fold.fail_unit(index, folded)
+    if isinstance(folded, InputError | Lost):
+        fold.fail_unit(index, folded if isinstance(folded, InputError) else folded.why)
     elif isinstance(folded, list | tuple):
         fold.take_rows(index, folded)
     else:

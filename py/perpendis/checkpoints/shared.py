@@ -296,9 +296,9 @@ class CheckpointFold:
         self.advance(piece, piece.nbytes)
         self.begun.job.row(pair.task, row)
 
-    def fail_unit(self, index: int, err: InputError) -> None:
-        """Unit ``index`` could not be folded (a file its worker cannot read): each of its
-        pairs is an error row."""
+    def fail_unit(self, index: int, err: InputError | str) -> None:
+        """Unit ``index`` could not be folded (a file its worker cannot read, or ``err``: why
+        its worker lost it): each of its pairs is an error row, a tensor not compared."""
         for piece in self.units[index]:
             pair = self.pairs[piece.pair]
             if pair.left:
@@ -314,7 +314,7 @@ class CheckpointFold:
             job.row(pair.task, merged_row(pair.task, sa, sb, pair.prepared, pair.parts))  # type: ignore[arg-type]
             pair.parts = []
 
-    def _failed(self, pair: _Pair, err: InputError) -> None:
+    def _failed(self, pair: _Pair, err: InputError | str) -> None:
         pair.left, pair.parts = 0, []
         self.begun.job.row(pair.task, error_row(pair.task, err))
 

@@ -2,12 +2,14 @@
 
 Exit 0 when every tensor is identical or rounding-equivalent (an exact conversion to a
 narrower dtype, or differences within rounding), 1 when some tensor must be
-investigated (it differs, cannot be read, or is on one side only), 2 when a
-checkpoint cannot be compared at all.  Tensors are folded as dask.distributed tasks
-on ``--scheduler`` whenever it is given (an address that does not answer is exit 2), or
-on a LocalCluster with one worker per core when Dask is installed and the checkpoints are
-big enough for the cluster to win back its start, else in this process, which the
-command says, with why.
+investigated (it differs, cannot be read, or is on one side only) or was not compared
+(a file changed while it was read, a Dask worker died with its task: the report then
+lists them and ends ``INCOMPLETE``, its JSON says ``"complete": false``, and a rerun
+with ``--resume`` compares only them), 2 when a checkpoint cannot be compared at all.
+Tensors are folded as dask.distributed tasks on ``--scheduler`` whenever it is given (an
+address that does not answer is exit 2), or on a LocalCluster with one worker per core
+when Dask is installed and the checkpoints are big enough for the cluster to win back its
+start, else in this process, which the command says, with why.
 """
 
 from __future__ import annotations
@@ -231,4 +233,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(answer["checkpoints"], allow_nan=False, indent=1))
     else:
         print(answer["text"], end="")
+    if not answer["checkpoints"]["complete"]:
+        _say_incomplete(answer["checkpoints"], args.resume)
     return exits.judged(answer["must_investigate"])
+
+
+def _say_incomplete(report: dict[str, Any], resume: str | None) -> None:
+    """Say on stderr that the report is not the whole comparison, and how to finish it."""
+    missed = len(report["not_compared"])
+    if not missed:
+        return  # bad input the scan found: said in the report, and a rerun finds it again
+    how = (
+        f"run the same command again (--resume {resume}) to compare only those"
+        if resume
+        else "rerun with --resume FILE to keep what each run compares, so that the next one compares only the rest"
+    )
+    print(
+        f"perpendis checkpoints: {missed} of {report['summary']['tensors']} tensors were not compared; {how}",
+        file=sys.stderr,
+    )

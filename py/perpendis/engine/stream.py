@@ -235,11 +235,40 @@ def map_file(path: str | Path, side: str = "a") -> Source:
 
 
 def map_reader(path: str | Path) -> tuple[Reader, int]:
-    """A reader over a read-only memory map of ``path``, and its size (closed as :func:`map_file` says)."""
+    """A reader over a read-only memory map of ``path``, and its size (closed as :func:`map_file` says).
+
+    A file cut short after it was mapped would make a read of the map past its new end a
+    SIGBUS, which kills the process (or a Dask worker) with no word of which file: each
+    read first asks the file's size now (one ``fstat`` of the map's own descriptor), and a
+    read past it is bad input naming the file.  The check and the read are not atomic; a
+    file cut in the microseconds between them still ends the process.
+    """
     path = Path(path)
     try:
         with path.open("rb") as file:
             size = os.fstat(file.fileno()).st_size
-            return view_reader(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
+            if not size:
+                return view_reader(b"")
+            held = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}", where=str(path)) from None
+    view = memoryview(held)
+
+    def read(offset: int, length: int) -> memoryview:
+        end = min(offset + length, size)
+        if end > offset and end > (now := _size_now(held, size)):
+            raise InputError(
+                f"{path.name} is {now} bytes now, {size} when it was opened; was it changed while it was read?",
+                where=str(path),
+            )
+        return view[offset : offset + length]
+
+    return read, size
+
+
+def _size_now(held: mmap.mmap, mapped: int) -> int:
+    """The size of the file under ``held`` now (``mapped`` when it cannot be asked)."""
+    try:
+        return held.size()
+    except (OSError, ValueError):  # closed, or a file system that cannot say
+        return mapped
