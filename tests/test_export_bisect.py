@@ -365,6 +365,7 @@ def test_a_layer_run_alone_is_fed_only_surely_paired_values(tmp_path):
     import torch
 
     _corpus()
+    from perpendis.inputs.formats.onnx_model import describe, read_graph
     from perpendis.layers.capture.check import bisect_runs_of
     from perpendis.layers.capture.torch import capture
 
@@ -372,14 +373,20 @@ def test_a_layer_run_alone_is_fed_only_surely_paired_values(tmp_path):
     from bench.corpus.mutate import OPERATORS, apply
 
     path, module, inputs = models.clean("resnet")
-    onnx.save(apply(onnx.load(path), OPERATORS["cast_fp16"], "node_add_55"), tmp_path / "bug.onnx")
+    graph = onnx.load(path)
+    # The first block's residual Add, found by its module: its name is torch.fx's count of the
+    # adds traced before it (node_add_55 under torch 2.13, node_add_10 under 2.15).
+    values = describe(read_graph(graph.SerializeToString()))
+    add = next(n for n in graph.graph.node
+               if n.op_type == "Add" and values[n.output[0]]["module"] == "model.resnet.encoder.stages.0.layers.0")
+    onnx.save(apply(graph, OPERATORS["cast_fp16"], add.name), tmp_path / "bug.onnx")
     with torch.no_grad(), capture(module) as run:
         module(*(torch.from_numpy(x) for x in inputs))
     result = bisect_runs_of(run, tmp_path / "bug.onnx", list(inputs))
-    unsure = next(p for p in result.pairs if p.b_name == "add_55")
+    unsure = next(p for p in result.pairs if p.b_name == add.output[0])
     assert not unsure.sure and unsure.paired_by == "order and shape"
     culprit = result.sure_culprit
-    assert culprit.b_name == "relu_2" and "add_55" not in culprit.isolated["reads"]
+    assert culprit.b_name == "relu_2" and add.output[0] not in culprit.isolated["reads"]
     assert culprit.isolated["finding"]["kind"] == "elementwise"
     assert "rounded to float16" in culprit.isolated["finding"]["message"]
     # The unsure pair's own run fails too (it compares two different tensors): the report

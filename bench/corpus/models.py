@@ -1,6 +1,8 @@
 """The corpus's architectures: tiny random-init models, seeded, in eval mode, each with
 deterministic example inputs, exported once with torch's default (dynamo) ONNX exporter
-and cached under ``bench/corpus/.cache/`` (git-ignored).
+and cached under ``bench/corpus/.cache/`` (git-ignored), or under ``PERPENDIS_CORPUS_CACHE``
+when set: scripts/torch_matrix.sh gives each torch release a cache of its own, since a cached
+graph is reused whichever torch made it.
 
 One builder per architecture returns ``(module, inputs)``; the module returns a single
 tensor (the architecture's main output), so every ONNX graph has one output and every
@@ -11,12 +13,13 @@ calls :func:`clean` or :func:`bench.corpus.cases.mutant` for the pieces it needs
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-BASE_CACHE = Path(__file__).resolve().parent / ".cache"
+BASE_CACHE = Path(os.environ.get("PERPENDIS_CORPUS_CACHE") or Path(__file__).resolve().parent / ".cache")
 CACHE = BASE_CACHE
 SEED = 0
 BATCH = 2
