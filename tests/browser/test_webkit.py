@@ -78,6 +78,9 @@ def answered(browser: webkit.Session) -> dict:
     browser.wait("return !document.body.classList.contains('busy') && "
                  "(!document.getElementById('report').hidden || !document.getElementById('error').hidden)",
                  timeout=ANSWER_S, what="an answer")
+    # The page scrolls the verdict into view in the frame after it shows it: a click aimed
+    # before that lands where the button was (the share link's lost click under load).
+    browser.settle()
     return browser.run("""
       const box = document.getElementById("verdict-box");
       return {verdict: box.dataset.verdict, index: document.getElementById("element-index").textContent,

@@ -89,11 +89,16 @@ class Session:
         element = self.find(css)[ELEMENT]
         self.command("POST", f"/element/{element}/value", {"text": "\n".join(str(p) for p in paths)})
 
-    def screenshot(self, path: Path) -> None:
-        """The window as painted. Taken right after a change, WebKitGTK under Xvfb gave the
-        frame before it: two animation frames are waited for first."""
+    def settle(self) -> None:
+        """Two animation frames and a little more: what the page does in the next frame
+        (revealing the verdict scrolls it) is done before the next click is aimed."""
         self.command("POST", "/execute/async", {"script": "const done = arguments[arguments.length - 1];"
                      "requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 100)));", "args": []})
+
+    def screenshot(self, path: Path) -> None:
+        """The window as painted. Taken right after a change, WebKitGTK under Xvfb gave the
+        frame before it, so the page is settled first."""
+        self.settle()
         path.write_bytes(base64.b64decode(self.command("GET", "/screenshot")))
 
     def wait(self, script: str, *args, timeout: float = 120, what: str = "the page") -> object:
@@ -106,7 +111,8 @@ class Session:
             if time.monotonic() > deadline:
                 state = self.run("const error = document.getElementById('error');"
                                  "return document.getElementById('status').textContent + ' | ' + "
-                                 "(error.hidden ? '' : error.textContent)")
+                                 "(error.hidden ? '' : error.textContent) + ' | ' + "
+                                 "(document.getElementById('export-status')?.textContent ?? '')")
                 raise TimeoutError(f"timed out waiting for {what}; the page: {state}")
             time.sleep(0.2)
 
