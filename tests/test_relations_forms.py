@@ -157,3 +157,124 @@ def test_a_value_mask_above_a_threshold_is_stated_and_a_clamp_is_left_a_clamp():
     assert masked.kind == "threshold" and "A = 0 wherever B > t" in masked.message and not masked.causes
     clamped = _top(b.clamp(max=1.0).numpy(), b.numpy())
     assert clamped.kind == "clipped"
+
+
+# Relations of kinds the grammar did not list, each made by the torch call that makes it in
+# a model, with what the report says and what it must not say.
+F = torch.nn.functional if torch else None
+
+
+def _g(seed: int):
+    return torch.Generator().manual_seed(seed)
+
+
+def _report(a, b, preset="fp32-cpu"):
+    return compare_values(np.asarray(a), np.asarray(b), preset=preset)
+
+
+def test_an_unbiased_variance_over_reduced_axes_names_n_from_the_scale():
+    x = torch.randn(2, 8, 16, 16, generator=_g(1))
+    top = _top(x.var(dim=(2, 3), unbiased=True).numpy(), x.var(dim=(2, 3), unbiased=False).numpy())
+    assert top.kind == "scale" and any("N = 256" in c for c in top.causes), (top.message, top.causes)
+
+
+def test_rounded_integers_are_not_called_bfloat16():
+    v = torch.randn(4, 50, generator=_g(2)) * 10
+    report = _report(v.round().numpy(), v.numpy())
+    assert report.findings[0].message.startswith("A = round(B)")
+    assert not any("bfloat16" in f.message or any("bfloat16" in c for c in f.causes) for f in report.findings)
+
+
+def test_an_offset_on_the_failing_elements_only_implies_no_bias():
+    v = torch.randn(4, 50, generator=_g(3)) * 10
+    top = _top(v.floor().numpy(), v.round().numpy())
+    assert "on the failing elements only" in top.message and top.causes == []
+
+
+def test_an_absolute_value_dropped_is_said_either_way_round():
+    v = torch.randn(4, 50, generator=_g(4))
+    top = _top(v.numpy(), v.abs().numpy())
+    assert top.message.startswith("B = |A|") and any("absolute value" in c for c in top.causes)
+
+
+def test_a_norm_layers_missing_affine_is_a_feature_map_not_a_batchnorm():
+    x = torch.randn(2, 8, 16, 16, generator=_g(5))
+    w, bias = torch.randn(16, generator=_g(6)), torch.randn(16, generator=_g(7))
+    top = _top(F.layer_norm(x, (16,)).numpy(), F.layer_norm(x, (16,), w, bias).numpy())
+    assert top.kind == "slice_affine" and "axis 3" in top.message
+    assert any("elementwise weight and bias" in c for c in top.causes)
+    assert not any("BatchNorm" in c for c in top.causes)
+
+
+def test_a_zeroed_channel_is_a_signal_cut_not_a_normalisation_constant():
+    x = torch.randn(2, 8, 16, 16, generator=_g(8))
+    gate = torch.ones(1, 8, 1, 1)
+    gate[0, 1] = 0
+    report = _report((x * gate).numpy(), x.numpy())
+    top = report.findings[0]
+    assert "the signal was cut" in top.message
+    assert not any("BatchNorm" in c or "std" in c for c in top.causes)
+
+
+def test_class_ids_off_by_one_are_a_roll_of_the_class_axis():
+    logits = torch.randn(8, 1000, generator=_g(9)) * 3
+    top = _top(torch.roll(logits, -1, 1).numpy(), logits.numpy())
+    assert "np.roll(B, -1, axis=1)" in top.message and "t + 1" in top.message
+    assert any("class or token ids offset by one" in c for c in top.causes)
+
+
+def test_two_batch_entries_swapped_name_the_batch_not_a_sin_cos_order():
+    x = torch.randn(2, 8, 16, 16, generator=_g(10))
+    top = _top(x.flip(0).numpy(), x.numpy())
+    assert any("batch" in c for c in top.causes) and not any("sin/cos" in c for c in top.causes)
+
+
+def test_heads_permuted_are_not_called_a_shuffled_batch():
+    h = torch.randn(2, 4, 16, 8, generator=_g(11))
+    report = _report(h[:, [1, 0, 3, 2]].numpy(), h.numpy())
+    causes = [c for f in report.findings for c in f.causes]
+    assert any("head order" in c for c in causes) and not any("shuffle" in c for c in causes)
+
+
+def test_height_and_width_swapped_are_not_called_nchw_against_nhwc():
+    x = torch.randn(2, 8, 16, 16, generator=_g(12))
+    report = _report(x.transpose(2, 3).numpy(), x.numpy())
+    causes = [c for f in report.findings for c in f.causes]
+    assert causes and not any("NCHW" in c for c in causes)
+
+
+def test_a_padding_mode_that_differs_leaves_the_border_and_names_padding():
+    x, w = torch.randn(2, 8, 16, 16, generator=_g(13)), torch.randn(4, 8, 3, 3, generator=_g(14))
+    a = F.conv2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), w)
+    report = _report(a.numpy(), F.conv2d(x, w, padding=1).numpy())
+    top = report.findings[0]
+    assert top.kind == "border" and "the outermost row and column of axes (2, 3)" in top.message
+    assert any("padding" in c for c in top.causes)
+
+
+def test_padding_that_differs_before_another_convolution_widens_the_border_by_its_reach():
+    """A 5x5 convolution after the 3x3 one spreads the edge's difference two entries inward."""
+    x = torch.randn(2, 8, 16, 16, generator=_g(15))
+    w1, w2 = torch.randn(8, 8, 3, 3, generator=_g(16)), torch.randn(4, 8, 5, 5, generator=_g(17))
+    a = F.conv2d(F.conv2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), w1), w2, padding=2)
+    b = F.conv2d(F.conv2d(x, w1, padding=1), w2, padding=2)
+    top = _report(a.numpy(), b.numpy()).findings[0]
+    assert top.kind == "border" and "the outer 3 rows and columns" in top.message
+
+
+def test_a_top_k_filter_leads_over_the_infinities_it_writes():
+    logits = torch.randn(8, 1000, generator=_g(18)) * 3
+    kth = logits.topk(50, -1).values[:, -1:]
+    filtered = torch.where(logits >= kth, logits, torch.tensor(-float("inf")))
+    report = _report(filtered.numpy(), logits.numpy())
+    top = report.findings[0]
+    assert top.kind == "threshold" and "among its 50 largest" in top.message
+    assert any("top-k filter (k = 50)" in c for c in top.causes)
+    assert report.findings[1].kind == "inf"
+
+
+def test_a_float16_round_trip_within_the_tolerance_is_rounding():
+    x = torch.randn(2, 8, 16, 16, generator=_g(19))
+    report = _report(x.half().float().numpy(), x.numpy())
+    assert report.verdict == "rounding"
+    assert report.findings[0].severity == "warning" and "rounded to float16" in report.findings[0].message

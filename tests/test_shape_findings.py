@@ -20,7 +20,7 @@ def test_a_real_nhwc_output_is_named_a_layout_slip():
     (nhwc,) = formats.read((MODELS / "cnn_features.nhwc.npy").read_bytes(), "ort")
     finding = layout_finding(compare(nhwc, nchw))
     assert "(A is NHWC, B is NCHW)" in finding.message and "100% of sampled elements agree" in finding.message
-    assert finding.causes == ["layout (NCHW against NHWC, a missing transpose or permute)"]
+    assert finding.causes == ["layout (NCHW against NHWC: a missing transpose or permute)"]
 
 
 def test_unrelated_tensors_of_swapped_shapes_are_not_called_a_layout():

@@ -17,6 +17,7 @@ the structure step runs in :mod:`perpendis.diagnosis.relations`.
 from __future__ import annotations
 
 from ..report.model import Finding, Report
+from .border_region import find_border
 from .dtype_evidence import dtype_evidence, dtype_findings
 from .failing_region import find_region
 from .nonfinite import nonfinite_findings
@@ -25,13 +26,18 @@ from .reference import reference_findings
 from .rounding import ROUNDING_SHARE, rounding_findings
 from .shape import shape_findings
 from .spared_region import find_spared
-from .structure import declared_precision, structure
+from .structure import cast_within_tolerance, declared_precision, structure
 from .tolerance_findings import lossy_findings, tolerance_findings
 
 __all__ = ["ROUNDING_SHARE", "diagnose"]
 
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 _DEPENDENCE = {"sign_bias", "position_dependence", "value_dependence"}
+
+
+def _holds_everywhere(structural: list[Finding]) -> bool:
+    relation = ((structural[0].where or {}).get("relation") or {}) if structural else {}
+    return relation.get("share", 0.0) >= 1.0 and relation.get("scope") == "everywhere"
 
 
 def _sorted(findings: list[Finding]) -> list[Finding]:
@@ -74,7 +80,7 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
     """
     findings = shape_findings(report) + dtype_findings(report, check_dtype, preset)
     if report.compared_shape is not None and report.n_bitwise_diff:
-        findings += nonfinite_findings(report)
+        nonfinite = nonfinite_findings(report)
         structural, found_precision, narrow = structure(report, depth)
         if any(f.kind == "layout" for f in findings):
             structural = [f for f in structural if f.kind != "transposed"]  # align named it already
@@ -83,12 +89,14 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
             # A sign flip, offset or scale of the failing region says more than a dependence
             # on position or value, which such a region also leaves.
             # So does a start of an axis spared while every later entry departs.
-            spared = [] if region_findings else find_spared(report)
+            spared = [] if region_findings else find_border(report) or find_spared(report)
             pattern = spared or find_pattern(report, region, region_findings[0].where if region_findings else None,
                                              depth)
             # Without a map of its own, the region says more than the dependences it leaves.
             structural = pattern or ([] if region_findings else structural)
-        findings += structural
+        # A relation that holds on every element holds on the infinities too (a filter that
+        # writes −inf, a flush to −inf): it explains them, so it leads.
+        findings += structural + nonfinite if _holds_everywhere(structural) else nonfinite + structural
         if found_precision is not None:
             findings.append(found_precision)
         findings += region_findings
@@ -99,6 +107,7 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
     findings += lossy_findings(report)
     findings += reference_findings(report, findings)
     declared_precision(findings, report)
+    cast_within_tolerance(findings, report)
     dtype_evidence(findings, report)
     findings = _sorted(findings) + _layer_hint(findings)
     if report.identical:

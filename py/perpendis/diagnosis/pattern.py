@@ -9,10 +9,12 @@ from ..numerics.bits import format_of
 from ..report.model import Finding, Report
 from .failing_region import REGION_MIN_FAILS, in_region
 from .relations import causes as why
+from .relations.forms import implies
 from .relations.rounding_model import rounding_bound
 
 PATTERN_SHARE = 0.9  # share of failing elements a sign flip, offset or scale must explain
 PATTERN_MIN = 4  # failing elements an offset or scale is fitted on (a sign flip, fitting nothing, needs 2)
+EVERYWHERE = 0.9  # share of all elements failing for a map of the failing ones to be the pair's
 
 
 def find_pattern(r: Report, region: dict[int, list[int]], where: dict | None, depth: float) -> list[Finding]:
@@ -30,11 +32,16 @@ def find_pattern(r: Report, region: dict[int, list[int]], where: dict | None, de
         return []
     u = format_of(r.compared_as).unit_roundoff
     slack = tol.atol + tol.rtol * np.abs(b) + 4 * u * (np.abs(a) + np.abs(b))
-    scope = "in that region" if region else "across the failing elements"
+    # A map that holds on the failing elements only, while the rest agree, is conditional:
+    # what picks those elements is the structure, and no cause of a map applied everywhere
+    # (a negated weight, a bias, a constant) follows from it.
+    everywhere = bool(region) or tol.fraction_fail >= EVERYWHERE
+    scope = ("in that region" if region else "across the failing elements" if everywhere else
+             f"on the failing elements only ({tol.fraction_fail:.0%} of all; the others agree within the tolerance)")
     flip = np.abs(a + b) <= slack
     if flip.mean() >= PATTERN_SHARE and np.mean(np.abs(b) > slack) >= PATTERN_SHARE:
         message = f"A ≈ -B {scope} ({flip.mean():.0%} of sampled failures)"
-        return [Finding("sign_flip", "error", message, where, list(why.SIGN_FLIP))]
+        return [Finding("sign_flip", "error", message, where, list(why.SIGN_FLIP) if everywhere else [])]
     if len(a) < PATTERN_MIN:
         return []  # a flip fits nothing, so two elements show it; an offset or scale is fitted
     offset = float(np.median(a - b))
@@ -53,16 +60,23 @@ def find_pattern(r: Report, region: dict[int, list[int]], where: dict | None, de
     if fits_offset < fits_scale and (abs(scale - 1) <= one or abs(scale) <= one):
         return []  # no scale, or A ≈ 0 there: a zeroed region, which the region says better
     # In a region the map is one slice's: a per-slice offset or scale, with their causes.
-    n = int((where or {}).get("axis_size") or 0)
     if fits_offset >= fits_scale:
         message = f"A - B ≈ {offset:.6g}, a constant offset {scope} ({fits_offset:.0%} of sampled failures)"
         kind = "slice_offset" if region else "offset"
-        return [Finding(kind, "error", message, _amount(where, offset=offset),
-                        why.for_slices(kind, n) if region else list(why.FAILING_OFFSET))]
+        causes = _sliced(r, where, kind) if region else [why.FAILING_OFFSET] if everywhere else []
+        return [Finding(kind, "error", message, _amount(where, offset=offset), causes)]
     message = f"A ≈ {scale:.6g} × B, a scale factor {scope} ({fits_scale:.0%} of sampled failures)"
     kind = "slice_scale" if region else "scale"
-    return [Finding(kind, "error", message, _amount(where, scale=scale),
-                    why.for_slices(kind, n) if region else list(why.FAILING_SCALE))]
+    causes = (_sliced(r, where, kind) if region else
+              implies.causes("elementwise_map", {"scale": scale, "lhs": "id", "rhs": "id",
+                                                 "sizes": sorted(set(r.compared_shape or ()))}) if everywhere else [])
+    return [Finding(kind, "error", message, _amount(where, scale=scale), causes)]
+
+
+def _sliced(r: Report, where: dict | None, kind: str) -> list[str]:
+    """The per-slice causes of a map held in a region along one axis (none without an axis)."""
+    shape, axis = list(r.compared_shape or ()), (where or {}).get("axis")
+    return why.for_slices(kind, shape, axis) if isinstance(axis, int) and 0 <= axis < len(shape) else []
 
 
 def _amount(where: dict | None, **amount: float) -> dict:

@@ -13,6 +13,14 @@ _LAYOUT_NAMES = {(0, 2, 3, 1): ("NCHW", "NHWC"), (0, 3, 1, 2): ("NHWC", "NCHW")}
 LAYOUT_AGREE = 0.5
 
 
+def _layout_cause(perm: tuple[int, ...]) -> str:
+    """NCHW against NHWC only for the permutations that move a 4-D tensor's channels to the
+    end or back; any other order is a missing transpose or permute."""
+    if perm in _LAYOUT_NAMES:
+        return "layout (NCHW against NHWC: a missing transpose or permute)"
+    return "a missing or extra transpose or permute (axes taken in another order)"
+
+
 def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
     """The order of axes that would make two equally shaped sides agree, which align found
     when the given order failed widely; the values were still compared as given."""
@@ -34,7 +42,7 @@ def _permuted_finding(layout: dict[str, object]) -> list[Finding]:
         f"elements agree, against {permuted['given']:.0%} in the given order, in which the values were compared"
     )
     where = place(shape_text(perm), permutation=list(perm))
-    return [Finding("layout", "error", message, where, ["layout (NCHW against NHWC, a missing transpose or permute)"])]
+    return [Finding("layout", "error", message, where, [_layout_cause(perm)])]
 
 
 def _transposed_finding(layout: dict[str, object]) -> Finding:
@@ -58,7 +66,7 @@ def _transposed_finding(layout: dict[str, object]) -> Finding:
         f"B looks like A with its axes permuted{named}: compared as A.transpose{perm}, under which "
         f"{agree:.0%} of sampled elements agree",
         where,
-        ["layout (NCHW against NHWC, a missing transpose or permute)"],
+        [_layout_cause(perm)],
     )
 
 

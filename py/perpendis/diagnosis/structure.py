@@ -92,3 +92,22 @@ def declared_precision(findings: list[Finding], r: Report) -> None:
                           "rounding finding): the preset's fixed atol fails near-zero values of sums that cancel, "
                           "and a deep computation in that format rounds more than once")
 
+
+
+def cast_within_tolerance(findings: list[Finding], r: Report) -> None:
+    """A pair within the tolerance whose only systematic finding is one side rounded to a
+    narrower float format (A = B rounded to float16, everywhere): a cast is a rounding, so
+    it is told as a warning rather than made a bug; the rounding finding says how large."""
+    tol = r.tolerance
+    if tol is None or not tol.passed:
+        return
+    errors = [f for f in findings if f.severity == "error"]
+    if len(errors) != 1 or errors[0].kind != "elementwise":
+        return
+    relation = (errors[0].where or {}).get("relation") or {}
+    fmt = (relation.get("params") or {}).get("format")
+    if relation.get("kind") != "cast" or fmt in (None, "integer"):
+        return
+    errors[0].severity = "warning"
+    errors[0].message += (f"; every element passes the tolerance, and a cast is a rounding: one side was stored in "
+                          f"{fmt} and widened")

@@ -26,6 +26,7 @@ import numpy as np
 from ..inputs.tensor import Tensor
 from ..numerics import bits
 from ..numerics.bits import Format, compared_format
+from ..numerics.format_evidence import says_format
 from ..numerics.scramble import Stream
 from ..numerics.tolerance import Tolerance, within
 from ..report.text import shape_text
@@ -38,7 +39,6 @@ PERMUTE_SEED = 0
 # EXPLAINED_LEFT of those failures is reported as the likely layout slip.
 SUSPECT_FAIL_SHARE = 0.2
 EXPLAINED_LEFT = 0.1
-WIDENED_EVIDENCE = 16
 
 
 @dataclass
@@ -80,16 +80,13 @@ def _widened(side: Tensor, narrowed: np.ndarray, fmt: Format) -> Tensor | None:
     """``side`` when it is a wider float holding only values of ``fmt`` (float16 results
     stored as float32, as an ONNX fp16 conversion with keep_io_types does): rounding it to
     ``fmt`` changed nothing.  Small integers are values of every float format, so the
-    evidence is only taken from at least ``WIDENED_EVIDENCE`` distinct non-integers."""
+    evidence is only taken from enough distinct non-integers (:func:`says_format`)."""
     if side.fmt == fmt or not (fmt.is_float and side.fmt.is_float):
         return None
     back = convert(narrowed, fmt, side.fmt)
     if not np.array_equal(bits.raw_bits(back, side.fmt), bits.raw_bits(np.asarray(side.array), side.fmt)):
         return None
-    values = bits.to_float64(np.asarray(side.array).reshape(-1), side.fmt)
-    with np.errstate(invalid="ignore"):
-        fractional = values[np.isfinite(values) & (values != np.round(values))]
-    return side if np.unique(fractional).size >= WIDENED_EVIDENCE else None
+    return side if says_format(bits.to_float64(np.asarray(side.array).reshape(-1), side.fmt)) else None
 
 
 def _contiguous(array: np.ndarray) -> np.ndarray:

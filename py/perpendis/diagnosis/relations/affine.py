@@ -199,9 +199,9 @@ def _slice_finding(
     kind = "slice_affine" if with_scale and with_offset else ("slice_scale" if with_scale else "slice_offset")
     if kind in ("slice_scale", "slice_affine") and np.all(np.abs(s[hit] + 1) <= bound):
         kind = "sign_flip"  # A ≈ −B (+ c): a negated weight or gain, whose bias stays
-    zeroed = kind == "slice_affine" and bool(np.all(np.abs(s[hit]) <= bound))
+    zeroed = kind in ("slice_affine", "slice_scale") and bool(np.all(np.abs(s[hit]) <= bound))
     message, where, evidence = _slice_text(pair, axis, along, kind, (s, c), hit, share, with_offset)
-    causes = why.for_slices(kind, n)
+    causes = why.for_slices(kind, pair.shape, axis)
     if kind == "slice_affine" and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance):
         # Two constants per slice explain most of any perturbation that later layers spread
         # over features (an input scaled, a LayerNorm's weight doubled mid-graph): such a

@@ -35,22 +35,38 @@ CUT = [
     "an output that no longer depends on its input (a constant, cached or detached tensor returned)",
 ]
 SIGN_FLIP = ["a subtraction with its operands swapped", "a negated weight or a sign convention (sin/cos, rotary)"]
+# Per-slice maps by what the axis is (:func:`axis_role`): a per-channel constant of an
+# image (axis 1 of NCHW) is a BatchNorm's or the input normalisation's; a per-feature one
+# (the last axis) is a norm layer's elementwise affine or a bias; along any other axis (rows,
+# positions, samples) a per-slice constant implies no layer, so none is named.
 SLICE = {
-    "sign_flip": SIGN_FLIP,
-    "slice_affine": [
+    ("sign_flip", "channel"): SIGN_FLIP,
+    ("sign_flip", "feature"): SIGN_FLIP,
+    ("slice_affine", "channel"): [
         "BatchNorm in training mode (batch statistics instead of running ones)",
         "wrong per-channel mean/std normalisation constants",
         "a folded BatchNorm with stale statistics",
     ],
-    "slice_scale": [
+    ("slice_affine", "feature"): [
+        "a norm layer's elementwise weight and bias (γ, β) that differ or are missing on one side (LayerNorm's "
+        "affine dropped or not loaded; Gemma's RMSNorm scaling by (1 + w) against w)",
+    ],
+    ("slice_scale", "channel"): [
         "a wrong per-channel std or weight (normalisation constants, a folded BatchNorm)",
-        "BatchNorm in training mode",
         "a per-channel quantisation scale",
     ],
-    "slice_offset": [
-        "a dropped or wrong bias (one value per output channel or feature)",
+    ("slice_scale", "feature"): [
+        "a norm layer's elementwise weight (γ) that differs or is missing on one side (Gemma's RMSNorm "
+        "scaling by (1 + w) against w; a weight not loaded)",
+        "a per-feature quantisation scale",
+    ],
+    ("slice_offset", "channel"): [
+        "a dropped or wrong bias (one value per output channel)",
         "a wrong per-channel mean in input normalisation",
         "BatchNorm's shift (beta or running mean) lost in folding",
+    ],
+    ("slice_offset", "feature"): [
+        "a dropped or wrong bias (one value per feature: a Linear's or a norm layer's β)",
     ],
 }
 REVERSED = ["channel order (RGB against BGR)", "a flipped image or sequence (torch.flip, [::-1])"]
@@ -110,9 +126,7 @@ REGION_END = ["padding or masking applied to part of the tensor only (a mask or 
 
 # What an offset or a scale fitted to the failing elements alone implies (the plain
 # description of :mod:`perpendis.diagnosis.pattern`, no relation fitted over the pair).
-FAILING_OFFSET = ["a dropped or doubled bias", "a wrong mean in a normalisation", "an epsilon added in the wrong place"]
-FAILING_SCALE = ["a wrong normalisation constant (std, 1/sqrt(d))", "biased against unbiased variance",
-                 "dropout or BatchNorm in training mode"]
+FAILING_OFFSET = "a constant added on one side only (a bias or shift applied twice or not at all)"
 
 # The switches that decide a float32 computation's precision, per cause.
 SWITCHES = {
@@ -151,15 +165,39 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
     ]
 
 
-def for_slices(kind: str, n: int) -> list[str]:
-    """Per-slice causes; along an axis of 3 or 4 entries (an image's channels) the input's
-    normalisation constants come first."""
-    causes = list(SLICE[kind])
+def axis_role(shape: tuple[int, ...] | list[int], axis: int) -> str:
+    """``channel`` for axis 1 of a 4-D or 5-D tensor (NCHW, NCDHW), ``feature`` for the
+    last axis of one of two or more axes, ``other`` for the rest (rows, positions, samples)."""
+    ndim = len(shape)
+    if ndim in (4, 5) and axis == 1:
+        return "channel"
+    if ndim >= 2 and axis == ndim - 1:
+        return "feature"
+    return "other"
+
+
+def for_slices(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
+    """Per-slice causes for the axis's role; along an axis of 3 or 4 channels (an image's)
+    the input's normalisation constants come first."""
+    causes = list(SLICE.get((kind, axis_role(shape, axis)), ()))
     constants = next((c for c in causes if "mean/std" in c or "mean in input" in c), None)
-    if n in (3, 4) and constants is not None:
+    if shape[axis] in (3, 4) and constants is not None:
         causes.remove(constants)
         causes.insert(0, constants)
     return causes
+
+
+def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
+    """The causes of an axis reversed or permuted, by what the axis can be: RGB against BGR
+    only for an axis of 3 or 4 entries in a channel's place (axis 1 of NCHW, the last of
+    HWC); a shuffled batch only for axis 0."""
+    n, ndim = shape[axis], len(shape)
+    if kind == "reversed":
+        colour = n in (3, 4) and ((ndim in (4, 5) and axis == 1) or (ndim >= 3 and axis == ndim - 1))
+        return REVERSED if colour else REVERSED[1:]
+    if kind == "permuted":
+        return PERMUTED if axis == 0 else PERMUTED[1:]
+    return SHIFTED
 
 
 def for_clip(bound: float) -> list[str]:

@@ -27,6 +27,7 @@ from functools import cache
 import numpy as np
 
 from ...numerics.bits import FORMATS, Format, from_float64, to_float64
+from ...numerics.format_evidence import says_format
 from .rounding_model import ROUNDOFF_FACTOR
 
 HOLD_SHARE = 0.99  # share of the unexplained elements the map must explain
@@ -255,6 +256,8 @@ def _first_holding(s: Sample, y: np.ndarray, x: np.ndarray, unexplained: np.ndar
             if got is not None:
                 return kind, text, params, got[1], got[0]
         for kind, text, params, cast in _casts(s):
+            if params["format"] != "integer" and not says_format(y):
+                continue  # small integers are values of every float format: no cast is shown
             got = _judge(s, y, x, cast(x), 1.0, unexplained)
             if got is not None:
                 return kind, text, params, got[1], got[0]

@@ -136,7 +136,8 @@ MEMBERS: list[Member] = [
         ),
         "least-squares A ≈ s·B + c globally, per slice along each axis, per row across it",
         "residual ≤ 25% of the raw RMS; deviation past 8·u·depth·sqrt(m) or one-signed beyond Z",
-        tuple(causes.OFFSET + causes.ROW_SCALE + causes.SLICE["slice_affine"]),
+        tuple(causes.OFFSET + causes.ROW_SCALE + causes.SLICE[("slice_affine", "channel")]
+              + causes.SLICE[("slice_affine", "feature")]),
         False,
         affine.find,
     ),
@@ -144,7 +145,7 @@ MEMBERS: list[Member] = [
         ("slice_offset",),
         "A = B + c with c one value per index of one axis, the same across every other axis",
         "each slice's differences agree to rounding or the pair's noise; offsets beyond that",
-        tuple(causes.SLICE["slice_offset"]),
+        tuple(causes.SLICE[("slice_offset", "channel")] + causes.SLICE[("slice_offset", "feature")]),
         False,
         invariant.find,
     ),

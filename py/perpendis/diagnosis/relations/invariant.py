@@ -104,4 +104,4 @@ def find(pair: Pair) -> list[Finding]:
                   offset=[float(x) for x in offsets[:64]])
     where["relation"] = {"kind": "input_independent_offset", "text": f"A = B + c[{noun}]",
                          "params": {"axis": axis}, "held": len(indices)}
-    return [Finding("slice_offset", "error", message, where, why.for_slices("slice_offset", n))]
+    return [Finding("slice_offset", "error", message, where, why.for_slices("slice_offset", pair.shape, axis))]

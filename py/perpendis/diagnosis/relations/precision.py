@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...numerics.format_evidence import says_format
 from ...report.model import Finding, place
 from . import causes as why
 from .pair import Pair
@@ -113,7 +114,8 @@ def _exact_side(pair: Pair, narrower: list[Narrow]) -> tuple[str, Narrow] | None
     for n in narrower:
         for side, x, y in (("A", a, b), ("B", b, a)):
             xs, ys = x[x != 0], y[y != 0]
-            if xs.size >= MIN_FIT and exact_in(xs, n).all() and not exact_in(ys, n).all():
+            if (xs.size >= MIN_FIT and says_format(xs) and exact_in(xs, n).all()
+                    and not exact_in(ys, n).all()):
                 return side, n
     return None
 

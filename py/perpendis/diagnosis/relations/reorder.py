@@ -90,20 +90,21 @@ def _axis(pair: Pair, axis: int) -> Finding | None:
     indices = along[moved][:64].tolist()
     if kind == "reversed":
         message = f"A is B reversed: A[i] matches B[{n - 1}-i] (distance {quality:.2g} of that at the same index)"
-        text, amount, causes = f"axis {axis} reversed", {"permutation": best.tolist()[:64]}, why.REVERSED
+        text, amount = f"axis {axis} reversed", {"permutation": best.tolist()[:64]}
     elif kind == "shifted":
         message = (
             f"A is B rolled by {-k} (np.roll(B, {-k}), torch.roll(B, {-k})): A[i] matches B[i{k:+d}] "
             f"for {moved.sum()} of {len(along)} indices "
             f"(distance {quality:.2g} of that at the same index)"
         )
-        text, amount, causes = f"axis {axis}, shift {k:+d}", {"shift": k}, why.SHIFTED
+        text, amount = f"axis {axis}, shift {k:+d}", {"shift": k}
     else:
         first = ", ".join(f"{int(i)}→{int(j)}" for i, j in zip(along[moved][:6], best[moved][:6], strict=True))
         message = f"A is B permuted: {moved.sum()} entries moved, A[i] matches B[j] for {first}"
         message += ", …" if moved.sum() > 6 else ""
-        text, amount, causes = f"axis {axis} permuted", {"permutation": best.tolist()[:ALONG_CAP]}, why.PERMUTED
+        text, amount = f"axis {axis} permuted", {"permutation": best.tolist()[:ALONG_CAP]}
     where = place(text, axis=axis, axis_size=n, indices=indices, **amount)
+    causes = why.for_reordered(kind, pair.shape, axis)
     return Finding(kind, "error", f"along axis {axis} ({n} entries), {message}", where, list(causes), evidence)
 
 

@@ -47,6 +47,8 @@ def find(pair: Pair) -> list[Finding]:
     _, a, b = got
     ok = finite_rows(a, b)
     a, b = a[ok], b[ok]
+    if not a.size:
+        return []
     bound = ROUNDOFF_FACTOR * pair.u * pair.depth
     if _signs_only(a, b, bound * np.maximum(np.abs(b), pair.b_rms)):
         return []

@@ -23,7 +23,8 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
                    "row_softmax", "row_temperature", "block_constant", "sample_offset", "group_affine",
                    "normalised_fibres"})
 
-FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, group_maps.block_constant,
+FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, row_maps.top_k,
+            group_maps.block_constant,
             group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
 
 

@@ -47,14 +47,41 @@ def _sqrt_head(s: float) -> int | None:
     return None
 
 
+def _up(n: int) -> float:
+    return n / (n - 1)
+
+
+def _down(n: int) -> float:
+    return (n - 1) / n
+
+
 def _unbiased(p: dict) -> int | None:
+    """N when the scale is N/(N−1), (N−1)/N or a square root of one, N > 2 pinned by the
+    fit (its neighbours N ± 1 do not fit) and a size the pair can have reduced over: one of
+    its axes, a product of two, or a multiple of 8 (hidden sizes, H·W of a feature map)."""
     s = p.get("scale")
-    for n in p.get("sizes", ()):
-        if n > 2 and s is not None:  # N = 2 gives 2 and 1/2: a power of two, which implies no variance
-            for f in (n / (n - 1), (n - 1) / n, math.sqrt(n / (n - 1)), math.sqrt((n - 1) / n)):
-                if _near(s, f, 1e-5) and abs(s - 1) > 1e-6:
-                    return n
+    if s is None or not math.isfinite(s) or s <= 0 or abs(s - 1) < 1e-6:
+        return None
+    sizes = [n for n in p.get("sizes", ()) if n > 1]
+    plausible = set(sizes) | {m * n for m in sizes for n in sizes}
+    tol = max(float(p.get("fit_rel", 1e-6)), 2e-7)
+    for power in (1.0, 2.0):
+        v = s**power
+        for guess, f in ((1 + 1 / (v - 1), _up), (1 / (1 - v), _down)):
+            if not math.isfinite(guess) or guess < 2.5 or guess > 2**20:
+                continue
+            n = round(guess)
+            if abs(f(n) - v) > tol * v or min(abs(f(n + 1) - v), abs(f(n - 1) - v)) <= tol * v:
+                continue
+            if n in plausible or n % 8 == 0:
+                return n
     return None
+
+
+def _last(p: dict) -> bool:
+    """Whether the form's axis is the last of the pair's shape."""
+    shape = p.get("shape") or []
+    return bool(shape) and p.get("axis") == len(shape) - 1
 
 
 def _hardsigmoid(p: dict) -> bool:
@@ -161,9 +188,16 @@ CAUSES: list[Cause] = [
     Cause("index_map", "each fibre of one side is the other's sorted", lambda p: p.get("map") == "sorted",
           lambda p: f"a sort on {p['sorted_side']}'s side only: values in sorted order where the other side keeps "
                     "their positions (torch.topk(sorted=True) against sorted=False, a sort or argsort applied once)"),
-    Cause("index_map", "the two halves of an axis swapped", lambda p: p.get("map") == "halves",
+    Cause("index_map", "the two halves of the last axis swapped", lambda p: p.get("map") == "halves" and _last(p),
           lambda p: "two halves concatenated in the other order (torch.cat([x1, x2]) against torch.cat([x2, x1]); "
                     "sin/cos order of a sinusoidal embedding, flip_sin_to_cos, rotate_half)"),
+    Cause("index_map", "the two halves of axis 0 swapped", lambda p: p.get("map") == "halves" and p["axis"] == 0,
+          lambda p: "the samples of a batch in another order (two batches concatenated the other way round, "
+                    "a shuffled or sorted batch)"),
+    Cause("index_map", "the two halves of an inner axis swapped",
+          lambda p: p.get("map") == "halves" and p["axis"] != 0 and not _last(p),
+          lambda p: f"two halves of axis {p['axis']} concatenated in the other order (torch.cat([x1, x2]) "
+                    "against torch.cat([x2, x1]))"),
     Cause("index_map", "a reshape of a view whose axes were swapped", lambda p: p.get("map") == "reshape",
           lambda p: "a reshape (view) where a transpose/permute was needed first, or the reverse: e.g. attention "
                     "heads merged by reshape(b, t, h·d) without transpose(1, 2)"),
@@ -171,8 +205,18 @@ CAUSES: list[Cause] = [
           lambda p: "a flipped axis (torch.flip, [::-1]; RGB against BGR for a channel axis of 3)"),
     Cause("index_map", "a roll along an axis", lambda p: p.get("map") == "roll",
           lambda p: "an off-by-one (or off-by-k) index: a shifted position, a roll, one-sided padding"),
+    Cause("index_map", "a roll by ±1 along a last axis of 100 or more entries (a class or vocabulary axis)",
+          lambda p: p.get("map") == "roll" and abs(p["shift"]) == 1 and _last(p) and p["shape"][-1] >= 100,
+          lambda p: "class or token ids offset by one (a background or padding class at index 0 on one side only, "
+                    "labels counted from 1 against 0, a tokenizer's id offset)"),
     Cause("index_map", "two equal-sized axes swapped", lambda p: p.get("map") == "transpose",
           lambda p: "a transposed weight or axes of equal size swapped (x @ W against x @ W.T; H and W)"),
+    Cause("top_k", "the same k kept in every row", lambda p: p["k_min"] == p["k_max"],
+          lambda p: f"a top-k filter (k = {p['k_min']}) on {p['side']}'s side only: logits filtered for sampling "
+                    "(generate's top_k, a TopKLogitsWarper) compared with raw logits"),
+    Cause("top_k", "a kept count that varies from row to row", lambda p: p["k_min"] != p["k_max"],
+          lambda p: f"a top-p (nucleus) or per-row threshold filter on {p['side']}'s side only (generate's top_p, "
+                    "min_p), compared with raw logits"),
     Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),

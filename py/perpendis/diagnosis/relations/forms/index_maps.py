@@ -52,13 +52,13 @@ def _candidates(shape: tuple[int, ...]) -> Iterator[tuple[dict, str, Map]]:
         if n >= 2:
             yield ({"map": "flip", "axis": ax}, f"A = np.flip(B, axis={ax})", _flip(shape, ax))
     for ax, n in enumerate(shape):
-        for k in range(1, min(n, 65)):
-            if 2 * k == n:
-                continue
-            kk = k if k <= n // 2 else k - n
-            yield ({"map": "roll", "axis": ax, "shift": kk},
-                   f"A = np.roll(B, {kk}, axis={ax}) (A[..., t] = B[..., t − {kk}] along axis {ax})",
-                   _roll(shape, ax, k))
+        # Shifts by ±1 … ±64, smallest first, each way (a roll by −1 is one by n − 1).
+        for size in range(1, min(n // 2, 64) + 1):
+            for kk in () if 2 * size == n else (size, -size):
+                yield ({"map": "roll", "axis": ax, "shift": kk},
+                       f"A = np.roll(B, {kk}, axis={ax}) (A[..., t] = B[..., t {'−' if kk > 0 else '+'} {abs(kk)}] "
+                       f"along axis {ax})",
+                       _roll(shape, ax, kk % n))
     for i, j in itertools.combinations(range(rank), 2):
         if shape[i] == shape[j]:
             yield ({"map": "transpose", "axes": [i, j]}, f"A = B with axes {i} and {j} swapped", _swap(shape, i, j))
@@ -169,7 +169,7 @@ def _searched(view: View) -> Form | None:
         if share < HOLDS:
             continue
         return Form("index_map", text, params, share, int(ok.size), fails_text(view, ok),
-                    implies.causes("index_map", params))
+                    implies.causes("index_map", {**params, "shape": list(view.shape)}))
     return None
 
 

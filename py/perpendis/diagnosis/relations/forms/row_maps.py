@@ -109,3 +109,53 @@ def find(view: View) -> Form | None:
             f"the same distributions at temperature 1/τ")
     return Form("row_temperature", text, params, share, int(ok.size), fails_text(view, ok),
                 implies.causes("row_temperature", params))
+
+
+# The values a filter writes where it drops an entry: −inf (transformers' filter_value),
+# float32's lowest, −1e9 or −1e4 (masked_fill idioms), and 0 (a sparsified output).
+_FILLS = (-np.inf, float(np.finfo(np.float32).min), -1e9, -1e4, 0.0)
+
+
+def top_k(view: View) -> Form | None:
+    """Along the last axis, one side keeps each row's largest values of the other and
+    writes one fill value over the rest (A = B where B is among its row's k largest, else
+    −inf): a top-k filter when k is the same in every row, a top-p or per-row threshold
+    filter when it varies.  Checked element by element: the kept entries equal the other
+    side's, every dropped one holds the fill, and no dropped value exceeds a kept one."""
+    if not view.whole or len(view.shape) < 1 or view.shape[-1] < 4:
+        return None
+    for x, y, lhs, rhs in ((view.a, view.b, "A", "B"), (view.b, view.a, "B", "A")):
+        got = _kept_largest(view, x, y)
+        if got is None:
+            continue
+        fill, counts = got
+        n = view.shape[-1]
+        lo, hi = int(counts.min()), int(counts.max())
+        params = {"fill": fill, "k_min": lo, "k_max": hi, "axis": len(view.shape) - 1, "n": n, "side": lhs}
+        kept = f"its {lo} largest" if lo == hi else f"its largest ({lo} to {hi} of {n} per row)"
+        text = (f"{lhs} = {rhs} where {rhs} is among {kept} along axis {len(view.shape) - 1}, and {fill:g} "
+                "elsewhere: a filter that keeps each row's largest values")
+        return Form("threshold", text, params, 1.0, int(x.size), None, implies.causes("top_k", params))
+    return None
+
+
+def _kept_largest(view: View, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """(fill, kept per row) when ``x`` is ``y`` on each row's largest entries and one fill
+    value elsewhere, with at least one entry dropped in most rows; None otherwise."""
+    same = view.close(x, y)
+    dropped = ~same
+    if not dropped.any() or not np.isfinite(y).all():
+        return None
+    values = np.unique(x[dropped])
+    if values.size != 1 or float(values[0]) not in _FILLS:
+        return None
+    fill = float(values[0])
+    counts = np.sum(same, axis=-1)
+    rows = np.any(dropped, axis=-1)
+    if np.mean(rows) < HOLDS or counts.min() < 1:
+        return None
+    kept_min = np.min(np.where(same, y, np.inf), axis=-1)
+    dropped_max = np.max(np.where(dropped, y, -np.inf), axis=-1)
+    if np.any((dropped_max > kept_min) & rows):
+        return None
+    return fill, counts
