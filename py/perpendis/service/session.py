@@ -41,12 +41,14 @@ class KeptPair:
 
 @dataclass
 class Bisected:
-    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, and the
-    keywords of :func:`~perpendis.layers.bisect.bisect` it ran with (``options`` the comparison options)."""
+    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, the
+    keywords of :func:`~perpendis.layers.bisect.bisect` it ran with (``options`` the comparison options),
+    and the ONNX graph dropped beside the captures, whose node names Model Explorer's node data needs."""
 
     result: Any
     pairs: list[tuple[Any, Any]]
     options: dict[str, Any]
+    graph: Any = None  # perpendis.inputs.formats.onnx_model.Graph, or None without a model
 
 
 @dataclass
