@@ -11,7 +11,7 @@ Nothing else is held between requests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..errors import InputError
 from ..inputs.tensor import Tensor
 from ..report.model import Report
 from .fold import FoldCoordinator
+
+if TYPE_CHECKING:  # the ONNX reader is imported by the first bisect with a model, not at the worker's start
+    from ..inputs.formats.onnx_model import Graph
 
 FRESH_OPS = ("compare", "bisect", "runs")
 """Ops that replace the kept pair or captures with new ones."""
@@ -48,7 +51,7 @@ class Bisected:
     result: Any
     pairs: list[tuple[Any, Any]]
     options: dict[str, Any]
-    graph: Any = None  # perpendis.inputs.formats.onnx_model.Graph, or None without a model
+    graph: Graph | None = None
 
 
 @dataclass
