@@ -2,11 +2,12 @@
 // inputs (several files per side, more runs than two, a name mapping), asks the core for
 // the `bisect` or `runs` result, renders the table, the error-against-depth chart and the
 // runs × layers matrix, and opens one pair as the core's last compared pair so the
-// ordinary report (bits, heatmap, navigation) shows it. It computes no number itself.
+// ordinary report (bits, heatmap, navigation) shows it; it saves the core's Model Explorer
+// node-data files as they come. It computes no number itself.
 import { renderDepthChart } from "./render/bisect_chart.js";
 import { renderRunsMatrix } from "./render/bisect_matrix.js";
 import { renderBisectTable, renderUnpaired } from "./render/bisect_table.js";
-import { dropTarget, el, fill } from "./render/dom.js";
+import { download, dropTarget, el, fill } from "./render/dom.js";
 
 const $ = (id) => document.getElementById(id);
 const RUN_LABELS = ["C", "D", "E", "F"];
@@ -96,6 +97,7 @@ export function createBisectView(ctx) {
     openRun: null,
     selected: null,
     order: null, // A names in the order the user put the rows in, or null for the saved order
+    nodeData: [], // the core's Model Explorer files of the bisect shown: [{figure, file, label}]
   };
 
   function extraRuns() {
@@ -196,6 +198,7 @@ export function createBisectView(ctx) {
     const result = await request("bisect", { inputs, options }, transfer, "comparing layers");
     if (!result) return false;
     view.pair = { a, b, labels };
+    view.nodeData = result.model_explorer;
     const bisect = view.order ? await inOrder(result.bisect) : result.bisect;
     if (!bisect) return false;
     showResult(bisect);
@@ -242,6 +245,7 @@ export function createBisectView(ctx) {
 
   function showResult(result, fromCli = false) {
     view.fromCli = fromCli;
+    if (fromCli) view.nodeData = [];
     view.result = result;
     view.selected = null;
     $("bisect").hidden = false;
@@ -256,6 +260,38 @@ export function createBisectView(ctx) {
     $("skipped").textContent = skipped
       ? `${skipped} other paired layer(s) not named like ${result.only.join(" or ")} were skipped.`
       : "";
+    renderNodeData();
+  }
+
+  /** One download per figure the core lists; without a model, one disabled button and why. */
+  function renderNodeData() {
+    $("node-data-status").textContent = "";
+    if (!view.nodeData.length) {
+      const why = view.fromCli
+        ? "This table holds the command line's results, not the captures: perpendis bisect --model M " +
+          "--model-explorer nodes.json writes these files."
+        : "Needs the .onnx model to name the graph's nodes: drop it beside the captures and compare again.";
+      fill($("node-data"), el("button", { type: "button", disabled: true, "aria-describedby": "node-data-why",
+        "data-testid": "node-data-download" }, "Download nodes.json"),
+      el("span", { id: "node-data-why", class: "hint", "data-testid": "node-data-why" }, ` ${why}`));
+      return;
+    }
+    fill($("node-data"), ...view.nodeData.map(({ figure, file, label }) => {
+      const button = el("button", { type: "button", "data-testid": "node-data-download", "data-figure": figure,
+        title: label }, `Download ${file}`);
+      button.addEventListener("click", () => saveNodeData(figure));
+      return button;
+    }));
+  }
+
+  /** The core writes the figure's file (the CLI's very text); the page only saves it. */
+  async function saveNodeData(figure) {
+    ctx.clearError();
+    const result = await request("model_explorer", { figure }, [], "writing Model Explorer node data");
+    if (!result) return;
+    download(result.file, new Blob([result.text], { type: "application/json" }));
+    $("node-data-status").textContent = `${result.file} downloaded: in Model Explorer, open the .onnx model ` +
+      "and add it as per-node data.";
   }
 
   /** The table and chart drawn again; `again`: over the same table (a move, a selection), whose
@@ -415,6 +451,7 @@ export function createBisectView(ctx) {
     show(result, inputs, options) {
       start(inputs, options, `${result.switched}. Showing the layer-by-layer view; select a row for its full report.`);
       view.pair = { a: inputs.a, b: inputs.b, labels: { a: "A", b: "B" } };
+      view.nodeData = result.model_explorer;
       showResult(result.bisect);
     },
 

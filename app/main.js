@@ -6,7 +6,7 @@ import { CancelledError, core } from "./client.js";
 import { openedInputs } from "./open.js";
 import { renderAxes } from "./render/axes.js";
 import { renderElement } from "./render/bits.js";
-import { dropTarget, fill, formatIndex } from "./render/dom.js";
+import { download, dropTarget, fill, formatIndex } from "./render/dom.js";
 import { renderFindings } from "./render/findings.js";
 import { moveMark, renderHeatmap, renderSliceControls } from "./render/heatmap.js";
 import { renderPasteBack } from "./render/paste_back.js";
@@ -809,12 +809,7 @@ async function copyText(text, done) {
 }
 
 function downloadJson() {
-  const blob = new Blob([JSON.stringify(state.result.report, null, 2)], { type: "application/json" });
-  const link = document.createElement("a");
-  link.href = URL.createObjectURL(blob);
-  link.download = "perpendis-report.json";
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  download("perpendis-report.json", new Blob([JSON.stringify(state.result.report, null, 2)], { type: "application/json" }));
 }
 
 async function share() {
@@ -866,11 +861,7 @@ function whatItCarries(what) {
 let bundleBytes = null; // the last comparison too big for a link, ready to download
 
 function downloadBundle() {
-  const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([bundleBytes], { type: "application/octet-stream" }));
-  link.download = `comparison${BUNDLE_EXTENSION}`;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  download(`comparison${BUNDLE_EXTENSION}`, new Blob([bundleBytes], { type: "application/octet-stream" }));
 }
 
 /** A `.perpendis` file opened or dropped: its inputs and options take the boxes, compared at once. */

@@ -79,3 +79,27 @@ def test_a_file_named_onnx_that_is_not_a_model_is_a_clear_error():
     request["inputs"]["b"] = [request["inputs"]["b"], {"name": "model.onnx", "data": "m"}]
     out = api.handle(request, payloads)
     assert not out["ok"] and "not an ONNX model" in out["error"]["message"]
+
+
+def test_model_explorer_op_answers_the_files_the_command_line_writes(tmp_path, capsys):
+    """The page's Model Explorer export: the bisect lists the figures its model allows, and each
+    figure's text is byte for byte what ``perpendis bisect --model --model-explorer`` writes."""
+    from cli_runs import run_main
+
+    a, b, model = "transformer.torch.safetensors", "transformer_eps.ort.npz", "transformer_eps.onnx"
+    out = api.handle(*_request([a], [b, model]))
+    listed = out["model_explorer"]
+    assert [f["file"] for f in listed] == ["nodes.json", "nodes.max_ulp.json", "nodes.cosine.json",
+                                          "nodes.sqnr_db.json"]
+    code, _, _ = run_main(capsys, "bisect", HERE / a, HERE / b, "--model", HERE / model,
+                          "--model-explorer", tmp_path / "nodes.json")
+    assert code == 1
+    for figure in listed:
+        answer = api.handle({"op": "model_explorer", "figure": figure["figure"]}, {})
+        assert answer["ok"] and answer["file"] == figure["file"]
+        assert answer["text"] == (tmp_path / figure["file"]).read_text()
+
+    # Without the model there is nothing to name the nodes by: no files, and the op says why.
+    assert api.handle(*_request([a], [b]))["model_explorer"] == []
+    refused = api.handle({"op": "model_explorer", "figure": "verdict"}, {})
+    assert not refused["ok"] and ".onnx model" in refused["error"]["message"]

@@ -45,7 +45,7 @@ def test_each_op_parses_to_its_own_frozen_request():
             request.options = None  # type: ignore[misc]
     assert set(requests.OPS) == {
         "reserve", "compare", "rejudge", "element", "step", "slice", "scatter", "bisect", "bisect_pair",
-        "bisect_order", "runs", "checkpoints",
+        "bisect_order", "model_explorer", "runs", "checkpoints",
     }
 
 

@@ -31,6 +31,15 @@ export function fill(node, ...children) {
   return build(node, {}, children);
 }
 
+/** Save `blob` as a file named `name`: the browser's download of an object URL, let go at once. */
+export function download(name, blob) {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
 /** A multi-index written the way NumPy prints a tuple: (1, 0, 4), (4,), (). */
 export function formatIndex(index) {
   if (index.length === 1) return `(${index[0]},)`;

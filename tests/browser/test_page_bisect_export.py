@@ -1,7 +1,8 @@
 """The page bisects real torch.onnx export captures (tests/fixtures/export): the first failing
 row is the injected node with and without the .onnx model, two captures dropped on one box
-are the pair, the command line's isolated results show their own-error column, and the
-override editor pairs what nothing else pairs."""
+are the pair, the command line's isolated results show their own-error column, the override
+editor pairs what nothing else pairs, and the Model Explorer node data the page saves is the
+command line's."""
 
 from __future__ import annotations
 
@@ -42,6 +43,49 @@ def test_first_failing_row_is_the_injected_node(ready_page, with_model):
     rows = page.locator("[data-testid=bisect-row]")
     before = [rows.nth(i).get_attribute("data-verdict") for i in range(int(first_index(page)))]
     assert before and "investigate" not in before
+
+
+def test_model_explorer_node_data_downloads_are_the_command_lines_files(ready_page, tmp_path, capsys):
+    page = ready_page
+    a, b = HERE / "transformer.torch.safetensors", HERE / "transformer_eps.ort.npz"
+    model = HERE / "transformer_eps.onnx"
+    drop_files(page, "a", [a])
+    drop_files(page, "b", [b])
+    run_and_wait(page)
+    # Without the model nothing names the graph's nodes: the button is disabled, and says why.
+    button = page.get_by_test_id("node-data-download")
+    assert button.count() == 1 and button.is_disabled()
+    assert ".onnx model" in page.get_by_test_id("node-data-why").text_content()
+
+    drop_files(page, "b", [b, model])
+    run_and_wait(page)
+    out = tmp_path / "nodes.json"
+    assert main(["bisect", str(a), str(b), "--model", str(model), "--model-explorer", str(out)]) == 1
+    capsys.readouterr()
+    buttons = page.get_by_test_id("node-data-download")
+    saved = {}
+    for i in range(buttons.count()):
+        with page.expect_download() as info:
+            buttons.nth(i).click()
+        saved[info.value.suggested_filename] = json.loads(Path(info.value.path()).read_text())
+    written = {p.name: json.loads(p.read_text()) for p in tmp_path.glob("nodes*.json")}
+    assert sorted(saved) == sorted(written) == ["nodes.cosine.json", "nodes.json", "nodes.max_ulp.json",
+                                                "nodes.sqnr_db.json"]
+    # The same nodes, names and thresholds; a cosine's last bits differ, as Pyodide's NumPy sums
+    # float64 in another order than the native one (1e-15 apart), so values are compared to 1e-12.
+    assert _approx_equal(saved, written)
+    assert "nodes.sqnr_db.json downloaded" in page.get_by_test_id("node-data-status").text_content()
+
+
+def _approx_equal(got: object, want: object) -> bool:
+    """``got == want`` but for floats, equal to 1e-12 relative (pytest.approx takes no nested dicts)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and got.keys() == want.keys() and all(_approx_equal(got[k], want[k]) for k in want)
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(_approx_equal, got, want))
+    if isinstance(want, float):
+        return got == pytest.approx(want, rel=1e-12)
+    return got == want
 
 
 def first_index(page) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError, blame
-from ..inputs.formats.onnx_model import describe, read_graph
+from ..inputs.formats.onnx_model import Graph, describe, read_graph
 from .bisect import described_by
 from .capture.store import read_info
 
@@ -22,10 +22,9 @@ def _is_model(spec: object) -> bool:
     return isinstance(spec, Mapping) and "data" in spec and str(spec.get("name") or "").lower().endswith(".onnx")
 
 
-def sort_inputs(
-    a: object, b: object, payloads: Mapping[str, Any]
-) -> tuple[object, object, dict[str, dict[str, Any]] | None]:
-    """``(capture A, capture B, the model's value descriptions or None)`` from the two boxes."""
+def sort_inputs(a: object, b: object, payloads: Mapping[str, Any]) -> tuple[object, object, Graph | None]:
+    """``(capture A, capture B, the model's graph or None)`` from the two boxes; the graph is
+    kept beyond pairing, since Model Explorer's node data names its nodes."""
     models = [s for side in (a, b) for s in (side if isinstance(side, list) else [side]) if _is_model(s)]
     if len(models) > 1:
         raise InputError("two .onnx models were given: drop only the model the ONNX capture was run from")
@@ -42,11 +41,10 @@ def sort_inputs(
         a, b = a  # two captures dropped on one box are the pair, in the order given
     elif a is None and isinstance(b, list) and len(b) == 2:
         a, b = b
-    values = None
-    if models:
-        with blame("model", str(models[0].get("name"))):
-            values = describe(read_graph(payloads[models[0]["data"]]))
-    return a, b, values
+    if not models:
+        return a, b, None
+    with blame("model", str(models[0].get("name"))):
+        return a, b, read_graph(payloads[models[0]["data"]])
 
 
 def capture_info(spec: object, payloads: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -57,10 +55,10 @@ def capture_info(spec: object, payloads: Mapping[str, Any]) -> dict[str, dict[st
 
 
 def pairing_info(
-    a: object, b: object, payloads: Mapping[str, Any], values: Mapping[str, Any] | None, a_names: list, b_names: list
+    a: object, b: object, payloads: Mapping[str, Any], graph: Graph | None, a_names: list, b_names: list
 ) -> dict[str, Any]:
     """``info_a`` and ``info_b`` for :func:`~.bisect.bisect`: the captures' records, the model's on its side."""
     info_a, info_b = capture_info(a, payloads), capture_info(b, payloads)
-    if values is not None:
-        info_a, info_b = described_by(values, a_names, b_names, info_a, info_b)
+    if graph is not None:
+        info_a, info_b = described_by(describe(graph), a_names, b_names, info_a, info_b)
     return {"info_a": info_a, "info_b": info_b}

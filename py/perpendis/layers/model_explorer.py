@@ -111,16 +111,32 @@ def to_model_explorer(result: BisectReport, model: BytesLike, metric: str = "ver
     return node_data(result, read_graph(model), metric)
 
 
-def metric_paths(out: Path, result: BisectReport) -> dict[str, Path]:
-    """Where each figure is written: ``OUT`` for the verdict, ``OUT``'s stem ``.<figure>.json`` for
-    the others; the own-error files only when layers were run alone (``--isolate``)."""
+def node_data_text(result: BisectReport, graph: Graph, metric: str) -> str:
+    """One figure's file as written, the same text from the CLI and the page (no NaN: JSON has none)."""
+    return json.dumps(node_data(result, graph, metric), indent=1, allow_nan=False) + "\n"
+
+
+def figures(result: BisectReport) -> list[str]:
+    """The figures written: every one of :data:`METRICS`, the own-error ones only when layers
+    were run alone (``--isolate``), since otherwise they would colour nothing."""
     isolated = any(p.isolated is not None for p in result.pairs)
-    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
-    return {
-        m: out if m == "verdict" else out.with_name(f"{stem}.{m}.json")
-        for m in METRICS
-        if isolated or m not in OWN_METRICS
-    }
+    return [m for m in METRICS if isolated or m not in OWN_METRICS]
+
+
+def file_name(out: str, metric: str) -> str:
+    """A figure's file name: ``OUT`` for the verdict, ``OUT``'s stem ``.<figure>.json`` for the others."""
+    stem = out[: -len(".json")] if out.endswith(".json") else out
+    return out if metric == "verdict" else f"{stem}.{metric}.json"
+
+
+def listing(result: BisectReport, out: str = "nodes.json") -> list[dict[str, str]]:
+    """What the page offers to download: each figure's name, file name and what its value is."""
+    return [{"figure": m, "file": file_name(out, m), "label": METRICS[m][2]} for m in figures(result)]
+
+
+def metric_paths(out: Path, result: BisectReport) -> dict[str, Path]:
+    """Where each figure is written, by figure (:func:`figures`, :func:`file_name`)."""
+    return {m: out.with_name(file_name(out.name, m)) for m in figures(result)}
 
 
 def write_model_explorer(result: BisectReport, model: Path, out: Path) -> dict[str, Path]:
@@ -131,9 +147,8 @@ def write_model_explorer(result: BisectReport, model: Path, out: Path) -> dict[s
         raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
     paths = metric_paths(out, result)
     for metric, path in paths.items():
-        text = json.dumps(node_data(result, graph, metric), indent=1, allow_nan=False)
         try:
-            path.write_text(text + "\n")
+            path.write_text(node_data_text(result, graph, metric))
         except OSError as err:
             raise InputError(f"cannot write {path}: {err.strerror or err}", where="--model-explorer") from None
     return paths

@@ -1,5 +1,5 @@
-"""Captures compared pair by pair: bisect, a bisect's row opened or reordered, and runs
-against a reference run.
+"""Captures compared pair by pair: bisect, a bisect's row opened or reordered or its figures
+as Model Explorer node data, and runs against a reference run.
 
 The tensors of a capture are lazy :class:`~perpendis.layers.bisect.Entry` objects, decoded when
 their pair comes up; the session keeps the entries of the last bisect, so a row opened
@@ -12,13 +12,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InputError
+from ..inputs.formats.onnx_model import Graph
 from ..inputs.tensor import Tensor
 from ..layers.bisect import Entry, as_entries, bisect, bisect_runs, read_single
 from ..layers.bisect_inputs import pairing_info, sort_inputs
+from ..layers.model_explorer import file_name, listing, node_data_text
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
-from .requests import BisectOrderRequest, BisectPairRequest, BisectRequest, RunsRequest, bisect_keywords
+from .requests import (
+    BisectOrderRequest,
+    BisectPairRequest,
+    BisectRequest,
+    ModelExplorerRequest,
+    RunsRequest,
+    bisect_keywords,
+)
 from .session import Bisected, KeptPair, Session
 
 
@@ -60,15 +69,18 @@ def _counting(found: list[Any], total: int, progress: Progress | None) -> list[A
 
 
 def bisect_entries(
-    session: Session, ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None
+    session: Session, ea: list[Any], eb: list[Any], options: dict[str, Any], progress: Progress | None,
+    graph: Graph | None = None,
 ) -> dict[str, Any]:
-    """Bisect two captures' entries and keep the result for :func:`open_pair` and :func:`reorder`."""
+    """Bisect two captures' entries and keep the result for :func:`open_pair`, :func:`reorder`
+    and :func:`model_explorer`; ``model_explorer`` lists the node-data files ``graph`` allows
+    (none without a model), so the page offers them without knowing the figures."""
     # Nothing paired is an answer here, not an error: the page shows both sides' names to pair by hand.
     result = bisect(_counting(ea, len(ea), progress), eb, **{"allow_unpaired": True, **options})
     # The entries re-decode their tensor when a row is opened; the result's reports hold no tensors.
     by_a, by_b = {e.name: e for e in ea}, {e.name: e for e in eb}
-    session.bisected = Bisected(result, [(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options)
-    return {"bisect": result.to_dict()}
+    session.bisected = Bisected(result, [(by_a[p.a_name], by_b[p.b_name]) for p in result.pairs], options, graph)
+    return {"bisect": result.to_dict(), "model_explorer": [] if graph is None else listing(result)}
 
 
 def switch_to_bisect(
@@ -84,15 +96,32 @@ def bisect_boxes(
 ) -> dict[str, Any]:
     """Bisect the boxes' captures; a front end in Python (the CLI) sends the entries and
     pairing records it read itself (``request.read``), and its threads."""
+    graph = None
     if request.read is not None:
         ea, eb, info = as_entries(request.inputs["a"]), as_entries(request.inputs["b"]), dict(request.read)
     else:
         # The .onnx model may be among the files of either box, and both captures in one box.
-        a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
+        a, b, graph = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
         ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
-        info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
+        info = pairing_info(a, b, payloads, graph, [e.name for e in ea], [e.name for e in eb])
     ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
-    return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress)
+    return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress, graph)
+
+
+def model_explorer(
+    session: Session, request: ModelExplorerRequest, payloads: Mapping[str, Any], progress: Progress | None,
+    workers: int,
+) -> dict[str, Any]:
+    """One figure of the last bisect as Model Explorer node data: the file's name and its text,
+    the very bytes ``perpendis bisect --model-explorer nodes.json`` writes, which the page only saves."""
+    bisected = session.bisect()
+    if bisected.graph is None:
+        raise InputError(
+            "Model Explorer's node data names the graph's nodes: drop the .onnx model beside the captures "
+            "and compare again", where="model-explorer",
+        )
+    text = node_data_text(bisected.result, bisected.graph, request.figure)
+    return {"file": file_name("nodes.json", request.figure), "text": text}
 
 
 def open_pair(

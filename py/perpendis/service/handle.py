@@ -58,6 +58,7 @@ OPERATIONS: dict[type, Callable[..., dict[str, Any]]] = {
     requests.BisectRequest: _bisecting("bisect_boxes"),
     requests.BisectPairRequest: _bisecting("open_pair"),
     requests.BisectOrderRequest: _bisecting("reorder"),
+    requests.ModelExplorerRequest: _bisecting("model_explorer"),
     requests.RunsRequest: _bisecting("runs"),
 }
 """Each typed request's operation: ``(session, request, payloads, progress, workers) -> answer``."""

@@ -164,6 +164,14 @@ class BisectOrderRequest:
 
 
 @dataclass(frozen=True)
+class ModelExplorerRequest:
+    """One figure of the last bisect (``verdict``, ``max_ulp``, …) as Model Explorer node data;
+    the figure is checked against :data:`perpendis.layers.model_explorer.METRICS` by the op."""
+
+    figure: str
+
+
+@dataclass(frozen=True)
 class RunsRequest:
     """Several runs, each bisected against the ``reference`` run."""
 
@@ -218,6 +226,7 @@ Request = (
     | BisectRequest
     | BisectPairRequest
     | BisectOrderRequest
+    | ModelExplorerRequest
     | RunsRequest
     | CheckpointsRequest
     | ReserveRequest
@@ -247,6 +256,13 @@ def _order(request: Mapping[str, Any]) -> BisectOrderRequest:
     if not (isinstance(order, list) and all(isinstance(n, str) for n in order)):
         raise InputError(f'order must list names of A\'s tensors, e.g. ["conv1", "relu1"], got {order!r}')
     return BisectOrderRequest(order)
+
+
+def _model_explorer(request: Mapping[str, Any]) -> ModelExplorerRequest:
+    figure = request.get("figure", "verdict")
+    if not isinstance(figure, str):
+        raise InputError(f'figure must name a figure, e.g. "max_ulp", got {figure!r}', where="figure")
+    return ModelExplorerRequest(figure)
 
 
 def _runs(request: Mapping[str, Any]) -> RunsRequest:
@@ -286,6 +302,7 @@ _PARSERS = {
     "bisect": _bisect,
     "bisect_pair": lambda r: BisectPairRequest(r.get("index"), _text(r)),
     "bisect_order": _order,
+    "model_explorer": _model_explorer,
     "runs": _runs,
     "checkpoints": _checkpoints,
 }
@@ -303,6 +320,7 @@ FIELDS_OF = {
     "bisect": ("inputs", "options"),
     "bisect_pair": ("index", "text"),
     "bisect_order": ("order",),
+    "model_explorer": ("figure",),
     "runs": ("inputs", "options"),
     "checkpoints": ("inputs", "options"),
 }

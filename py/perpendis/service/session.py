@@ -11,7 +11,7 @@ Nothing else is held between requests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..errors import InputError
 from ..inputs.tensor import Tensor
 from ..report.model import Report
 from .fold import FoldCoordinator
+
+if TYPE_CHECKING:  # the ONNX reader is imported by the first bisect with a model, not at the worker's start
+    from ..inputs.formats.onnx_model import Graph
 
 FRESH_OPS = ("compare", "bisect", "runs")
 """Ops that replace the kept pair or captures with new ones."""
@@ -41,12 +44,14 @@ class KeptPair:
 
 @dataclass
 class Bisected:
-    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, and the
-    keywords of :func:`~perpendis.layers.bisect.bisect` it ran with (``options`` the comparison options)."""
+    """The last bisect: its result (reports hold no tensors), its pairs of entries in order, the
+    keywords of :func:`~perpendis.layers.bisect.bisect` it ran with (``options`` the comparison options),
+    and the ONNX graph dropped beside the captures, whose node names Model Explorer's node data needs."""
 
     result: Any
     pairs: list[tuple[Any, Any]]
     options: dict[str, Any]
+    graph: Graph | None = None
 
 
 @dataclass
