@@ -29,6 +29,10 @@ npm ci --no-audit --no-fund --loglevel=error
 
 echo "== installing Python packages"
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# Model Explorer's node-data classes, for tests/test_model_explorer.py's schema check: its
+# 2.2 MB wheel alone (with its dependencies and adapter it is about 780 MB, for a server
+# the tests never start).
+python3 -m pip install -q --disable-pip-version-check --no-deps "ai-edge-model-explorer==0.1.34"
 
 echo "== building dist/"
 python3 build.py
