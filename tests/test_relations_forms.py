@@ -278,3 +278,18 @@ def test_a_float16_round_trip_within_the_tolerance_is_rounding():
     report = _report(x.half().float().numpy(), x.numpy())
     assert report.verdict == "rounding"
     assert report.findings[0].severity == "warning" and "rounded to float16" in report.findings[0].message
+
+
+def test_rmsnorm_against_layernorm_is_named_as_such():
+    x = torch.randn(2, 8, 16, 16, generator=_g(20)) + 0.5
+    rms = x / x.pow(2).mean(-1, keepdim=True).add(1e-6).sqrt()
+    top = _top(rms.numpy(), F.layer_norm(x, (16,), eps=1e-6).numpy())
+    assert top.kind == "normalisation" and "RMS 1 but not mean 0" in top.message
+    assert top.causes and top.causes[0].startswith("RMSNorm on one side and LayerNorm on the other")
+
+
+def test_a_running_sum_on_one_side_is_a_scan():
+    mask = (torch.rand(4, 32, generator=_g(21)) > 0.2).float()
+    top = _top(torch.cumsum(mask, 1).numpy(), mask.numpy())
+    assert top.kind == "scan" and top.message.startswith("A = cumsum(B, axis=1)")
+    assert any("cumulative sum on A's side" in c for c in top.causes)

@@ -75,7 +75,7 @@ FAMILY_KINDS: dict[str, set[str]] = {
     "reorder": {"reversed", "shifted", "permuted", "transposed", "layout"},
     "layout": {"layout", "transposed", "shape"},
     "position": {"position_dependence", "shifted", "rotation", "spared_start"},
-    "region": {"region", "slice_scale", "slice_offset", "slice_affine"},
+    "region": {"region", "slice_scale", "slice_offset", "slice_affine", "border"},
     # A per-index map s·B + c that holds at the output (a LayerNorm gain changed where
     # nothing follows it), whatever the mutation's family: :func:`family_of`.
     "feature_map": {"slice_affine", "slice_scale", "slice_offset", "sign_flip", "affine", "scale", "offset"},

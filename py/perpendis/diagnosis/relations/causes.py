@@ -107,6 +107,8 @@ NORMALISATION = {
                "layer bypassed or repeated in the export; pre-norm against post-norm)",
                "the same LayerNorm or RMSNorm with another epsilon: normalising an already normalised row "
                "changes it only through ε, so one side is a norm of the other"],
+    "rms against layer": ["RMSNorm on one side and LayerNorm on the other: the side with RMS 1 was not centred "
+                          "(RMSNorm does not subtract the mean; a norm class swapped in a config or a fused kernel)"],
     "axis": ["a softmax or normalisation over the wrong axis (dim=-1 against dim=1; a transpose before it "
              "lost in the export)"],
 }

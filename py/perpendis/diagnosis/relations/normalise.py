@@ -136,6 +136,13 @@ def _holds(y: np.ndarray, pred: np.ndarray, bound: float) -> bool:
     return bool(np.mean(np.abs(y - pred) <= bound * scale) >= HOLD_SHARE)
 
 
+def _unit_rms(x: np.ndarray) -> bool:
+    """Whether the fibres (rows) of ``x`` have RMS 1 to an epsilon's effect and are not
+    centred: RMS-normalised, where a layer norm's output (RMS 1 too) has mean 0."""
+    rms = np.sqrt(np.mean(x * x, axis=1))
+    return bool(np.mean(np.abs(rms - 1) <= 1e-2) >= HOLD_SHARE and np.median(np.abs(np.mean(x, axis=1))) > 0.05)
+
+
 def _sums_to_one(x: np.ndarray, bound: float) -> bool:
     return bool(np.all(x >= 0) and np.mean(np.abs(x.sum(axis=1) - 1) <= bound * np.sqrt(x.shape[1])) >= HOLD_SHARE)
 
@@ -159,7 +166,11 @@ def find(pair: Pair) -> list[Finding]:
                         where["relation"] = {"kind": "normalisation", "text": text,
                                              "params": {"map": name, "axis": axis}}
                         message = f"{text}, to rounding on {HOLD_SHARE:.0%} of sampled fibres"
-                        return [Finding("normalisation", "error", message, where, list(why.NORMALISATION[name]))]
+                        causes = list(why.NORMALISATION[name])
+                        if name == "layer norm" and _unit_rms(x):
+                            message += f"; {xs}'s fibres already have RMS 1 but not mean 0"
+                            causes = list(why.NORMALISATION["rms against layer"])
+                        return [Finding("normalisation", "error", message, where, causes)]
     for axis, (a, b) in fibres.items():
         if not _holds(a, b, bound) and (found := _gained_finding(pair, axis, a, b, bound)) is not None:
             return [found]

@@ -217,6 +217,9 @@ CAUSES: list[Cause] = [
     Cause("top_k", "a kept count that varies from row to row", lambda p: p["k_min"] != p["k_max"],
           lambda p: f"a top-p (nucleus) or per-row threshold filter on {p['side']}'s side only (generate's top_p, "
                     "min_p), compared with raw logits"),
+    Cause("scan", "one side the running sum of the other", lambda p: True,
+          lambda p: f"a cumulative sum on {p['side']}'s side only (a cumsum left in or dropped; position ids made "
+                    "by cumsum of an attention mask against the mask itself)"),
     Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),

@@ -159,3 +159,23 @@ def _kept_largest(view: View, x: np.ndarray, y: np.ndarray) -> tuple[float, np.n
     if np.any((dropped_max > kept_min) & rows):
         return None
     return fill, counts
+
+
+def cumulative(view: View) -> Form | None:
+    """One side the running sum of the other along an axis (A = cumsum(B, axis)): a scan
+    applied on one side only.  Parameter-free, checked element by element."""
+    if not view.whole:
+        return None
+    for ax, n in enumerate(view.shape):
+        if n < 3:
+            continue
+        for x, y, lhs, rhs in ((view.a, view.b, "A", "B"), (view.b, view.a, "B", "A")):
+            t = np.cumsum(y, axis=ax)
+            ok = view.close(x, t) if lhs == "A" else view.close(t, x)
+            share = float(np.mean(ok))
+            if share >= HOLDS and share > view.identity_share:
+                params = {"axis": ax, "side": lhs}
+                text = f"{lhs} = cumsum({rhs}, axis={ax}): the running sum of {rhs} along axis {ax}"
+                return Form("scan", text, params, share, int(ok.size), fails_text(view, ok),
+                            implies.causes("scan", params))
+    return None
