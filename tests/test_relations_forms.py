@@ -293,3 +293,18 @@ def test_a_running_sum_on_one_side_is_a_scan():
     top = _top(torch.cumsum(mask, 1).numpy(), mask.numpy())
     assert top.kind == "scan" and top.message.startswith("A = cumsum(B, axis=1)")
     assert any("cumulative sum on A's side" in c for c in top.causes)
+
+
+def test_class_indices_off_by_one_are_ids_not_a_bias():
+    logits = torch.randn(2, 16, 100, generator=_g(22))
+    top = _top((logits.argmax(-1) + 1).numpy(), logits.argmax(-1).numpy())
+    assert top.kind == "offset" and any("ids offset by 1" in c for c in top.causes)
+    assert not any("bias" in c for c in top.causes)
+
+
+def test_boxes_normalised_on_one_side_name_the_image_size_not_a_norm_layer():
+    boxes = torch.rand(50, 4, generator=_g(23))
+    pixels = boxes * torch.tensor([640.0, 480.0, 640.0, 480.0])
+    top = _top(boxes.numpy(), pixels.numpy())
+    assert top.kind == "slice_scale" and top.causes and "640 and 480" in top.causes[0]
+    assert not any("norm layer" in c for c in top.causes)

@@ -4,6 +4,7 @@ slip only when the values agree under it."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 from perpendis.engine.compare import compare
 from perpendis.inputs import formats
 from perpendis.inputs.tensor import from_numpy
@@ -32,3 +33,27 @@ def test_unrelated_tensors_of_swapped_shapes_are_not_called_a_layout():
     finding = layout_finding(compare(a, b))
     assert finding.message.startswith("no order of A's axes makes A agree with B")
     assert "looks like" not in finding.message and not finding.causes
+
+
+def test_the_last_positions_logits_against_every_positions_are_located():
+    torch = pytest.importorskip("torch")
+    logits = torch.randn(2, 16, 100, generator=torch.Generator().manual_seed(3))
+    r = compare(from_numpy(logits.numpy(), "a"), from_numpy(logits[:, -1].numpy(), "b"))
+    found = next(f for f in r.findings if f.kind == "inside")
+    assert found.message.startswith("B = A[:, 15]: B holds the last index of A's axis 1")
+    assert "logits[:, -1]" in found.causes[0]
+
+
+def test_a_first_token_dropped_is_a_run_of_the_other_side():
+    torch = pytest.importorskip("torch")
+    hidden = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(4))
+    r = compare(from_numpy(hidden[:, 1:].numpy(), "a"), from_numpy(hidden.numpy(), "b"))
+    found = next(f for f in r.findings if f.kind == "inside")
+    assert found.message.startswith("A = B[:, 1:16]: A is B with the first entry of axis 1 (16 entries) dropped")
+
+
+def test_unrelated_tensors_of_different_lengths_are_not_located():
+    rng = np.random.default_rng(5)
+    r = compare(from_numpy(rng.standard_normal((2, 15, 8)).astype(np.float32), "a"),
+                from_numpy(rng.standard_normal((2, 16, 8)).astype(np.float32), "b"))
+    assert not any(f.kind == "inside" for f in r.findings)

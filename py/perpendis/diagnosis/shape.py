@@ -70,6 +70,42 @@ def _transposed_finding(layout: dict[str, object]) -> Finding:
     )
 
 
+def _entries(end: str, k: int) -> str:
+    return "" if k == 0 else f"the {end} entry" if k == 1 else f"the {end} {k} entries"
+
+
+def _inside_finding(layout: dict[str, object], r: Report) -> list[Finding]:
+    """Where the smaller side sits in the larger (align's ``inside``): a run of one axis
+    (A = B[:, 1:16]) or one index of an axis the smaller lacks (B = A[:, 15])."""
+    got = layout.get("inside")
+    if not isinstance(got, dict):
+        return []
+    side = str(got["side"])
+    other = "B" if side == "A" else "A"
+    ax = int(got["axis"])
+    large = list((r.b if side == "A" else r.a)["shape"])
+    n = large[ax]
+    if "index" in got:
+        i = int(got["index"])
+        pick = ", ".join([":"] * ax + [str(i)])
+        which = "the last index" if i == n - 1 else "the first index" if i == 0 else f"index {i}"
+        message = (f"{side} = {other}[{pick}]: {side} holds {which} of {other}'s axis {ax} ({n} entries), to the "
+                   f"tolerance on {got['agree']:.0%} of sampled elements")
+        causes = [f"one side keeps {which} of axis {ax} only (the last position's logits, logits[:, -1], against "
+                  "every position's; a pooled or CLS output against the sequence)" if i in (0, n - 1) else
+                  f"one side keeps a single index of axis {ax} (a wrong index or a squeeze of the wrong axis)"]
+    else:
+        start, stop = int(got["start"]), int(got["stop"])
+        pick = ", ".join([":"] * ax + [f"{start}:{stop}"])
+        dropped = [_entries("first", start), _entries("last", n - stop)]
+        message = (f"{side} = {other}[{pick}]: {side} is {other} with {' and '.join(d for d in dropped if d)} of "
+                   f"axis {ax} ({n} entries) dropped, to the tolerance on {got['agree']:.0%} of sampled elements")
+        causes = ["an off-by-one slice or a special token kept on one side only (a BOS, CLS or EOS position, a "
+                  "padding row, a prompt prefix)"]
+    where = place(f"axis {ax}", axis=ax, axis_size=n)
+    return [Finding("inside", "error", message, where, causes)]
+
+
 def shape_findings(r: Report) -> list[Finding]:
     layout = r.layout
     kind = layout.get("kind")
@@ -87,7 +123,8 @@ def shape_findings(r: Report) -> list[Finding]:
                 f"; they broadcast to {shape_text(layout['broadcast'])}, which compares every pair — "
                 "usually a missing squeeze or unsqueeze"
             )
-        return [Finding("shape", "error", f"{differ}: the shapes cannot be aligned, so no values were compared{extra}")]
+        message = f"{differ}: the shapes cannot be aligned, so no values were compared{extra}"
+        return [Finding("shape", "error", message), *_inside_finding(layout, r)]
     out = [Finding("shape", "error", differ)]
     if kind == "transpose":
         out.append(_transposed_finding(layout))

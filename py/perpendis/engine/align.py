@@ -30,6 +30,7 @@ from ..numerics.format_evidence import says_format
 from ..numerics.scramble import Stream
 from ..numerics.tolerance import Tolerance, within
 from ..report.text import shape_text
+from .inside import inside
 
 PERMUTE_MAX_DIMS = 5  # all permutations up to 5 dims (120) are scored on a sample
 PERMUTE_SAMPLE = 4096
@@ -210,6 +211,8 @@ def _aligned(a: Tensor, b: Tensor, xa: np.ndarray, xb: np.ndarray, fmt: Format, 
         wide_a, wide_b = (_contiguous(np.broadcast_to(x, common)) for x in (xa, xb))
         return Aligned(fmt, wide_a, wide_b, layout, notes)
     layout = {"kind": "none", "broadcast": None if common is None else list(common)}
+    if (found := inside(xa, xb, fmt, tol)) is not None:
+        layout["inside"] = found
     return Aligned(fmt, None, None, layout, notes)
 
 

@@ -202,6 +202,8 @@ def _slice_finding(
     zeroed = kind in ("slice_affine", "slice_scale") and bool(np.all(np.abs(s[hit]) <= bound))
     message, where, evidence = _slice_text(pair, axis, along, kind, (s, c), hit, share, with_offset)
     causes = why.for_slices(kind, pair.shape, axis)
+    if kind == "slice_scale" and (sizes := _image_sizes(pair.shape, axis, s[hit])):
+        causes = [why.COORDINATES.format(sizes=" and ".join(str(v) for v in sizes))]
     if kind == "slice_affine" and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance):
         # Two constants per slice explain most of any perturbation that later layers spread
         # over features (an input scaled, a LayerNorm's weight doubled mid-graph): such a
@@ -215,6 +217,20 @@ def _slice_finding(
         message += "; A does not follow B there (s = 0): the signal was cut"
         causes = list(why.CUT)
     return Finding(kind, "error", message, where, causes, evidence)
+
+
+def _image_sizes(shape: tuple[int, ...], axis: int, s: np.ndarray) -> list[int] | None:
+    """The image sizes a box's or point's per-coordinate scales are (s or 1/s an integer of
+    at least 16 in every column of a last axis of 2 or 4), distinct and in order, or None."""
+    if axis != len(shape) - 1 or shape[axis] not in (2, 4) or s.size != shape[axis]:
+        return None
+    sizes = []
+    for v in np.abs(s):
+        k = v if v >= 1 else 1 / v if v > 0 else 0
+        if k < 16 or abs(k - round(k)) > 1e-4 * k:
+            return None
+        sizes.append(round(k))
+    return list(dict.fromkeys(sizes))
 
 
 def _slice_text(

@@ -69,6 +69,9 @@ SLICE = {
         "a dropped or wrong bias (one value per feature: a Linear's or a norm layer's β)",
     ],
 }
+# A per-coordinate scale of a box or point whose factors are image sizes.
+COORDINATES = ("coordinates normalised to [0, 1] on one side (divided by the image's size, {sizes}) and in pixels on "
+               "the other: a box or keypoint format that differs (normalised against absolute xyxy or xywh)")
 REVERSED = ["channel order (RGB against BGR)", "a flipped image or sequence (torch.flip, [::-1])"]
 SHIFTED = [
     "a position offset by one (position ids starting at 0 against 1, a BOS token)",
@@ -167,13 +170,17 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
     ]
 
 
+MIN_FEATURES = 16  # a last axis this long is a layer's features; a shorter one (boxes' 4, xy's 2) need not be
+
+
 def axis_role(shape: tuple[int, ...] | list[int], axis: int) -> str:
     """``channel`` for axis 1 of a 4-D or 5-D tensor (NCHW, NCDHW), ``feature`` for the
-    last axis of one of two or more axes, ``other`` for the rest (rows, positions, samples)."""
+    last axis (of at least :data:`MIN_FEATURES` entries) of one of two or more axes, ``other``
+    for the rest (rows, positions, samples, a box's four coordinates)."""
     ndim = len(shape)
     if ndim in (4, 5) and axis == 1:
         return "channel"
-    if ndim >= 2 and axis == ndim - 1:
+    if ndim >= 2 and axis == ndim - 1 and shape[axis] >= MIN_FEATURES:
         return "feature"
     return "other"
 

@@ -294,6 +294,7 @@ def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
             text = f"{names[0]} = clip({text.split(' = ', 1)[1]}, {lo_t}, {hi_t})"
             params |= {"clip_lo": clip_lo, "clip_hi": clip_hi}
         params |= {"lhs": fa[0] or "id", "rhs": fb[0] or "id", "reversed": flip, "sizes": sorted(set(view.shape)),
+                   "integer": view.integer,
                    "range": [float(np.min(a[ok])), float(np.max(a[ok]))]}
         form_ok = view.close(a, t)
         causes = implies.causes("elementwise_map", params)

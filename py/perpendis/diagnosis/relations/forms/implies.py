@@ -78,6 +78,10 @@ def _unbiased(p: dict) -> int | None:
     return None
 
 
+def _offset_only(p: dict) -> bool:
+    return p.get("lhs") == p.get("rhs") == "id" and "offset" in p and "scale" not in p and "clip_lo" not in p
+
+
 def _last(p: dict) -> bool:
     """Whether the form's axis is the last of the pair's shape."""
     shape = p.get("shape") or []
@@ -121,8 +125,11 @@ CAUSES: list[Cause] = [
               math.log(CLIP_TEMPERATURE) / CLIP_TEMPERATURE, CLIP_TEMPERATURE / math.log(CLIP_TEMPERATURE))),
           lambda p: "a logit scale used as stored instead of exponentiated: logit_scale against "
                     "exp(logit_scale) (CLIP keeps ln(1/0.07))"),
-    Cause("elementwise_map", "an offset only", lambda p: p.get("lhs") == p.get("rhs") == "id" and "offset" in p
-          and "scale" not in p and "clip_lo" not in p,
+    Cause("elementwise_map", "an integer offset between integers (indices or ids)",
+          lambda p: p.get("integer") and _offset_only(p) and float(p["offset"]).is_integer(),
+          lambda p: f"indices or ids offset by {p['offset']:g}: counted from 1 against 0, or a class or token id "
+                    "shift (a background class, a tokenizer's offset)"),
+    Cause("elementwise_map", "an offset only", lambda p: not p.get("integer") and _offset_only(p),
           lambda p: f"a constant {p['offset']:g} added on one side only (a bias or shift applied twice or not at all)"),
     Cause("elementwise_map", "both sides clamped to [0, 1] and A = s·B + (1 − s)/2: a hard sigmoid whose slope differs",
           _hardsigmoid,
