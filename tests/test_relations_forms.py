@@ -308,3 +308,23 @@ def test_boxes_normalised_on_one_side_name_the_image_size_not_a_norm_layer():
     top = _top(boxes.numpy(), pixels.numpy())
     assert top.kind == "slice_scale" and top.causes and "640 and 480" in top.causes[0]
     assert not any("norm layer" in c for c in top.causes)
+
+
+def test_a_mask_against_its_complement_is_an_inverted_mask_not_dropout_or_a_wrap():
+    mask = (torch.rand(4, 32, generator=_g(24)) > 0.3).float()
+    top = _top((1 - mask).numpy(), mask.numpy())
+    assert top.kind == "affine" and top.causes and top.causes[0].startswith("a complement, 1 − B")
+
+
+def test_leaky_relu_against_relu_is_an_activation_not_a_clamp():
+    x = torch.randn(2, 8, 16, 16, generator=_g(25))
+    for act in (lambda t: F.leaky_relu(t, 0.01), F.elu):
+        top = _top(act(x).numpy(), F.relu(x).numpy())
+        assert top.kind == "saturated" and "clamped to at least 0" in top.message
+        assert top.causes and top.causes[0].startswith("an activation that differs on the negative side")
+
+
+def test_a_relu_dropped_is_named_as_a_relu_on_one_side():
+    x = torch.randn(4, 64, generator=_g(26))
+    top = _top(x.numpy(), F.relu(x).numpy())
+    assert top.causes and top.causes[0].startswith("a ReLU on B's side only")

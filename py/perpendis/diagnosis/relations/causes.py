@@ -170,17 +170,18 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
     ]
 
 
-MIN_FEATURES = 16  # a last axis this long is a layer's features; a shorter one (boxes' 4, xy's 2) need not be
+# A per-feature scale names a norm layer's gain only on a last axis this long: a shorter one
+# (a box's 4 coordinates, a point's 2) need not be a layer's features.  A bias is any size's.
+MIN_FEATURES = 16
 
 
 def axis_role(shape: tuple[int, ...] | list[int], axis: int) -> str:
     """``channel`` for axis 1 of a 4-D or 5-D tensor (NCHW, NCDHW), ``feature`` for the
-    last axis (of at least :data:`MIN_FEATURES` entries) of one of two or more axes, ``other``
-    for the rest (rows, positions, samples, a box's four coordinates)."""
+    last axis of one of two or more axes, ``other`` for the rest (rows, positions, samples)."""
     ndim = len(shape)
     if ndim in (4, 5) and axis == 1:
         return "channel"
-    if ndim >= 2 and axis == ndim - 1 and shape[axis] >= MIN_FEATURES:
+    if ndim >= 2 and axis == ndim - 1:
         return "feature"
     return "other"
 
@@ -188,7 +189,10 @@ def axis_role(shape: tuple[int, ...] | list[int], axis: int) -> str:
 def for_slices(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
     """Per-slice causes for the axis's role; along an axis of 3 or 4 channels (an image's)
     the input's normalisation constants come first."""
-    causes = list(SLICE.get((kind, axis_role(shape, axis)), ()))
+    role = axis_role(shape, axis)
+    if role == "feature" and kind in ("slice_scale", "slice_affine") and shape[axis] < MIN_FEATURES:
+        return []
+    causes = list(SLICE.get((kind, role), ()))
     constants = next((c for c in causes if "mean/std" in c or "mean in input" in c), None)
     if shape[axis] in (3, 4) and constants is not None:
         causes.remove(constants)

@@ -34,6 +34,8 @@ def find(pair: Pair) -> list[Finding]:
             continue
         kept = ~dropped & (y != 0)
         xs, ys = x[kept], y[kept]
+        if xs.size < MIN_ZEROS:
+            continue  # nothing kept to scale: not dropout (a mask against its complement)
         s = float(np.dot(xs, ys) / np.dot(ys, ys))
         raw = float(rms(xs - ys))
         if raw == 0 or float(rms(xs - s * ys)) > EXPLAINED * raw:

@@ -66,17 +66,20 @@ def wrap(view: View) -> Form | None:
 
 def saturated(view: View) -> Form | None:
     """A = B except where B sits at its smallest or largest value: B clamps there and A
-    does not (an integer A past the bound wrapped around instead)."""
+    does not (an integer A past the bound wrapped around instead).  A bound counts only
+    where B holds it on many elements, and B must take values between its bounds: a
+    mask of 0 and 1 is no clamped signal."""
     diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
     if np.count_nonzero(diff) < 2:
         return None
     lo, hi = float(np.nanmin(view.b)), float(np.nanmax(view.b))
-    at_lo, at_hi = diff & (view.b == lo), diff & (view.b == hi)
+    held_lo = np.count_nonzero(view.b == lo) >= MIN_HELD_AT_BOUND
+    held_hi = np.count_nonzero(view.b == hi) >= MIN_HELD_AT_BOUND
+    at_lo, at_hi = diff & (view.b == lo) & held_lo, diff & (view.b == hi) & held_hi
     explained = at_lo | at_hi
     if np.count_nonzero(explained) < HOLDS * np.count_nonzero(diff):
         return None
-    # A clamped side holds its bound on many elements, not only the differing ones.
-    if np.count_nonzero(view.b == lo) + np.count_nonzero(view.b == hi) < MIN_HELD_AT_BOUND:
+    if np.count_nonzero((view.b > lo) & (view.b < hi)) < max(MIN_HELD_AT_BOUND, 0.1 * view.b.size):
         return None
     beyond = bool(np.all(view.a[at_lo] < lo) and np.all(view.a[at_hi] > hi))
     wrapped = view.integer and not beyond and bool(
@@ -88,9 +91,18 @@ def saturated(view: View) -> Form | None:
     b_text = " and ".join(f"{x:g}" for x in bounds)
     how = ("wraps around past the range (small values where B holds its top, large where B holds its bottom)"
            if wrapped else "goes beyond it")
-    text = f"A = B except where B holds its bound {b_text} (B clamped to [{lo:g}, {hi:g}]); there A {how}"
+    shown_lo, shown_hi = (lo if held_lo else None), (hi if held_hi else None)
+    clamp = f"[{lo:g}, {hi:g}]" if held_lo and held_hi else f"at least {lo:g}" if held_lo else f"at most {hi:g}"
+    text = f"A = B except where B holds its bound {b_text} (B clamped to {clamp}); there A {how}"
     t = np.where(explained, view.a, view.b)
-    params = {"lo": lo, "hi": hi, "wrapped": wrapped, "n_at_bound": int(np.count_nonzero(explained))}
+    params = {"lo": shown_lo, "hi": shown_hi, "wrapped": wrapped, "n_at_bound": int(np.count_nonzero(explained))}
+    if shown_lo is not None and shown_hi is None and at_lo.any():
+        # How far A reaches past the bound against how far B reaches above it (99th
+        # percentiles): a dropped ReLU leaves A's negatives as large as its positives; a
+        # LeakyReLU (0.01x), an ELU (above −1), GELU or SiLU squeeze them.
+        above = view.b[view.b > lo] - lo
+        reach = float(np.quantile(lo - view.a[at_lo], 0.99))
+        params["past_ratio"] = reach / max(float(np.quantile(above, 0.99)), 1e-300)
     return _stated(view, "saturated", text, params, t)
 
 
@@ -259,7 +271,9 @@ def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
     if hi is not None:
         inside &= a != hi
     if np.count_nonzero(inside) < 16:
-        return None
+        # Nothing left between the held extremes (a mask of 0 and 1): no clip to fit.
+        lo = hi = None
+        inside = ok.copy()
     x, y = fb[1](b[inside]), fa[1](a[inside])
     options = ((True, False), (False, True), (True, True)) if fa is _ID and fb is _ID else ((True, False), (True, True))
     lhs = f"{fa[0]} {names[0]}".strip() if fa[0] else names[0]

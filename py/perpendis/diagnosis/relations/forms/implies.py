@@ -78,6 +78,12 @@ def _unbiased(p: dict) -> int | None:
     return None
 
 
+def _bounds(p: dict) -> str:
+    lo, hi = p["lo"], p["hi"]
+    return f"[{lo:g}, {hi:g}]" if lo is not None and hi is not None else f"at least {lo:g}" if hi is None else (
+        f"at most {hi:g}")
+
+
 def _offset_only(p: dict) -> bool:
     return p.get("lhs") == p.get("rhs") == "id" and "offset" in p and "scale" not in p and "clip_lo" not in p
 
@@ -125,6 +131,11 @@ CAUSES: list[Cause] = [
               math.log(CLIP_TEMPERATURE) / CLIP_TEMPERATURE, CLIP_TEMPERATURE / math.log(CLIP_TEMPERATURE))),
           lambda p: "a logit scale used as stored instead of exponentiated: logit_scale against "
                     "exp(logit_scale) (CLIP keeps ln(1/0.07))"),
+    Cause("elementwise_map", "A = 1 − B with both sides in [0, 1]",
+          lambda p: p.get("lhs") == p.get("rhs") == "id" and _near(p.get("scale"), -1.0, 1e-6)
+          and _near(p.get("offset"), 1.0, 1e-6) and p.get("range", [-1, 2])[0] >= 0 and p["range"][1] <= 1,
+          lambda p: "a complement, 1 − B: a mask or a probability inverted (a mask meaning keep against one meaning "
+                    "drop, the other class's sigmoid, a flag's sense reversed)"),
     Cause("elementwise_map", "an integer offset between integers (indices or ids)",
           lambda p: p.get("integer") and _offset_only(p) and float(p["offset"]).is_integer(),
           lambda p: f"indices or ids offset by {p['offset']:g}: counted from 1 against 0, or a class or token id "
@@ -158,9 +169,16 @@ CAUSES: list[Cause] = [
     Cause("saturated", "A wrapped where B holds its bounds", lambda p: p.get("wrapped") and (p["lo"], p["hi"]) not in (
         (0.0, 255.0), (-128.0, 127.0), (0.0, 65535.0)),
           lambda p: "B clamped (saturates) and A cast without the clamp (overflow wraps around)"),
-    Cause("saturated", "A beyond the bounds B holds", lambda p: not p.get("wrapped"),
-          lambda p: f"a clamp to [{p['lo']:g}, {p['hi']:g}] on B's side only "
-                    "(saturation, a clip, an activation bound)"),
+    Cause("saturated", "B held at 0 from below only, A reaching past it under half as far as B reaches above it",
+          lambda p: not p.get("wrapped") and p["lo"] == 0 and p["hi"] is None and p.get("past_ratio", 1) < 0.5,
+          lambda p: "an activation that differs on the negative side: B is a ReLU, A keeps small negative values "
+                    "(LeakyReLU, ELU, GELU or SiLU against ReLU)"),
+    Cause("saturated", "B held at 0 from below only, A reaching past it about as far as B reaches above it",
+          lambda p: not p.get("wrapped") and p["lo"] == 0 and p["hi"] is None and p.get("past_ratio", 0) >= 0.5,
+          lambda p: "a ReLU on B's side only: B = max(A, 0) (an activation dropped, or added, in the export)"),
+    Cause("saturated", "A beyond the bounds B holds",
+          lambda p: not p.get("wrapped") and not (p["lo"] == 0 and p["hi"] is None),
+          lambda p: f"a clamp to {_bounds(p)} on B's side only (saturation, a clip, an activation bound)"),
     Cause("threshold", "A is 0 where B is negative and B elsewhere (the threshold is pinned only to 0)",
           lambda p: p.get("threshold") == "0" and p["value"] == 0 and p["on"] == "B",
           lambda p: "a ReLU on one side only: A = max(B, 0) (an activation dropped, or applied where it should not "
