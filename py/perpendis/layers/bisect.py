@@ -27,7 +27,7 @@ from ..engine.compare import compare
 from ..engine.options import DEFAULT, ComparisonOptions
 from ..engine.stream import map_reader
 from ..errors import InputError, blame
-from ..inputs.formats import polygraphy
+from ..inputs.formats import polygraphy, safetensors
 from ..inputs.formats.buffer import BytesLike, Reader
 from ..inputs.load import load_bytes, load_path, only_tensor
 from ..inputs.tensor import Tensor
@@ -85,21 +85,45 @@ def polygraphy_entries(read: Reader, size: int, void_format: str | None = None) 
     return [Entry(r.name, lambda r=r: polygraphy.decode(r, read, void_format)) for r in polygraphy.index(read, size)]
 
 
-def path_info(path: Path) -> dict[str, dict[str, Any]]:
-    """What a capture file records of each tensor (module, op type), or ``{}``: see :mod:`.capture.store`."""
-    from .capture.store import read_info
-
+def _head(path: Path) -> bytes:
+    """A capture file's first bytes, through a safetensors header (what its metadata says is
+    there); empty for a folder, standard input or a file that cannot be read."""
     if path.is_dir() or str(path) == "-":
-        return {}
+        return b""
     try:
         with path.open("rb") as file:
             head = file.read(8)
             if len(head) < 8:
-                return {}
-            length = int.from_bytes(head, "little")
-            return read_info(head + file.read(min(length, 2**27)))
+                return head
+            return head + file.read(min(int.from_bytes(head, "little"), 2**27))
     except OSError:
-        return {}
+        return b""
+
+
+def path_info(path: Path) -> dict[str, dict[str, Any]]:
+    """What a capture file records of each tensor (module, op type), or ``{}``: see :mod:`.capture.store`."""
+    from .capture.store import read_info
+
+    head = _head(path)
+    return read_info(head) if len(head) > 8 else {}
+
+
+def path_records_order(path: Path) -> bool:
+    """Whether a capture on disk gives its tensors in the order they were saved: see :mod:`.bisect_order`."""
+    return safetensors.records_order(_head(path))
+
+
+def model_values(model: Path) -> dict[str, dict[str, Any]]:
+    """What the ONNX model (``--model``) says of each value it computes, in graph order."""
+    from ..inputs.formats.onnx_model import check_model, describe, read_graph
+
+    with blame("model", model.name):
+        try:
+            check_model(model)  # a file that is no model is refused from its first bytes
+            data = model.read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
+        return describe(read_graph(data))
 
 
 def model_info(
@@ -112,16 +136,7 @@ def model_info(
     """
     if model is None:
         return info_a, info_b
-    from ..inputs.formats.onnx_model import check_model, describe, read_graph
-
-    with blame("model", model.name):
-        try:
-            check_model(model)  # a file that is no model is refused from its first bytes
-            data = model.read_bytes()
-        except OSError as err:
-            raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
-        values = describe(read_graph(data))
-    return described_by(values, a_names, b_names, info_a, info_b)
+    return described_by(model_values(model), a_names, b_names, info_a, info_b)
 
 
 def described_by(
@@ -234,6 +249,8 @@ def bisect(
     by_values: bool = True,
     allow_unpaired: bool = False,
     workers: int = 1,
+    order: str = "capture",
+    order_note: str | None = None,
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
@@ -247,6 +264,8 @@ def bisect(
     and ``info_b`` describe each side's tensors (module path, op type: what a capture
     file or an ONNX model records) for pairing by the exporter's metadata; ``by_values``
     lets tensors no rule pairs be paired by shape and agreeing values (:mod:`.pairing`).
+    ``order`` says where A's order comes from, ``order_note`` why (:mod:`.bisect_order`): when it
+    is ``"unknown"`` the failing layers are reported and none is named first.
     """
     from .pairing import pair
 
@@ -257,7 +276,8 @@ def bisect(
                  load_a=loads[0], load_b=loads[1])
     pairs, only_a, only_b = found.pairs, found.only_a, found.only_b
     if not pairs and allow_unpaired:
-        return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only))
+        return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only), order=order,
+                            order_note=order_note)
     patterns = _patterns(only)
     picked = _picked_pairs(pairs, ea, eb, patterns)
     options = options.without_task()
@@ -279,6 +299,8 @@ def bisect(
         only=patterns,
         n_skipped=len(pairs) - len(picked),
         repeats={**_named(found.repeats_a, ea), **_named(found.repeats_b, eb)},
+        order=order,
+        order_note=order_note,
     )
 
 

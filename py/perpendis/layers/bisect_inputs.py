@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError, blame
+from ..inputs.formats import safetensors
 from ..inputs.formats.onnx_model import describe, read_graph
 from .bisect import described_by
 from .capture.store import read_info
@@ -54,6 +55,19 @@ def capture_info(spec: object, payloads: Mapping[str, Any]) -> dict[str, dict[st
     if isinstance(spec, Mapping) and "data" in spec:
         return read_info(payloads[spec["data"]])
     return {}
+
+
+def records_order(spec: object, payloads: Mapping[str, Any]) -> bool:
+    """Whether a box's capture file gives its tensors' saving order (see :mod:`.bisect_order`);
+    a list of files is taken in the order given, as the page always has."""
+    if isinstance(spec, Mapping) and "data" in spec:
+        return safetensors.records_order(payloads[spec["data"]])
+    return True
+
+
+def label(spec: object, side: str) -> str:
+    """The capture's file name for a message, else the box's letter."""
+    return str(spec.get("name") or side) if isinstance(spec, Mapping) else side
 
 
 def pairing_info(

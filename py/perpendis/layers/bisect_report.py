@@ -104,36 +104,50 @@ class BisectReport:
     n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
     repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
     nan_origin: dict[str, Any] | None = None  # the first op making NaN/Inf from finite inputs: see nan_origin
+    # Where the rows' order comes from: "capture" (A's file kept it), "model" (the ONNX graph's, A's file
+    # kept none), "user" (rows put in order by hand) or "unknown": then no layer is named first (bisect_order).
+    order: str = "capture"
+    order_note: str | None = None  # why the order is the model's or unknown, and how to give it
+
+    @property
+    def in_order(self) -> list[Pair]:
+        """The pairs, when their order is the run's; none when it is unknown, so nothing is "first"."""
+        return [] if self.order == "unknown" else self.pairs
+
+    @property
+    def failing(self) -> list[Pair]:
+        """Every failing pair, in the rows' order (whether or not that order is known)."""
+        return [p for p in self.pairs if p.fails]
 
     @property
     def first_nonfinite(self) -> Pair | None:
         """The first layer holding a NaN or an infinity on either side (those before it are finite)."""
-        return next((p for p in self.pairs if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
+        return next((p for p in self.in_order if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
 
     @property
     def first_failing(self) -> Pair | None:
-        return next((p for p in self.pairs if p.fails), None)
+        return next((p for p in self.in_order if p.fails), None)
 
     @property
     def first_sure_failing(self) -> Pair | None:
         """The first failing layer whose pair is sure (not made by values without sure agreement):
         where the first failing one is unsure, the first place the failure is certainly seen."""
-        return next((p for p in self.pairs if p.fails and p.sure), None)
+        return next((p for p in self.in_order if p.fails and p.sure), None)
 
     @property
     def must_investigate(self) -> bool:
-        return self.first_failing is not None
+        return bool(self.failing)
 
     @property
     def culprit(self) -> Pair | None:
         """The first layer whose own error fails when run alone (None until layers are isolated)."""
-        return next((p for p in self.pairs if p.own_fails), None)
+        return next((p for p in self.in_order if p.own_fails), None)
 
     @property
     def sure_culprit(self) -> Pair | None:
         """The first surely paired layer whose own error fails: where the culprit rests on order
         and shape alone, the first place a layer's own error certainly fails."""
-        return next((p for p in self.pairs if p.own_fails and p.sure), None)
+        return next((p for p in self.in_order if p.own_fails and p.sure), None)
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
@@ -153,6 +167,9 @@ class BisectReport:
             },
             "nan_origin": self.nan_origin,
             "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
+            "order": self.order,
+            "order_note": self.order_note,
+            "failing": [p.a_name for p in self.failing],
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
@@ -292,14 +309,20 @@ def _left_out_lines(result: BisectReport) -> list[str]:
 def _first_failing_lines(result: BisectReport) -> list[str]:
     """The first failing layer, and the first surely paired one when the first rests on order and shape."""
     first = result.first_failing
+    ordered = [f"order: {result.order_note}"] if result.order_note and result.order != "unknown" else []
+    if result.order == "unknown" and result.failing:
+        failing = result.failing
+        return [f"failing layers ({len(failing)}), in the file's order: {few((p.a_name for p in failing), 10)}",
+                f"no first failing layer: {result.order_note or 'the order the layers ran in is unknown'}"]
     if first is None:
         doubtful = sum(p.likely_mispaired for p in result.pairs)
         return [
             f"no layer fails: all {len(result.pairs) - doubtful} paired layers agree up to rounding"
-            + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
+            + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else ""),
+            *ordered,
         ]
     names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
-    lines = [f"first failing layer: {names}"]
+    lines = [*ordered, f"first failing layer: {names}"]
     sure = result.first_sure_failing
     if sure is not first:
         lines.append(

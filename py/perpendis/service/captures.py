@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.tensor import Tensor
 from ..layers.bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from ..layers.bisect_inputs import pairing_info, sort_inputs
+from ..layers.bisect_inputs import capture_info, label, pairing_info, records_order, sort_inputs
+from ..layers.bisect_order import USER, arrange
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
@@ -89,8 +90,10 @@ def bisect_boxes(
     else:
         # The .onnx model may be among the files of either box, and both captures in one box.
         a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
-        ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
-        info = pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb])
+        kept, labels = (records_order(a, payloads), records_order(b, payloads)), (label(a, "A"), label(b, "B"))
+        recorded = capture_info(a, payloads), capture_info(b, payloads)
+        ea, eb, order = arrange(entries(a, payloads, "a"), entries(b, payloads, "b"), kept, model, labels, recorded)
+        info = {**pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb]), **order}
     ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
     return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress)
 
@@ -130,6 +133,7 @@ def reorder(
     position = {name: i for i, name in enumerate(order)}
     ranked = sorted(range(len(names)), key=lambda i: (0, position[names[i]]) if names[i] in position else (1, i))
     result.pairs = [result.pairs[i] for i in ranked]
+    result.order, result.order_note = USER, None  # the rows are in the order the user says the layers ran in
     bisected.pairs = [bisected.pairs[i] for i in ranked]
     return {"bisect": result.to_dict()}
 
