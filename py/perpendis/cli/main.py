@@ -256,7 +256,8 @@ def _bisect_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model", type=Path, metavar="MODEL.onnx",
-        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules",
+        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules, "
+        "and its graph orders a capture whose file keeps no order (safetensors without metadata 'order')",
     )
     p.add_argument(
         "--isolate", action="store_true",
