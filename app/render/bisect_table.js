@@ -37,14 +37,14 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const count = bisect.pairs.length;
   const described = bisect.pairs.some((p) => p.op_type || p.module);
   const head = header(described, bisect.isolated);
-  const table = { first, culprit, described, selected };
+  const unordered = bisect.order === "unknown" && bisect.failing && bisect.failing.length > 0;
+  const table = { first, culprit, described, selected, unordered };
   const now = rowsAtOnce(count, [first, selected, focus && focus.index, ...(again ? rowsInView(node) : [])],
     count > AT_ONCE ? widestRows(bisect.pairs) : []);
   const columns = head.querySelectorAll("th").length;
   const rows = bisect.pairs.map((_, index) => (now.has(index) ? bisectRow(bisect, index, table) : pendingRow(index, columns)));
   const body = el("tbody", {}, rows);
   wireRows(body, count, { onSelect, onMove });
-  const unordered = bisect.order === "unknown" && bisect.failing && bisect.failing.length > 0;
   const summary = !count ? "No tensor of A pairs with one of B: pair them below, or drop the .onnx model for its names."
     : unordered
     ? `${bisect.failing.length} failing: ${bisect.failing.slice(0, 8).join(", ")}` +

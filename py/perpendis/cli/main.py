@@ -23,7 +23,7 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
-from ..layers.bisect import described_by, model_values, one_file_sides, path_entries, path_info, path_records_order
+from ..layers.bisect import model_values, one_file_sides, path_entries, path_info, path_records_order
 from ..layers.bisect_order import arrange
 from ..report.model import Report
 from ..service import planner
@@ -326,13 +326,10 @@ def _bisect(argv: Sequence[str]) -> int:
     recorded = ({}, {}) if args.b is None else (path_info(args.a), path_info(args.b))
     kept = (True, True) if args.b is None else (path_records_order(args.a), path_records_order(args.b))
     values = None if args.model is None else model_values(args.model)
-    a, b, order = arrange(a, b, kept, values, (str(args.a), str(args.b)), recorded)
-    names_a, names_b = [e.name for e in a], [e.name for e in b]
-    info_a, info_b = recorded if values is None else described_by(values, names_a, names_b, *recorded)
+    a, b, read = arrange(a, b, kept, values, (str(args.a), str(args.b)), recorded)
     options = comparison_options(args)
-    request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only,
-                            read={"info_a": info_a, "info_b": info_b, **order}, threads=_workers(),
-                            allow_unpaired=False)
+    request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only, read=read,
+                            threads=_workers(), allow_unpaired=False)
     session = Session()
     raised(serve(request, {}, session=session))
     result = session.bisect().result

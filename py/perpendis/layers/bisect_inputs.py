@@ -4,7 +4,8 @@ A user drops what they have: the two captures on one box, or each on its own, an
 ``.onnx`` model beside either, for its exporter metadata.  Here the model is taken out
 of whichever box holds it (by its name, and decoded to be sure it is one), two captures
 in one box become the pair, and each capture's own record of its tensors (the metadata a
-``perpendis`` capture writes) is read for pairing.
+``perpendis`` capture writes) is read for pairing, and whether its file kept their order
+(:mod:`.bisect_order`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from ..errors import InputError, blame
 from ..inputs.formats import safetensors
 from ..inputs.formats.onnx_model import describe, read_graph
-from .bisect import described_by
+from .bisect_order import arrange
 from .capture.store import read_info
 
 
@@ -65,16 +66,16 @@ def records_order(spec: object, payloads: Mapping[str, Any]) -> bool:
     return True
 
 
-def label(spec: object, side: str) -> str:
+def _label(spec: object, side: str) -> str:
     """The capture's file name for a message, else the box's letter."""
     return str(spec.get("name") or side) if isinstance(spec, Mapping) else side
 
 
-def pairing_info(
-    a: object, b: object, payloads: Mapping[str, Any], values: Mapping[str, Any] | None, a_names: list, b_names: list
-) -> dict[str, Any]:
-    """``info_a`` and ``info_b`` for :func:`~.bisect.bisect`: the captures' records, the model's on its side."""
-    info_a, info_b = capture_info(a, payloads), capture_info(b, payloads)
-    if values is not None:
-        info_a, info_b = described_by(values, a_names, b_names, info_a, info_b)
-    return {"info_a": info_a, "info_b": info_b}
+def arranged(
+    a: object, b: object, payloads: Mapping[str, Any], values: Mapping[str, Any] | None, ea: list, eb: list
+) -> tuple[list, list, dict[str, Any]]:
+    """:func:`.bisect_order.arrange` for the boxes' captures: their entries in execution order
+    where it can be had, and :func:`~.bisect.bisect`'s pairing and order keywords."""
+    kept = records_order(a, payloads), records_order(b, payloads)
+    recorded = capture_info(a, payloads), capture_info(b, payloads)
+    return arrange(ea, eb, kept, values, (_label(a, "A"), _label(b, "B")), recorded)

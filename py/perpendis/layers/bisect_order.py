@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .bisect import described_by
 from .bisect_report import few
 from .pairing import carries_metadata, module_calls, module_runs, split_name
 
@@ -64,7 +65,8 @@ def arrange(
     labels: tuple[str, str], recorded: tuple[Mapping[str, Any], Mapping[str, Any]] = ({}, {}),
 ) -> tuple[list[Any], list[Any], dict[str, Any]]:
     """Both sides' entries, each in execution order where its file kept none and a graph is
-    known, and :func:`.bisect.bisect`'s ``order`` and ``order_note`` keywords.
+    known, and :func:`.bisect.bisect`'s keywords for them: ``info_a`` and ``info_b`` (the
+    captures' ``recorded`` descriptions, the model's on its side), ``order`` and ``order_note``.
 
     ``kept`` says per side whether its file records its order (:func:`..inputs.formats.safetensors.records_order`);
     ``labels`` are the files' names, for the notes.  The graph is the model's (``values``),
@@ -72,7 +74,18 @@ def arrange(
     (``recorded``: a ``perpendis capture`` file's, in its order, which is the graph's).  B's
     order matters too: pairing by values prefers the nearest place.
     """
-    ea, eb = list(ea), list(eb)
+    ea, eb, order = _ordered(list(ea), list(eb), kept, values, labels, recorded)
+    info_a, info_b = dict(recorded[0]), dict(recorded[1])
+    if values is not None:
+        info_a, info_b = described_by(values, [e.name for e in ea], [e.name for e in eb], info_a, info_b)
+    return ea, eb, {"info_a": info_a, "info_b": info_b, **order}
+
+
+def _ordered(
+    ea: list[Any], eb: list[Any], kept: tuple[bool, bool], values: Mapping[str, Any] | None,
+    labels: tuple[str, str], recorded: tuple[Mapping[str, Any], Mapping[str, Any]],
+) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """:func:`arrange`'s entries, and where their order comes from."""
     graph, whose = values, "the ONNX model's graph order"
     for entries, keeps, info, name in zip((eb, ea), kept[::-1], recorded[::-1], labels[::-1], strict=True):
         if graph is None and keeps and carries_metadata(info):

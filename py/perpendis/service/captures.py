@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.tensor import Tensor
 from ..layers.bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from ..layers.bisect_inputs import capture_info, label, pairing_info, records_order, sort_inputs
-from ..layers.bisect_order import USER, arrange
+from ..layers.bisect_inputs import arranged, sort_inputs
+from ..layers.bisect_order import USER
 from . import boxes
 from .fold import Progress
 from .judge import judge_kept_pair
@@ -90,10 +90,7 @@ def bisect_boxes(
     else:
         # The .onnx model may be among the files of either box, and both captures in one box.
         a, b, model = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
-        kept, labels = (records_order(a, payloads), records_order(b, payloads)), (label(a, "A"), label(b, "B"))
-        recorded = capture_info(a, payloads), capture_info(b, payloads)
-        ea, eb, order = arrange(entries(a, payloads, "a"), entries(b, payloads, "b"), kept, model, labels, recorded)
-        info = {**pairing_info(a, b, payloads, model, [e.name for e in ea], [e.name for e in eb]), **order}
+        ea, eb, info = arranged(a, b, payloads, model, entries(a, payloads, "a"), entries(b, payloads, "b"))
     ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
     return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress)
 

@@ -41,16 +41,10 @@ def compare_boxes(
     else:
         b_list = boxes.load(inputs.get("b"), payloads, "b", void.get("b"))
         if boxes.several(len(a_list), len(b_list)):
-            from ..layers.bisect_inputs import capture_info, label, pairing_info, records_order
-            from ..layers.bisect_order import arrange
+            from ..layers.bisect_inputs import arranged
             from . import captures
 
-            specs = inputs.get("a"), inputs.get("b")
-            kept = records_order(specs[0], payloads), records_order(specs[1], payloads)
-            recorded = capture_info(specs[0], payloads), capture_info(specs[1], payloads)
-            a_list, b_list, order = arrange(a_list, b_list, kept, None, (label(specs[0], "A"), label(specs[1], "B")),
-                                            recorded)
-            info = {**pairing_info(*specs, payloads, None, [], []), **order}
+            a_list, b_list, info = arranged(inputs.get("a"), inputs.get("b"), payloads, None, a_list, b_list)
             return captures.switch_to_bisect(session, a_list, b_list, {**bisect_keywords(request), **info}, progress)
         a, b = boxes.single(a_list, "a"), boxes.single(b_list, "b")
     ref = None
