@@ -123,3 +123,13 @@ def test_a_modules_input_comes_before_its_call_and_a_wrapper_prefix_is_dropped()
     at = graph_positions(["module.conv2", "conv2:in", "relu1", "conv2", "nowhere"], values)
     assert at["relu1"] < at["conv2:in"] < at["conv2"] == at["module.conv2"]
     assert "nowhere" not in at
+
+
+def test_check_export_orders_a_torch_capture_that_kept_none_by_the_model(capsys):
+    pytest.importorskip("onnxruntime")
+    code, out, _ = run_main(capsys, "check-export", HERE / "conv2_scaled.onnx", "--input", HERE / "input.npy",
+                            "--torch", HERE / "plain_hooks.safetensors", "--json")
+    result = json.loads(out)
+    assert code == 1 and result["order"] == "model"
+    assert [p["a_name"] for p in result["pairs"]] == RAN
+    assert result["first_failing"]["a_name"] == result["culprit"]["a_name"] == "conv2"
