@@ -119,18 +119,19 @@ def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.
 
     if args.torch is not None:
         from ..layers.bisect import model_values, path_info, path_records_order
-        from ..layers.bisect_order import arrange
+        from ..layers.bisect_order import ordered
 
         with blame("torch", str(args.torch)):
             tensors = load_path(args.torch)
         kept = (path_records_order(args.torch), True)
-        tensors, _, keywords = arrange(tensors, [], kept, model_values(args.model), (str(args.torch), "ONNX Runtime"))
+        tensors, _, order = ordered(tensors, [], kept, model_values(args.model), (str(args.torch), "ONNX Runtime"),
+                                    ({}, {}))
         run = Capture()
         with blame("torch", str(args.torch)):
             for t in tensors:
                 run.add(t.name, t.array)
         run.info.update(path_info(args.torch))
-        return run, {"order": keywords["order"], "order_note": keywords["order_note"]}
+        return run, order
     import importlib.util
 
     import torch

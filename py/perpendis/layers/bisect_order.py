@@ -74,18 +74,18 @@ def arrange(
     (``recorded``: a ``perpendis capture`` file's, in its order, which is the graph's).  B's
     order matters too: pairing by values prefers the nearest place.
     """
-    ea, eb, order = _ordered(list(ea), list(eb), kept, values, labels, recorded)
+    ea, eb, order = ordered(list(ea), list(eb), kept, values, labels, recorded)
     info_a, info_b = dict(recorded[0]), dict(recorded[1])
     if values is not None:
         info_a, info_b = described_by(values, [e.name for e in ea], [e.name for e in eb], info_a, info_b)
     return ea, eb, {"info_a": info_a, "info_b": info_b, **order}
 
 
-def _ordered(
+def ordered(
     ea: list[Any], eb: list[Any], kept: tuple[bool, bool], values: Mapping[str, Any] | None,
     labels: tuple[str, str], recorded: tuple[Mapping[str, Any], Mapping[str, Any]],
 ) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """:func:`arrange`'s entries, and where their order comes from."""
+    """:func:`arrange`'s entries, and bisect's ``order`` and ``order_note`` keywords for them."""
     graph, whose = values, "the ONNX model's graph order"
     for entries, keeps, info, name in zip((eb, ea), kept[::-1], recorded[::-1], labels[::-1], strict=True):
         if graph is None and keeps and carries_metadata(info):
@@ -98,14 +98,14 @@ def _ordered(
               "metadata 'order' lists them)")
     if graph is None:
         return ea, eb, {"order": UNKNOWN, "order_note": unknown_note(unkept, labels)}
-    ordered, unplaced = in_graph_order(ea, graph)
-    if len(unplaced) == len(ordered):
+    placed, unplaced = in_graph_order(ea, graph)
+    if len(unplaced) == len(placed):
         note = f"{unkept}, and {whose} places none of them ({few(unplaced)})"
         return ea, eb, {"order": UNKNOWN, "order_note": unknown_note(note, labels)}
     note = f"{unkept}: its rows are in {whose}" + (
         f"; it places no value of {few(unplaced)}, put last" if unplaced else ""
     )
-    return ordered, eb, {"order": MODEL, "order_note": note}
+    return placed, eb, {"order": MODEL, "order_note": note}
 
 
 def unknown_note(why: str, labels: tuple[str, str]) -> str:
