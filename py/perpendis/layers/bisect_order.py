@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .bisect import described_by
+from .bisect_files import described_by
 from .bisect_report import few
 from .pairing import carries_metadata, module_calls, module_runs, split_name
 
