@@ -166,7 +166,7 @@ def pair(
     _pair_by_metadata(a_names, b_names, info_a, info_b, free_a, free_b, pairs, evidence)
     free_a -= set(pairs)
     _pair_by_name(a_names, b_names, free_a, free_b, pairs, evidence)
-    _pair_shared_names(a_names, b_names, free_a, pairs, evidence)
+    _pair_shared_names(a_names, b_names, info_b, free_a, pairs, evidence)
     confidence = dict.fromkeys(pairs, "high")
     repeats_a: dict[int, int] = {}
     repeats_b: dict[int, int] = {}
@@ -225,18 +225,21 @@ def _pair_by_name(a_names: Sequence[str], b_names: Sequence[str], free_a: set[in
         free_b.discard(j)
 
 
-def _pair_shared_names(a_names: Sequence[str], b_names: Sequence[str], free_a: set[int],
+def _pair_shared_names(a_names: Sequence[str], b_names: Sequence[str], info_b: Info, free_a: set[int],
                        pairs: dict[int, tuple[int, str]], evidence: dict[int, str]) -> None:
-    """A tensor of A named as a value of B that the exporter's scopes gave to a module: the model's
-    output saved as ``logits`` beside its last layer ``fc``, both the graph output ``logits``.
-    Both pair with it, as a layer and its last child do (``metadata``), rather than one being left out."""
-    b_index = {name: j for j, name in enumerate(b_names)}
+    """A tensor of A named as an output of B's graph (a value no node reads) that the exporter's
+    scopes gave to a module: the model's output saved as ``logits`` beside its last layer ``fc``,
+    both the graph output ``logits``.  Both pair with it, as a layer and its last child do
+    (``metadata``), rather than one being left out.  Other values are left alone: the dynamo
+    exporter names them after the op (``relu``), which a module path may read like."""
+    read = {str(source) for described in info_b.values() for source in described.get("inputs") or []}
+    b_index = {name: j for j, name in enumerate(b_names) if name not in read}
     by_scope = {j for j, how in pairs.values() if how == "metadata"}
     for i in sorted(free_a):
         j = b_index.get(a_names[i])
         if j in by_scope:
             pairs[i] = (j, "name")
-            evidence[i] = f"the names agree; {b_names[j]} also leaves the scope of the layer it hands on"
+            evidence[i] = f"the names agree; {b_names[j]} is a graph output, also the output of a layer"
             free_a.discard(i)
 
 
