@@ -41,9 +41,17 @@ export async function readFiles(fileList) {
   return files.length === 1 ? files[0] : files;
 }
 
-/** What a chip says about the files of one side or run. */
+/** What a chip says about the files of one side or run. An .onnx model among them is read for
+ * its exporter metadata (pairing, and the order of a capture that kept none), not paired by
+ * file name as a list of one-tensor files is. */
 export function describeFiles(files) {
   if (!Array.isArray(files)) return `${files.name} (${files.bytes.length} bytes)`;
+  const models = files.filter((f) => /\.onnx$/i.test(f.name));
+  if (models.length) {
+    const rest = files.filter((f) => !models.includes(f));
+    const model = `model ${models.map((f) => f.name).join(", ")}, whose exporter metadata pairs and orders the layers`;
+    return rest.length ? `${describeFiles(rest.length === 1 ? rest[0] : rest)}; ${model}` : model;
+  }
   const bytes = files.reduce((sum, f) => sum + f.bytes.length, 0);
   const names = files.slice(0, 3).map((f) => f.name).join(", ");
   return `${files.length} files (${names}${files.length > 3 ? ", …" : ""}; ${bytes} bytes), paired by file name`;

@@ -156,3 +156,16 @@ def test_a_copy_of_the_tensor_before_it_is_left_unpaired_and_named():
     found = pair(["proj", "dropout", "norm"], ["addmm", "mix", "ln"], load_a=_tensors(a), load_b=_tensors(b))
     assert found.repeats_a == {1: 0}
     assert 1 in found.only_a and all(i != 1 for i, _, _ in found.pairs)
+
+
+def test_a_tensor_named_as_a_graph_output_pairs_with_it_beside_its_layer_and_no_other_value_does():
+    from perpendis.inputs.formats.onnx_model import describe, read_graph
+
+    model = Path(__file__).parent / "fixtures" / "plain_hooks" / "conv2_scaled.onnx"
+    values = describe(read_graph(model.read_bytes()))
+    a, b = ["relu1", "relu", "fc", "logits"], list(values)
+    found = pair(a, b, info_b=values)
+    paired = {a[i]: (b[j], how) for i, j, how in found.pairs}
+    assert paired == {"relu1": ("relu", "metadata"), "fc": ("logits", "metadata"), "logits": ("logits", "name")}
+    # "relu" is relu1's value, read by conv2: the dynamo exporter's op name, not a module's path.
+    assert [a[i] for i in found.only_a] == ["relu"]

@@ -42,8 +42,10 @@ export function stacked(tag, attrs, first, second) {
 
 export const line = (text, attrs = {}) => el("span", attrs, text);
 
-/** Where a row stands against the first failing one: before it, it, or after it. */
-function standing(index, first) {
+/** Where a row stands against the first failing one: before it, it, or after it; "unordered" when
+ * layers fail but the order they ran in is unknown, so no row is first and none is passed. */
+function standing(index, first, unordered) {
+  if (unordered) return "unordered";
   if (first === null || index < first) return "pass";
   return index === first ? "first-failing" : "after";
 }
@@ -93,11 +95,11 @@ function figures(pair) {
 
 /**
  * Row `index` of `bisect` (the core's `bisect` dict, its pairs in the order shown); `table`:
- * {first, culprit, described, selected}, what every row of the table shares.
+ * {first, culprit, described, selected, unordered}, what every row of the table shares.
  */
 export function bisectRow(bisect, index, table) {
   const pair = bisect.pairs[index];
-  const where = standing(index, table.first);
+  const where = standing(index, table.first, table.unordered);
   const open = el("button", { type: "button", class: "link", "aria-label": `${index + 1}: open the report of ${pair.a_name}` },
     String(index + 1));
   const finding = pair.finding;

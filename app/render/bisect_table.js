@@ -37,7 +37,8 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const count = bisect.pairs.length;
   const described = bisect.pairs.some((p) => p.op_type || p.module);
   const head = header(described, bisect.isolated);
-  const table = { first, culprit, described, selected };
+  const unordered = bisect.order === "unknown" && bisect.failing && bisect.failing.length > 0;
+  const table = { first, culprit, described, selected, unordered };
   const now = rowsAtOnce(count, [first, selected, focus && focus.index, ...(again ? rowsInView(node) : [])],
     count > AT_ONCE ? widestRows(bisect.pairs) : []);
   const columns = head.querySelectorAll("th").length;
@@ -45,6 +46,9 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
   const body = el("tbody", {}, rows);
   wireRows(body, count, { onSelect, onMove });
   const summary = !count ? "No tensor of A pairs with one of B: pair them below, or drop the .onnx model for its names."
+    : unordered
+    ? `${bisect.failing.length} failing: ${bisect.failing.slice(0, 8).join(", ")}` +
+      `${bisect.failing.length > 8 ? ", …" : ""}. No first failing layer: ${bisect.order_note}.`
     : first === null
     ? `No layer fails: all ${bisect.pairs.length} paired tensors agree up to rounding.`
     : `First failing: ${bisect.first_failing.a_name}` +
@@ -65,7 +69,10 @@ export function renderBisectTable(node, bisect, { selected = null, onSelect, onM
         `own error fails is ${bisect.sure_culprit.a_name}` +
         (bisect.sure_culprit.finding ? `; run alone: ${bisect.sure_culprit.finding.message}` : ".") : "");
   fill(node,
-    el("p", { class: `bisect-summary ${first === null ? "pass" : "fail"}`, "data-testid": "bisect-summary" }, summary),
+    el("p", { class: `bisect-summary ${first === null && !unordered ? "pass" : "fail"}`, "data-testid": "bisect-summary" },
+      summary),
+    bisect.order === "model" && bisect.order_note
+      ? el("p", { class: "hint", "data-testid": "bisect-order" }, `Order: ${bisect.order_note}.`) : null,
     blame ? el("p", { class: "bisect-summary", "data-testid": "bisect-culprit" }, blame) : null,
     nonfinite ? el("p", { class: "bisect-summary fail", "data-testid": "bisect-nonfinite" }, nonfinite) : null,
     chip,

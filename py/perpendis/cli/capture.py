@@ -20,6 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,19 +112,26 @@ def _check_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.ndarray]):
-    from ..inputs.load import load_path
+def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.ndarray]) -> tuple[Any, dict]:
+    """The PyTorch capture, and :func:`~..layers.bisect.bisect`'s ``order`` keywords for it: a
+    ``--torch`` file that kept no order (safetensors without ``order``) is put in the model's graph order."""
     from ..layers.capture.store import Capture
 
     if args.torch is not None:
+        from ..layers.bisect import model_values, path_info, path_records_order
+        from ..layers.bisect_order import ordered
+
+        with blame("torch", str(args.torch)):
+            tensors = load_path(args.torch)
+        kept = (path_records_order(args.torch), True)
+        tensors, _, order = ordered(tensors, [], kept, model_values(args.model), (str(args.torch), "ONNX Runtime"),
+                                    ({}, {}))
         run = Capture()
         with blame("torch", str(args.torch)):
-            for t in load_path(args.torch):
+            for t in tensors:
                 run.add(t.name, t.array)
-        from ..layers.bisect import path_info
-
         run.info.update(path_info(args.torch))
-        return run
+        return run, order
     import importlib.util
 
     import torch
@@ -146,7 +154,7 @@ def _torch_run(args: argparse.Namespace, feeds: list[np.ndarray] | dict[str, np.
     tensors = [torch.from_numpy(np.array(a)) for a in (feeds.values() if isinstance(feeds, dict) else feeds)]
     with torch.no_grad(), capture(model) as run:
         model(*tensors)
-    return run
+    return run, {}
 
 
 def check_export_main(argv: Sequence[str]) -> int:
@@ -155,7 +163,8 @@ def check_export_main(argv: Sequence[str]) -> int:
     from .options import comparison_options
 
     feeds = read_inputs(args.input)
-    result = bisect_runs_of(_torch_run(args, feeds), args.model, feeds, comparison_options(args))
+    run, order = _torch_run(args, feeds)
+    result = bisect_runs_of(run, args.model, feeds, comparison_options(args), **order)
     if args.model_explorer is not None:
         from ..layers.model_explorer import write_model_explorer
 

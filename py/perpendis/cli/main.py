@@ -23,7 +23,8 @@ from ..errors import InputError, blame
 from ..inputs.formats.buffer import Reader
 from ..inputs.load import load_path, only_tensor
 from ..inputs.tensor import Tensor
-from ..layers.bisect import model_info, one_file_sides, path_entries, path_info
+from ..layers.bisect import model_values, one_file_sides, path_entries, path_info, path_records_order
+from ..layers.bisect_order import arrange
 from ..report.model import Report
 from ..service import planner
 from ..service.boundary import raised
@@ -255,7 +256,8 @@ def _bisect_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model", type=Path, metavar="MODEL.onnx",
-        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules",
+        help="the ONNX model one capture was run from: its exporter metadata pairs values with PyTorch modules, "
+        "and its graph orders a capture whose file keeps no order (safetensors without metadata 'order')",
     )
     p.add_argument(
         "--isolate", action="store_true",
@@ -321,12 +323,13 @@ def _bisect(argv: Sequence[str]) -> int:
     else:
         a = path_entries(args.a)
         b = path_entries(args.b)
-    names_a, names_b = [e.name for e in a], [e.name for e in b]
     recorded = ({}, {}) if args.b is None else (path_info(args.a), path_info(args.b))
-    info_a, info_b = model_info(args.model, names_a, names_b, *recorded)
+    kept = (True, True) if args.b is None else (path_records_order(args.a), path_records_order(args.b))
+    values = None if args.model is None else model_values(args.model)
+    a, b, read = arrange(a, b, kept, values, (str(args.a), str(args.b)), recorded)
     options = comparison_options(args)
-    request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only,
-                            read={"info_a": info_a, "info_b": info_b}, threads=_workers(), allow_unpaired=False)
+    request = BisectRequest({"a": a, "b": b}, options, {}, _mapping(args.map), args.only, read=read,
+                            threads=_workers(), allow_unpaired=False)
     session = Session()
     raised(serve(request, {}, session=session))
     result = session.bisect().result

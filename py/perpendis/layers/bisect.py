@@ -32,6 +32,7 @@ from ..inputs.formats.buffer import BytesLike, Reader
 from ..inputs.load import load_bytes, load_path, only_tensor
 from ..inputs.tensor import Tensor
 from ..report.model import Report
+from .bisect_files import described_by, model_info, model_values, path_info, path_records_order  # noqa: F401
 from .bisect_report import BisectReport, Pair, RunsReport, few
 from .layer_names import _keys, normalise_name, pair_names  # noqa: F401  (re-exported)
 from .nonfinite import nan_origin
@@ -83,61 +84,6 @@ def polygraphy_entries(read: Reader, size: int, void_format: str | None = None) 
     next to what it encodes, so it is read through ``read`` and never held whole.
     """
     return [Entry(r.name, lambda r=r: polygraphy.decode(r, read, void_format)) for r in polygraphy.index(read, size)]
-
-
-def path_info(path: Path) -> dict[str, dict[str, Any]]:
-    """What a capture file records of each tensor (module, op type), or ``{}``: see :mod:`.capture.store`."""
-    from .capture.store import read_info
-
-    if path.is_dir() or str(path) == "-":
-        return {}
-    try:
-        with path.open("rb") as file:
-            head = file.read(8)
-            if len(head) < 8:
-                return {}
-            length = int.from_bytes(head, "little")
-            return read_info(head + file.read(min(length, 2**27)))
-    except OSError:
-        return {}
-
-
-def model_info(
-    model: Path | None, a_names: Sequence[str], b_names: Sequence[str], info_a: dict, info_b: dict
-) -> tuple[dict, dict]:
-    """Each side's descriptions, the ONNX model's (``--model``) given to the side that holds its values.
-
-    What the model says of a value takes the place of what the capture recorded; the side
-    is the one naming more of the model's values (the other is the PyTorch run).
-    """
-    if model is None:
-        return info_a, info_b
-    from ..inputs.formats.onnx_model import check_model, describe, read_graph
-
-    with blame("model", model.name):
-        try:
-            check_model(model)  # a file that is no model is refused from its first bytes
-            data = model.read_bytes()
-        except OSError as err:
-            raise InputError(f"cannot read {model}: {err.strerror or err}", where=str(model)) from None
-        values = describe(read_graph(data))
-    return described_by(values, a_names, b_names, info_a, info_b)
-
-
-def described_by(
-    values: Mapping[str, Any], a_names: Sequence[str], b_names: Sequence[str], info_a: dict, info_b: dict
-) -> tuple[dict, dict]:
-    """Put a model's value descriptions on the side whose names they are; an error when neither side's are."""
-    in_a, in_b = sum(n in values for n in a_names), sum(n in values for n in b_names)
-    if not in_a and not in_b:
-        raise InputError(
-            f"the ONNX model computes none of the tensors of either capture (its values: {few(values)}); "
-            "give the model the ONNX capture was run from",
-            where="model",
-        )
-    if in_b >= in_a:
-        return info_a, {**info_b, **{n: values[n] for n in b_names if n in values}}
-    return {**info_a, **{n: values[n] for n in a_names if n in values}}, info_b
 
 
 def path_entries(path: Path) -> list[Entry]:
@@ -234,19 +180,19 @@ def bisect(
     by_values: bool = True,
     allow_unpaired: bool = False,
     workers: int = 1,
+    order: str = "capture", order_note: str | None = None,
 ) -> BisectReport:
     """Compare every layer A and B both hold, in A's order.
 
-    ``mapping`` (A name → B name) overrides the pairing for names no rule can match,
-    such as a graph output renamed to ``output``.  ``only`` keeps the pairs whose A name
-    matches one of these shell-style patterns (``layer3.*``, ``*.conv?``): a capture of
-    thousands of tensors is narrowed to the part under suspicion, the others neither
-    decoded nor compared.  ``options`` are resolved per pair by
-    :func:`~perpendis.engine.compare.compare`, since layers may differ in format (a task
-    check, for one pair's prediction, is left out).  ``info_a``
-    and ``info_b`` describe each side's tensors (module path, op type: what a capture
-    file or an ONNX model records) for pairing by the exporter's metadata; ``by_values``
-    lets tensors no rule pairs be paired by shape and agreeing values (:mod:`.pairing`).
+    ``mapping`` (A name → B name) overrides the pairing for names no rule can match, such as a graph output renamed
+    to ``output``.  ``only`` keeps the pairs whose A name matches one of these shell-style patterns (``layer3.*``,
+    ``*.conv?``): a capture of thousands of tensors is narrowed to the part under suspicion, the others neither
+    decoded nor compared.  ``options`` are resolved per pair by :func:`~perpendis.engine.compare.compare`, since
+    layers may differ in format (a task check, for one pair's prediction, is left out).  ``info_a`` and ``info_b``
+    describe each side's tensors (module path, op type: what a capture file or an ONNX model records) for pairing by
+    the exporter's metadata; ``by_values`` lets tensors no rule pairs be paired by shape and agreeing values
+    (:mod:`.pairing`).  ``order`` is where A's order comes from and ``order_note`` why (:mod:`.bisect_order`):
+    "unknown" names none first.
     """
     from .pairing import pair
 
@@ -256,11 +202,11 @@ def bisect(
     found = pair([e.name for e in ea], [e.name for e in eb], mapping=mapping, info_a=info_a, info_b=info_b,
                  load_a=loads[0], load_b=loads[1])
     pairs, only_a, only_b = found.pairs, found.only_a, found.only_b
+    said = {"order": order, "order_note": order_note}
     if not pairs and allow_unpaired:
-        return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only))
+        return BisectReport([], [e.name for e in ea], [e.name for e in eb], _patterns(only), **said)
     patterns = _patterns(only)
-    picked = _picked_pairs(pairs, ea, eb, patterns)
-    options = options.without_task()
+    picked, options = _picked_pairs(pairs, ea, eb, patterns), options.without_task()
     compared = [
         Pair(
             ea[i].name, eb[j].name, how, report, *_described(ea[i].name, eb[j].name, info_a, info_b),
@@ -270,15 +216,15 @@ def bisect(
     ]
     mark_mispaired(compared)
     nonfinite = any(p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b") for p in compared)
-    origin = (nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")) if nonfinite else None
     return BisectReport(
-        nan_origin=origin,
+        nan_origin=(nan_origin(eb, info_b, "B") or nan_origin(ea, info_a, "A")) if nonfinite else None,
         pairs=compared,
         only_a=[ea[i].name for i in only_a if _picked(ea[i].name, patterns)],
         only_b=[eb[j].name for j in only_b],
         only=patterns,
         n_skipped=len(pairs) - len(picked),
         repeats={**_named(found.repeats_a, ea), **_named(found.repeats_b, eb)},
+        **said,
     )
 
 

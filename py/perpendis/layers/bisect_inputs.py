@@ -4,7 +4,8 @@ A user drops what they have: the two captures on one box, or each on its own, an
 ``.onnx`` model beside either, for its exporter metadata.  Here the model is taken out
 of whichever box holds it (by its name, and decoded to be sure it is one), two captures
 in one box become the pair, and each capture's own record of its tensors (the metadata a
-``perpendis`` capture writes) is read for pairing.
+``perpendis`` capture writes) is read for pairing, and whether its file kept their order
+(:mod:`.bisect_order`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError, blame
+from ..inputs.formats import safetensors
 from ..inputs.formats.onnx_model import Graph, describe, read_graph
-from .bisect import described_by
+from .bisect_order import arrange
 from .capture.store import read_info
 
 
@@ -54,11 +56,25 @@ def capture_info(spec: object, payloads: Mapping[str, Any]) -> dict[str, dict[st
     return {}
 
 
-def pairing_info(
-    a: object, b: object, payloads: Mapping[str, Any], graph: Graph | None, a_names: list, b_names: list
-) -> dict[str, Any]:
-    """``info_a`` and ``info_b`` for :func:`~.bisect.bisect`: the captures' records, the model's on its side."""
-    info_a, info_b = capture_info(a, payloads), capture_info(b, payloads)
-    if graph is not None:
-        info_a, info_b = described_by(describe(graph), a_names, b_names, info_a, info_b)
-    return {"info_a": info_a, "info_b": info_b}
+def records_order(spec: object, payloads: Mapping[str, Any]) -> bool:
+    """Whether a box's capture file gives its tensors' saving order (see :mod:`.bisect_order`);
+    a list of files is taken in the order given, as the page always has."""
+    if isinstance(spec, Mapping) and "data" in spec:
+        return safetensors.records_order(payloads[spec["data"]])
+    return True
+
+
+def _label(spec: object, side: str) -> str:
+    """The capture's file name for a message, else the box's letter."""
+    return str(spec.get("name") or side) if isinstance(spec, Mapping) else side
+
+
+def arranged(
+    a: object, b: object, payloads: Mapping[str, Any], graph: Graph | None, ea: list, eb: list
+) -> tuple[list, list, dict[str, Any]]:
+    """:func:`.bisect_order.arrange` for the boxes' captures: their entries in execution order
+    where it can be had, and :func:`~.bisect.bisect`'s pairing and order keywords."""
+    kept = records_order(a, payloads), records_order(b, payloads)
+    recorded = capture_info(a, payloads), capture_info(b, payloads)
+    values = None if graph is None else describe(graph)
+    return arrange(ea, eb, kept, values, (_label(a, "A"), _label(b, "B")), recorded)

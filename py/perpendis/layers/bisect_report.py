@@ -9,16 +9,13 @@ alone and writes their own error into the pairs.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..numerics.figures import percent
 from ..report.headline import main_finding
 from ..report.model import Report, plain
-from ..report.table import table_lines
-from ..report.text import number_text, shape_text
+from .bisect_text import few, report_text  # noqa: F401  (few is re-exported)
 
 
 @dataclass
@@ -104,36 +101,50 @@ class BisectReport:
     n_skipped: int = 0  # paired layers whose A name matched none of them, not compared
     repeats: dict[str, str] = field(default_factory=dict)  # unpaired name → the earlier tensor it copies
     nan_origin: dict[str, Any] | None = None  # the first op making NaN/Inf from finite inputs: see nan_origin
+    # Where the rows' order comes from: "capture" (A's file kept it), "model" (the ONNX graph's, A's file
+    # kept none), "user" (rows put in order by hand) or "unknown": then no layer is named first (bisect_order).
+    order: str = "capture"
+    order_note: str | None = None  # why the order is the model's or unknown, and how to give it
+
+    @property
+    def in_order(self) -> list[Pair]:
+        """The pairs, when their order is the run's; none when it is unknown, so nothing is "first"."""
+        return [] if self.order == "unknown" else self.pairs
+
+    @property
+    def failing(self) -> list[Pair]:
+        """Every failing pair, in the rows' order (whether or not that order is known)."""
+        return [p for p in self.pairs if p.fails]
 
     @property
     def first_nonfinite(self) -> Pair | None:
         """The first layer holding a NaN or an infinity on either side (those before it are finite)."""
-        return next((p for p in self.pairs if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
+        return next((p for p in self.in_order if p.figures.get("nonfinite_a") or p.figures.get("nonfinite_b")), None)
 
     @property
     def first_failing(self) -> Pair | None:
-        return next((p for p in self.pairs if p.fails), None)
+        return next((p for p in self.in_order if p.fails), None)
 
     @property
     def first_sure_failing(self) -> Pair | None:
         """The first failing layer whose pair is sure (not made by values without sure agreement):
         where the first failing one is unsure, the first place the failure is certainly seen."""
-        return next((p for p in self.pairs if p.fails and p.sure), None)
+        return next((p for p in self.in_order if p.fails and p.sure), None)
 
     @property
     def must_investigate(self) -> bool:
-        return self.first_failing is not None
+        return bool(self.failing)
 
     @property
     def culprit(self) -> Pair | None:
         """The first layer whose own error fails when run alone (None until layers are isolated)."""
-        return next((p for p in self.pairs if p.own_fails), None)
+        return next((p for p in self.in_order if p.own_fails), None)
 
     @property
     def sure_culprit(self) -> Pair | None:
         """The first surely paired layer whose own error fails: where the culprit rests on order
         and shape alone, the first place a layer's own error certainly fails."""
-        return next((p for p in self.pairs if p.own_fails and p.sure), None)
+        return next((p for p in self.in_order if p.own_fails and p.sure), None)
 
     def to_dict(self) -> dict[str, Any]:
         first = self.first_failing
@@ -153,6 +164,9 @@ class BisectReport:
             },
             "nan_origin": self.nan_origin,
             "likely_mispaired": [p.a_name for p in self.pairs if p.likely_mispaired],
+            "order": self.order,
+            "order_note": self.order_note,
+            "failing": [p.a_name for p in self.failing],
             "first_failing": None
             if first is None
             else {"a_name": first.a_name, "b_name": first.b_name, "index": self.pairs.index(first)},
@@ -210,150 +224,8 @@ class BisectReport:
     def to_text(self, verbose: bool = False) -> str:
         """A table of layers that fits 120 columns; ``>>`` marks the first failing row, ``?`` a likely
         mispairing.  ``verbose`` adds shape, dtype, max abs, the failing fraction, how each pair
-        was made and the main finding, at full name length."""
-        isolated = any(p.isolated is not None for p in self.pairs)
-        header = ["", "A", "B", "by", "op", "max ulp", "max rel", "cosine", "SQNR dB", "verdict"]
-        header += ["alone"] if isolated else []
-        if verbose:
-            header += ["shape", "dtype", "max abs", "fail", "evidence", "finding"]
-        first = self.first_failing
-        rows = [_row(p, p is first, isolated, verbose) for p in self.pairs]
-        lines = table_lines(header, rows) + _left_out_lines(self) + _first_failing_lines(self)
-        lines += _nonfinite_lines(self)
-        if isolated:
-            culprit, sure = self.culprit, self.sure_culprit
-            unsure = culprit is not None and sure is not None and sure is not culprit
-            lines.append(
-                "no layer fails on its own: each one run alone on A's inputs agrees up to rounding"
-                if culprit is None
-                else "culprit (first layer whose own error fails when run alone): "
-                # An unsure pair's own relation may be between two different tensors: not stated.
-                f"{culprit.a_name} (B: {culprit.b_name})" + ("" if unsure else _own_text(culprit.isolated))
-            )
-            if unsure:
-                lines.append(
-                    "that culprit rests on order and shape; the first surely paired layer whose own error "
-                    f"fails is {sure.a_name} (B: {sure.b_name})" + _own_text(sure.isolated)
-                )
-        return "\n".join(lines) + "\n"
-
-
-def _row(p: Pair, first: bool, isolated: bool, verbose: bool) -> list[str]:
-    """One pair's row of :meth:`BisectReport.to_text`'s table."""
-    s = p.summary()
-    finding = s["finding"]
-    cosine, sqnr = s["cosine"], s["sqnr_db"]
-    row = [
-        ">>" if first else "?" if p.likely_mispaired else "",
-        p.a_name if verbose else _elide(p.a_name, 34),
-        "=" if p.b_name == p.a_name else p.b_name if verbose else _elide(p.b_name, 18),
-        {"order and shape": "values", "metadata": "scope"}.get(p.paired_by, p.paired_by)
-        + ("" if p.confidence == "high" else f" ({p.confidence})"),
-        p.op_type or "",
-        number_text(s["max_ulp"], 3),
-        number_text(s["max_rel_diff"], 3),
-        "" if cosine is None else f"{cosine:.6f}",
-        "∞" if sqnr is None and cosine is not None else number_text(sqnr, 3),
-        s["verdict"],
-        *([_alone_text(p.isolated)] if isolated else []),
-    ]
-    if verbose:
-        row += [
-            "=" if s["shape_match"] else f"{shape_text(s['shape_a'], ',')}≠{shape_text(s['shape_b'], ',')}",
-            "=" if s["dtype_match"] else f"{s['dtype_a']}≠{s['dtype_b']}",
-            number_text(s["max_abs_diff"], 3),
-            "n/a" if s["fraction_fail"] is None else percent(s['fraction_fail'], 2),
-            p.evidence or "",
-            "" if finding is None else finding["message"],
-        ]
-    return row
-
-
-def _left_out_lines(result: BisectReport) -> list[str]:
-    """What the table does not show: unpaired layers, copies, likely mispairings, skipped layers."""
-    lines = []
-    for side, unpaired in (("A", result.only_a), ("B", result.only_b)):
-        if unpaired:
-            lines.append(f"only in {side} ({len(unpaired)}): {few(unpaired, 10)}")
-    if result.repeats:
-        copies = [f"{name} (= {source})" for name, source in result.repeats.items()]
-        lines.append(f"not compared, copies of the tensor before them (eval Dropout, Identity): {few(copies, 6)}")
-    doubtful = [p.a_name for p in result.pairs if p.likely_mispaired]
-    if doubtful:
-        lines.append(
-            f"likely mispaired (paired by order and shape alone, failing between agreeing layers; "
-            f"give --map to pair them): {few(doubtful, 6)}"
-        )
-    if result.only:
-        lines.append(f"layers named {' or '.join(result.only)} only: {result.n_skipped} other paired layer(s) skipped")
-    return lines
-
-
-def _first_failing_lines(result: BisectReport) -> list[str]:
-    """The first failing layer, and the first surely paired one when the first rests on order and shape."""
-    first = result.first_failing
-    if first is None:
-        doubtful = sum(p.likely_mispaired for p in result.pairs)
-        return [
-            f"no layer fails: all {len(result.pairs) - doubtful} paired layers agree up to rounding"
-            + (f" ({doubtful} likely mispaired, above, set aside)" if doubtful else "")
-        ]
-    names = first.a_name if first.b_name == first.a_name else f"{first.a_name} (B: {first.b_name})"
-    lines = [f"first failing layer: {names}"]
-    sure = result.first_sure_failing
-    if sure is not first:
-        lines.append(
-            f"unsure: that pair rests on order and shape ({first.evidence or 'no agreeing values'}); "
-            + (
-                "no surely paired layer fails"
-                if sure is None
-                else f"the first surely paired failing layer is {sure.a_name} (B: {sure.b_name})"
-            )
-        )
-    return lines
-
-
-def _nonfinite_lines(result: BisectReport) -> list[str]:
-    """Where NaN or Inf first appear: the first such layer, and the op that made them from finite inputs."""
-    lines = []
-    bad = result.first_nonfinite
-    if bad is not None:
-        sides = " and ".join(
-            f"{side} holds {bad.figures.get('nonfinite_' + side.lower(), 0)}"
-            for side in ("A", "B") if bad.figures.get("nonfinite_" + side.lower())
-        )
-        lines.append(f"first layer with NaN or Inf: {bad.a_name} (B: {bad.b_name}); {sides}")
-    if result.nan_origin is not None:
-        o = result.nan_origin
-        lines.append(
-            f"first op making NaN or Inf from finite inputs: {o['value']} ({o.get('op_type') or 'op'}"
-            f"{', in ' + o['module'] if o.get('module') else ''}) on side {o['side']}"
-        )
-    return lines
-
-
-def _elide(name: str, width: int) -> str:
-    """``name`` cut in its middle to ``width`` characters: a module path's start and its leaf say the most."""
-    if len(name) <= width:
-        return name
-    head = (width - 1) // 2
-    return name[:head] + "…" + name[-(width - 1 - head):]
-
-
-def _own_text(isolated: dict[str, Any] | None) -> str:
-    """The culprit's own relation, as its layer run alone states it (nothing when it has none)."""
-    finding = (isolated or {}).get("finding")
-    return f"; run alone: {finding['message']}" if finding else ""
-
-
-def _alone_text(isolated: dict[str, Any] | None) -> str:
-    """The own-error cell: the layer run alone, or why it could not be."""
-    if isolated is None:
-        return ""
-    if isolated.get("verdict") is None:
-        return "—"
-    own = "OWN" if isolated["verdict"] == "investigate" else "ok"
-    return f"{own} {number_text(isolated.get('max_ulp'), 3)} ulp"
+        was made and the main finding, at full name length (:mod:`.bisect_text`)."""
+        return report_text(self, verbose)
 
 
 @dataclass
@@ -380,10 +252,3 @@ class RunsReport:
             "first_failing": dict(self.first_failing),
             "departs_first": self.departs_first,
         }
-
-
-def few(names: Iterable[str], limit: int = 5) -> str:
-    """A few names for a message (``'a', 'b' and 3 more``): a long capture's list would bury it."""
-    names = list(names)
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "") if names else "nothing"

@@ -75,17 +75,16 @@ def _scopes(info: Mapping[str, object]) -> list[str]:
     return [module] if isinstance(module, str) and module else []
 
 
-def module_calls(names: Sequence[str], info: Info) -> dict[tuple[str, int], list[int]]:
-    """``(module, call number) → indices of the values of that call that leave it``, for an ONNX capture.
+def module_runs(names: Sequence[str], info: Info) -> dict[tuple[str, int], list[int]]:
+    """``(module, call number) → indices of the values made in that call``, in the order of ``names``.
 
     A module's call is a run of consecutive values made in its scope or in any scope
     nested in it (a transformer layer holds its attention, its norms and the residual
-    adds of its own ``forward``).  Its values that leave it are those read outside the
-    run, or by nobody (a graph output); the last of them is the module's output, so a
-    layer pairs with what it hands on, never with the first residual add inside it.
+    adds of its own ``forward``); its k-th run is its k-th call.
     """
-    runs: list[tuple[str, list[int]]] = []
+    runs: dict[tuple[str, int], list[int]] = {}
     open_runs: dict[str, list[int]] = {}
+    seen: dict[str, int] = {}
     for i, name in enumerate(names):
         described = info.get(name) or {}
         inside = [] if described.get("op_type") == "input" else _scopes(described)
@@ -93,21 +92,28 @@ def module_calls(names: Sequence[str], info: Info) -> dict[tuple[str, int], list
             del open_runs[module]  # a value made outside a module ends its current call
         for module in inside:
             if module not in open_runs:
-                open_runs[module] = []
-                runs.append((module, open_runs[module]))
+                open_runs[module] = runs[(module, seen.get(module, 0))] = []
+                seen[module] = seen.get(module, 0) + 1
             open_runs[module].append(i)
+    return runs
+
+
+def module_calls(names: Sequence[str], info: Info) -> dict[tuple[str, int], list[int]]:
+    """``(module, call number) → indices of the values of that call that leave it``, for an ONNX capture.
+
+    Of a call's values (:func:`module_runs`), those that leave it are those read outside
+    the run, or by nobody (a graph output); the last of them is the module's output, so a
+    layer pairs with what it hands on, never with the first residual add inside it.
+    """
     readers: dict[str, set[int]] = {}
     for i, name in enumerate(names):
         for source in (info.get(name) or {}).get("inputs") or []:
             readers.setdefault(str(source), set()).add(i)
     calls: dict[tuple[str, int], list[int]] = {}
-    seen: dict[str, int] = {}
-    for module, members in runs:
+    for call, members in module_runs(names, info).items():
         inside = set(members)
         leaving = [i for i in members if not readers.get(names[i]) or readers[names[i]] - inside]
-        k = seen.get(module, 0)
-        seen[module] = k + 1
-        calls[(module, k)] = leaving or members[-1:]
+        calls[call] = leaving or members[-1:]
     return calls
 
 
@@ -134,7 +140,8 @@ def _by_metadata(
     return out
 
 
-def _carries_metadata(info: Info) -> bool:
+def carries_metadata(info: Info) -> bool:
+    """Whether a side's descriptions hold the exporter's scopes: an ONNX capture or model's."""
     return any(_scopes(v) and v.get("op_type") not in (None, "input") for v in info.values())
 
 
@@ -159,6 +166,7 @@ def pair(
     _pair_by_metadata(a_names, b_names, info_a, info_b, free_a, free_b, pairs, evidence)
     free_a -= set(pairs)
     _pair_by_name(a_names, b_names, free_a, free_b, pairs, evidence)
+    _pair_shared_names(a_names, b_names, info_b, free_a, pairs, evidence)
     confidence = dict.fromkeys(pairs, "high")
     repeats_a: dict[int, int] = {}
     repeats_b: dict[int, int] = {}
@@ -192,11 +200,11 @@ def _refuse_repeated_names(a_names: Sequence[str], b_names: Sequence[str]) -> No
 def _pair_by_metadata(a_names: Sequence[str], b_names: Sequence[str], info_a: Info, info_b: Info, free_a: set[int],
                       free_b: set[int], pairs: dict[int, tuple[int, str]], evidence: dict[int, str]) -> None:
     """The ``metadata`` rule, into ``pairs``: when one side alone records the exporter's scopes."""
-    if _carries_metadata(info_b) and not _carries_metadata(info_a):
+    if carries_metadata(info_b) and not carries_metadata(info_a):
         for i, j in _by_metadata(a_names, b_names, info_b, free_a, free_b):
             pairs[i] = (j, "metadata")
             evidence[i] = f"{b_names[j]} leaves the exporter's scope {split_name(a_names[i])[0]}"
-    elif _carries_metadata(info_a) and not _carries_metadata(info_b):
+    elif carries_metadata(info_a) and not carries_metadata(info_b):
         for j, i in _by_metadata(b_names, a_names, info_a, free_b, free_a):
             pairs[i] = (j, "metadata")
             evidence[i] = f"{a_names[i]} leaves the exporter's scope {split_name(b_names[j])[0]}"
@@ -215,6 +223,24 @@ def _pair_by_name(a_names: Sequence[str], b_names: Sequence[str], free_a: set[in
         evidence[i] = "the names agree"
         free_a.discard(i)
         free_b.discard(j)
+
+
+def _pair_shared_names(a_names: Sequence[str], b_names: Sequence[str], info_b: Info, free_a: set[int],
+                       pairs: dict[int, tuple[int, str]], evidence: dict[int, str]) -> None:
+    """A tensor of A named as an output of B's graph (a value no node reads) that the exporter's
+    scopes gave to a module: the model's output saved as ``logits`` beside its last layer ``fc``,
+    both the graph output ``logits``.  Both pair with it, as a layer and its last child do
+    (``metadata``), rather than one being left out.  Other values are left alone: the dynamo
+    exporter names them after the op (``relu``), which a module path may read like."""
+    read = {str(source) for described in info_b.values() for source in described.get("inputs") or []}
+    b_index = {name: j for j, name in enumerate(b_names) if name not in read}
+    by_scope = {j for j, how in pairs.values() if how == "metadata"}
+    for i in sorted(free_a):
+        j = b_index.get(a_names[i])
+        if j in by_scope:
+            pairs[i] = (j, "name")
+            evidence[i] = f"the names agree; {b_names[j]} is a graph output, also the output of a layer"
+            free_a.discard(i)
 
 
 def _pair_by_values(load_a: Sequence[Callable[[], Tensor]], load_b: Sequence[Callable[[], Tensor]], onnx_b: bool,

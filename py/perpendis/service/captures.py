@@ -15,7 +15,8 @@ from ..errors import InputError
 from ..inputs.formats.onnx_model import Graph
 from ..inputs.tensor import Tensor
 from ..layers.bisect import Entry, as_entries, bisect, bisect_runs, read_single
-from ..layers.bisect_inputs import pairing_info, sort_inputs
+from ..layers.bisect_inputs import arranged, sort_inputs
+from ..layers.bisect_order import USER
 from ..layers.model_explorer import file_name, listing, node_data_text
 from . import boxes
 from .fold import Progress
@@ -102,8 +103,7 @@ def bisect_boxes(
     else:
         # The .onnx model may be among the files of either box, and both captures in one box.
         a, b, graph = sort_inputs(request.inputs.get("a"), request.inputs.get("b"), payloads)
-        ea, eb = entries(a, payloads, "a"), entries(b, payloads, "b")
-        info = pairing_info(a, b, payloads, graph, [e.name for e in ea], [e.name for e in eb])
+        ea, eb, info = arranged(a, b, payloads, graph, entries(a, payloads, "a"), entries(b, payloads, "b"))
     ran = {"workers": request.threads, "allow_unpaired": request.allow_unpaired}
     return bisect_entries(session, ea, eb, {**bisect_keywords(request), **info, **ran}, progress, graph)
 
@@ -159,6 +159,7 @@ def reorder(
     position = {name: i for i, name in enumerate(order)}
     ranked = sorted(range(len(names)), key=lambda i: (0, position[names[i]]) if names[i] in position else (1, i))
     result.pairs = [result.pairs[i] for i in ranked]
+    result.order, result.order_note = USER, None  # the rows are in the order the user says the layers ran in
     bisected.pairs = [bisected.pairs[i] for i in ranked]
     return {"bisect": result.to_dict()}
 

@@ -41,10 +41,10 @@ def compare_boxes(
     else:
         b_list = boxes.load(inputs.get("b"), payloads, "b", void.get("b"))
         if boxes.several(len(a_list), len(b_list)):
-            from ..layers.bisect_inputs import pairing_info
+            from ..layers.bisect_inputs import arranged
             from . import captures
 
-            info = pairing_info(inputs.get("a"), inputs.get("b"), payloads, None, [], [])
+            a_list, b_list, info = arranged(inputs.get("a"), inputs.get("b"), payloads, None, a_list, b_list)
             return captures.switch_to_bisect(session, a_list, b_list, {**bisect_keywords(request), **info}, progress)
         a, b = boxes.single(a_list, "a"), boxes.single(b_list, "b")
     ref = None

@@ -140,6 +140,21 @@ def metadata(data: BytesLike) -> dict[str, str]:
     return {k: v for k, v in meta.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def records_order(data: BytesLike) -> bool:
+    """Whether the bytes (a safetensors file, or at least its header) give their tensors' saving
+    order: true unless they are safetensors whose metadata ``order`` is missing or names other
+    tensors.  Bytes of another format are not judged here (true): their reader keeps their order."""
+    view = as_view(data)
+    length = header_length(view)
+    if length is None or length > SAFETENSORS_MAX_HEADER_BYTES:
+        return True
+    try:
+        entries, meta = _header(bytes(view[8 : 8 + length]))
+    except InputError:
+        return True  # a broken header is the reader's to refuse, with its reason
+    return _saved_order(meta, entries) is not None
+
+
 def _saved_order(metadata: dict, entries: dict) -> list[str] | None:
     """The names in metadata ``order`` when it is a JSON list naming every tensor once."""
     try:
