@@ -133,3 +133,73 @@ def test_check_export_orders_a_torch_capture_that_kept_none_by_the_model(capsys)
     assert code == 1 and result["order"] == "model"
     assert [p["a_name"] for p in result["pairs"]] == RAN
     assert result["first_failing"]["a_name"] == result["culprit"]["a_name"] == "conv2"
+
+
+def test_a_hook_scripts_execution_order_metadata_is_a_saved_order(capsys, tmp_path):
+    """Forward-hook scripts write the hooks' firing order as metadata ``execution_order``: a
+    saved order, so without the model the rows follow it and conv2 is named first."""
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(HERE / "plain_hooks.safetensors")
+    path = tmp_path / "ordered.safetensors"
+    save_file(tensors, path, metadata={"execution_order": json.dumps(RAN)})
+    assert safetensors.records_order(path.read_bytes())
+    code, result = _bisect(capsys, path, HERE / "conv2_scaled.ort.npz")
+    assert code == 1 and result["order"] == "capture"
+    names = [p["a_name"] for p in result["pairs"]]
+    assert names == [n for n in RAN if n in names] and result["first_failing"]["a_name"] == "conv2"
+
+
+@pytest.mark.slow
+def test_a_module_the_export_left_no_node_of_goes_after_its_kin(capsys, tmp_path):
+    """An eval Dropout inside a block has no node in the export: it is placed by its path right
+    after the block's last placed module, where it ran.  Put last (as before), a dropout of
+    GPT-2's last block that no copy check caught was paired by order and shape with the
+    graph's final output and named first failing on a clean export."""
+    import torch
+    from perpendis.inputs.formats.onnx_model import describe, read_graph
+    from perpendis.layers.bisect import path_entries
+    from perpendis.layers.bisect_order import in_graph_order
+    from perpendis.layers.capture.onnx import capture_onnx
+    from safetensors.torch import save_file
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.drop = torch.nn.Linear(16, 16), torch.nn.Dropout(0.1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.drop(self.fc(x))
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block(), Block()])
+            self.norm = torch.nn.LayerNorm(16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for block in self.blocks:
+                x = block(x)
+            return self.norm(x)
+
+    torch.manual_seed(0)
+    net, x = Net().eval(), torch.randn(2, 5, 16)
+    outputs: dict[str, torch.Tensor] = {}
+    for name, module in net.named_modules():
+        if name and not list(module.children()):
+            module.register_forward_hook(lambda _m, _a, out, name=name: outputs.__setitem__(name, out.clone()))
+    with torch.no_grad():
+        net(x)
+    save_file(outputs, tmp_path / "torch.safetensors")
+    torch.onnx.export(net, (x,), tmp_path / "net.onnx", dynamo=True)
+    np.save(tmp_path / "x.npy", x.numpy())
+    capture = capture_onnx(tmp_path / "net.onnx", {"x": x.numpy()})
+    capture.save(tmp_path / "ort.npz")
+    entries = path_entries(tmp_path / "torch.safetensors")
+    ordered, unplaced = in_graph_order(entries, describe(read_graph((tmp_path / "net.onnx").read_bytes())))
+    assert unplaced == ["blocks.0.drop", "blocks.1.drop"]
+    assert [e.name for e in ordered] == ["blocks.0.fc", "blocks.0.drop", "blocks.1.fc", "blocks.1.drop", "norm"]
+    capsys.readouterr()  # the exporter's progress
+    code, result = _bisect(capsys, tmp_path / "torch.safetensors", tmp_path / "ort.npz",
+                           "--model", tmp_path / "net.onnx")
+    assert code == 0 and result["order"] == "model" and result["first_failing"] is None

@@ -53,11 +53,32 @@ def graph_positions(names: Sequence[str], values: Mapping[str, Mapping[str, Any]
 
 
 def in_graph_order(entries: Sequence[Any], values: Mapping[str, Mapping[str, Any]]) -> tuple[list[Any], list[str]]:
-    """``entries`` (anything with a ``name``) in the graph's order, and the names it does not place,
-    which follow in their own order."""
+    """``entries`` (anything with a ``name``) in the graph's order, and the names it does not place.
+
+    A module the export left no node of (a dropout, an identity in eval mode) goes right after
+    the last placed module sharing the longest part of its path (``h.1.mlp.dropout`` after
+    ``h.1.mlp.c_proj``), where it ran; a name sharing none follows the rest in its own order.
+    Put last, it would be paired by order and shape with whatever the graph ends in."""
     at = graph_positions([e.name for e in entries], values)
-    placed = sorted((e for e in entries if e.name in at), key=lambda e: at[e.name])
-    return placed + [e for e in entries if e.name not in at], [e.name for e in entries if e.name not in at]
+    unplaced = [e.name for e in entries if e.name not in at]
+    near = dict(at)
+    for name in unplaced:
+        kin = _kin(name, at)
+        if kin:
+            near[name] = max(at[k] for k in kin) + 0.25
+    ordered = sorted((e for e in entries if e.name in near), key=lambda e: near[e.name])
+    return ordered + [e for e in entries if e.name not in near], unplaced
+
+
+def _kin(name: str, placed: Mapping[str, float]) -> list[str]:
+    """The placed names sharing the longest dotted prefix with ``name`` (at least one part)."""
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:k]) + "."
+        kin = [p for p in placed if p.startswith(prefix)]
+        if kin:
+            return kin
+    return []
 
 
 def arrange(
@@ -95,7 +116,7 @@ def ordered(
     if kept[0]:
         return ea, eb, {"order": CAPTURE, "order_note": None}
     unkept = (f"{labels[0]} records no order for its tensors (a safetensors file keeps none unless its "
-              "metadata 'order' lists them)")
+              "metadata 'order' or 'execution_order' lists them)")
     if graph is None:
         return ea, eb, {"order": UNKNOWN, "order_note": unknown_note(unkept, labels)}
     placed, unplaced = in_graph_order(ea, graph)
@@ -103,7 +124,8 @@ def ordered(
         note = f"{unkept}, and {whose} places none of them ({few(unplaced)})"
         return ea, eb, {"order": UNKNOWN, "order_note": unknown_note(note, labels)}
     note = f"{unkept}: its rows are in {whose}" + (
-        f"; it places no value of {few(unplaced)}, put last" if unplaced else ""
+        f"; it places no value of {few(unplaced)}, each put after its nearest kin by module path"
+        if unplaced else ""
     )
     return placed, eb, {"order": MODEL, "order_note": note}
 

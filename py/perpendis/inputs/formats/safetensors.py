@@ -155,14 +155,22 @@ def records_order(data: BytesLike) -> bool:
     return _saved_order(meta, entries) is not None
 
 
+# Metadata keys a capture script writes its tensors' order under: Perpendis' own, and the
+# name forward-hook scripts use for the hooks' firing order.
+ORDER_KEYS = ("order", "execution_order")
+
+
 def _saved_order(metadata: dict, entries: dict) -> list[str] | None:
-    """The names in metadata ``order`` when it is a JSON list naming every tensor once."""
-    try:
-        order = json.loads(metadata.get("order", "null"))
-    except (TypeError, json.JSONDecodeError):
-        return None
-    if isinstance(order, list) and len(order) == len(entries) and set(order) == set(entries):
-        return order
+    """The tensors' order from metadata ``order`` (or ``execution_order``): a JSON list of
+    names, each once, naming every tensor (and maybe modules that saved none, left out)."""
+    for key in ORDER_KEYS:
+        try:
+            order = json.loads(metadata.get(key, "null"))
+        except (TypeError, json.JSONDecodeError):
+            continue
+        if (isinstance(order, list) and all(isinstance(n, str) for n in order) and len(set(order)) == len(order)
+                and set(entries) <= set(order)):
+            return [n for n in order if n in entries]
     return None
 
 
