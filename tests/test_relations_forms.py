@@ -328,3 +328,60 @@ def test_a_relu_dropped_is_named_as_a_relu_on_one_side():
     x = torch.randn(4, 64, generator=_g(26))
     top = _top(x.numpy(), F.relu(x).numpy())
     assert top.causes and top.causes[0].startswith("a ReLU on B's side only")
+
+
+def test_boxes_in_another_format_are_a_fixed_mix_of_the_last_axis():
+    xy = torch.rand(20, 2, generator=_g(27)) * 100
+    xyxy = torch.cat([xy, xy + torch.rand(20, 2, generator=_g(28)) * 50], 1)
+    xywh = torch.cat([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], 1)
+    report = _report(xywh.numpy(), xyxy.numpy())
+    top = report.findings[0]
+    assert top.kind == "fibre_map" and "M = [1 0 -1 0; 0 1 0 -1; 0 0 1 0; 0 0 0 1]" in top.message
+    assert top.causes == ["a box format that differs: A is in xywh where the other side is in xyxy "
+                          "(torchvision.ops.box_convert)"]
+    region = next(f for f in report.findings if f.kind == "region")
+    assert region.causes == []  # the map explains the columns that fail; no mask at an end
+
+
+def test_a_colour_space_conversion_is_named_from_its_luma_column():
+    rgb = torch.rand(2, 16, 16, 3, generator=_g(29))
+    m = torch.tensor([[0.299, 0.587, 0.114], [-0.14713, -0.28886, 0.436], [0.615, -0.51499, -0.10001]])
+    top = _top((rgb @ m.T).numpy(), rgb.numpy())
+    assert top.kind == "fibre_map" and any("colour-space conversion" in c for c in top.causes)
+
+
+def test_positions_zeroed_by_a_mask_are_a_mask_not_a_per_group_normalisation():
+    hidden = torch.randn(2, 16, 64, generator=_g(30))
+    keep = torch.ones(2, 16, 1)
+    keep[0, 12:], keep[1, 9:] = 0, 0
+    top = _top((hidden * keep).numpy(), hidden.numpy())
+    assert top.kind == "group_affine" and "A is 0 on 11 of 32 groups" in top.message
+    assert top.causes and top.causes[0].startswith("a mask applied on one side only")
+
+
+def test_degrees_against_radians_are_named():
+    angles = torch.rand(50, generator=_g(31)) * 6 - 3
+    top = _top(torch.rad2deg(angles).numpy(), angles.numpy())
+    assert "(= 180/π)" in top.message and top.causes[0].startswith("degrees against radians")
+
+
+def test_classes_in_another_order_are_a_label_map():
+    logits = torch.randn(8, 10, generator=_g(32)) * 3
+    perm = torch.randperm(10, generator=_g(33))
+    report = _report(logits[:, perm].numpy(), logits.numpy())
+    permuted = next(f for f in report.findings if f.kind == "permuted")
+    assert permuted.causes and "id2label" in permuted.causes[0]
+
+
+def test_an_image_in_minus_one_to_one_against_zero_to_one_is_named():
+    img = torch.rand(2, 3, 16, 16, generator=_g(34))
+    top = _top(((img - 0.5) / 0.5).numpy(), img.numpy())
+    assert top.kind == "affine" and "mean 0.5 and std 0.5" in top.causes[0]
+
+
+def test_a_per_row_offset_that_does_not_hold_names_no_cause():
+    """log(B + 1e-3) against log(B): each row's mean shift leaves a quarter of the difference."""
+    depth = torch.rand(2, 1, 16, 16, generator=_g(35)) * 10 + 0.5
+    report = _report(torch.log(depth + 1e-3).numpy(), torch.log(depth).numpy())
+    fitted = [f for f in report.findings if f.kind in ("row_offset", "row_scale")]
+    assert all(not f.causes and "does not hold to the tolerance" in f.message for f in fitted)

@@ -96,9 +96,16 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
             structural = pattern or ([] if region_findings else structural)
         # A relation that holds on every element holds on the infinities too (a filter that
         # writes −inf, a flush to −inf): it explains them, so it leads.
-        findings += structural + nonfinite if _holds_everywhere(structural) else nonfinite + structural
+        everywhere = _holds_everywhere(structural) and bool(structural[0].causes)
+        findings += structural + nonfinite if everywhere else nonfinite + structural
         if found_precision is not None:
             findings.append(found_precision)
+        if everywhere:
+            # A form with its causes explains every element: where the failures lie is said,
+            # but a region's own causes (a mask at one end, one slice computed differently)
+            # do not follow from it.
+            for f in region_findings:
+                f.causes = []
         findings += region_findings
         findings += tolerance_findings(report)
         findings += rounding_findings(report, depth, narrow, bool(structural))

@@ -166,7 +166,8 @@ def _per_slice(pair: Pair, axis: int, mode: str) -> tuple[float, Finding] | None
         return None
     if mode == "fibre":
         with_offset = bool(np.any(np.abs(c[hit]) / pair.b_rms > one))
-        return share, _fibre_finding(pair, axis, s, c, hit, share, with_offset)
+        fits = holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance)
+        return share, _fibre_finding(pair, axis, (s, c, hit), share, with_offset, fits)
     found = _slice_finding(pair, axis, along, (a, b), (s, c, resid), hit, share)
     return None if found is None else (share, found)
 
@@ -294,11 +295,26 @@ def _span(x: np.ndarray) -> str:
 
 
 def _fibre_finding(
-    pair: Pair, axis: int, s: np.ndarray, c: np.ndarray, hit: np.ndarray, share: float, with_offset: bool
+    pair: Pair, axis: int, fit: tuple[np.ndarray, np.ndarray, np.ndarray], share: float, with_offset: bool,
+    fits: bool,
 ) -> Finding:
     """Each row along ``axis`` its own map of B's: one constant scale when the per-row factors
     agree to a tenth of their distance from 1 (the unbiased variance), a per-row scale when
-    they differ (an epsilon that weighs more on low-variance rows), else a per-row offset."""
+    they differ (an epsilon that weighs more on low-variance rows), else a per-row offset.
+    ``fit`` is each row's scale and offset and the rows that depart; causes are named only
+    when the rows' maps hold to the tolerance (``fits``): a map that leaves a quarter of the
+    difference unexplained describes it and implies nothing."""
+    finding = _fibre_described(pair, axis, fit, share, with_offset)
+    if not fits:
+        finding.message += "; the map does not hold to the tolerance, so no known cause fits"
+        finding.causes = []
+    return finding
+
+
+def _fibre_described(
+    pair: Pair, axis: int, fit: tuple[np.ndarray, np.ndarray, np.ndarray], share: float, with_offset: bool
+) -> Finding:
+    s, c, hit = fit
     n = pair.shape[axis]
     noun = axis_noun(pair.shape, axis)
     rows = int(hit.sum())
@@ -332,7 +348,7 @@ def _fibre_finding(
         f"({np.min(ch):.4g} to {np.max(ch):.4g}; {common})"
     )
     where = place(text, axis=axis, axis_size=n, offset=[float(x) for x in c[:64]])
-    return Finding("row_offset", "error", message, where, list(why.OFFSET), evidence)
+    return Finding("row_offset", "error", message, where, list(why.ROW_OFFSET), evidence)
 
 
 def find(pair: Pair) -> list[Finding]:

@@ -23,6 +23,12 @@ OFFSET = [
     "a wrong mean subtracted in a normalisation",
     "an epsilon added to the output instead of the variance",
 ]
+# Each row (a sample's or a position's values) shifted by its own constant: what a row's
+# statistic subtracted on one side leaves, not a bias (one value per feature, every row).
+ROW_OFFSET = [
+    "a per-row statistic subtracted on one side only: a mean (a normalisation's centring), a max or a log-sum-exp "
+    "(logits against log-probabilities; softmax and the top-1 are unchanged by it)",
+]
 ROW_SCALE = [
     "a LayerNorm / RMSNorm epsilon that differs (a changed default, 1e-5 against 1e-6 or 1e-12)",
     "biased against unbiased variance in a hand-written normalisation",
@@ -82,6 +88,9 @@ PERMUTED = [
     "a shuffled batch (DataLoader shuffle=True, a sampler, sorting by length)",
     "a channel or head order that differs (a reshape before a permute)",
 ]
+# The columns of a (rows, classes) tensor in another order.
+CLASS_ORDER = ("classes (or features) in another order: an id2label or label map that differs, a class list sorted "
+               "otherwise")
 TRANSPOSED = [
     "a transposed weight or square matrix (x @ W against x @ W.T; nn.Linear stores W as (out, in))",
     "layout: axes of equal size swapped (H and W, heads and head_dim)",
@@ -209,6 +218,8 @@ def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> l
         colour = n in (3, 4) and ((ndim in (4, 5) and axis == 1) or (ndim >= 3 and axis == ndim - 1))
         return REVERSED if colour else REVERSED[1:]
     if kind == "permuted":
+        if ndim == 2 and axis == 1:
+            return [CLASS_ORDER]
         return PERMUTED if axis == 0 else PERMUTED[1:]
     return SHIFTED
 

@@ -19,6 +19,7 @@ def _table() -> list[tuple[float, str]]:
     """(value, name) of every constant recognised, its reciprocal included where ML uses it."""
     out: list[tuple[float, str]] = [(2.0**k, f"2^{k}") for k in range(-12, 13) if k != 0]
     out += [(math.pi, "π"), (1 / math.pi, "1/π"), (2 * math.pi, "2π"), (math.pi / 2, "π/2")]
+    out += [(180 / math.pi, "180/π"), (math.pi / 180, "π/180")]
     out += [(math.e, "e"), (1 / math.e, "1/e"), (math.log(2), "ln 2"), (1 / math.log(2), "1/ln 2")]
     out += [(math.log(10), "ln 10"), (1 / math.log(10), "1/ln 10"), (math.log10(2), "log10 2")]
     out += [(math.sqrt(2 / math.pi), "√(2/π)"), (1.702, "1.702 (QuickGELU)")]

@@ -136,7 +136,7 @@ MEMBERS: list[Member] = [
         ),
         "least-squares A ≈ s·B + c globally, per slice along each axis, per row across it",
         "residual ≤ 25% of the raw RMS; deviation past 8·u·depth·sqrt(m) or one-signed beyond Z",
-        tuple(causes.OFFSET + causes.ROW_SCALE + causes.SLICE[("slice_affine", "channel")]
+        tuple(causes.OFFSET + causes.ROW_OFFSET + causes.ROW_SCALE + causes.SLICE[("slice_affine", "channel")]
               + causes.SLICE[("slice_affine", "feature")]),
         False,
         affine.find,
@@ -183,8 +183,8 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "block_constant", "sample_offset", "group_affine",
-             "normalised_fibres"}
+_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "scan", "fibre_map", "block_constant",
+             "sample_offset", "group_affine", "normalised_fibres"}
 
 
 _FITTED_KINDS = {"row_scale", "scale", "offset", "affine", "row_offset"}

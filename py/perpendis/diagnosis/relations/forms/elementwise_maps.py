@@ -254,6 +254,20 @@ def _near_identity(view: View, x: np.ndarray, s: float, c: float) -> bool:
         view.atol + view.rtol * float(np.sqrt(np.mean(x * x))))
 
 
+def _between_bounds(a: np.ndarray, ok: np.ndarray, clip: bool) -> tuple[float | None, float | None, np.ndarray]:
+    """A's held extremes (a clip's bounds, when ``clip``) and the elements between them, which
+    the map is fitted on; with nothing left between (a mask of 0 and 1), no clip is fitted."""
+    lo, hi = _clip_bounds(a[ok]) if clip else (None, None)
+    inside = ok.copy()
+    if lo is not None:
+        inside &= a != lo
+    if hi is not None:
+        inside &= a != hi
+    if np.count_nonzero(inside) < 16:
+        return None, None, ok.copy()
+    return lo, hi, inside
+
+
 def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
     a, b = (view.b, view.a) if flip else (view.a, view.b)
     names = ("B", "A") if flip else ("A", "B")
@@ -264,16 +278,7 @@ def _one_way(view: View, flip: bool, fa: Side, fb: Side) -> Form | None:
         ok &= b > 0
     if np.count_nonzero(ok) < max(16, 0.95 * a.size):
         return None
-    lo, hi = _clip_bounds(a[ok]) if fa is _ID else (None, None)
-    inside = ok.copy()
-    if lo is not None:
-        inside &= a != lo
-    if hi is not None:
-        inside &= a != hi
-    if np.count_nonzero(inside) < 16:
-        # Nothing left between the held extremes (a mask of 0 and 1): no clip to fit.
-        lo = hi = None
-        inside = ok.copy()
+    lo, hi, inside = _between_bounds(a, ok, fa is _ID)
     x, y = fb[1](b[inside]), fa[1](a[inside])
     options = ((True, False), (False, True), (True, True)) if fa is _ID and fb is _ID else ((True, False), (True, True))
     lhs = f"{fa[0]} {names[0]}".strip() if fa[0] else names[0]

@@ -185,6 +185,11 @@ def group_affine(view: View) -> Form | None:
                       "offset_range": [float(np.min(c)), float(np.max(c))], "groups_fitted": ng}
         p |= _group_facts(x, y, g, ng, c)
         form_text = f"A = s·B + c with {text} (slopes {np.min(s):.3g} to {np.max(s):.3g})"
+        small = 1e-6 * (float(np.std(b)) + 1e-300)
+        kept, zeroed = (np.abs(s - 1) <= 1e-4) & (np.abs(c) <= small), (np.abs(s) <= 1e-4) & (np.abs(c) <= small)
+        if (kept | zeroed).all() and zeroed.any():
+            p["zeroed"] = int(zeroed.sum())
+            form_text = f"A = B except that A is 0 on {int(zeroed.sum())} of {ng} groups ({text})"
         return Form("group_affine", form_text, p, share, int(ok.size), fails_text(view, ok),
                     implies.causes("group_affine", p))
     return None

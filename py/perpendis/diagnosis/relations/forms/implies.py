@@ -84,6 +84,40 @@ def _bounds(p: dict) -> str:
         f"at most {hi:g}")
 
 
+def _box_matrices() -> dict[tuple[str, str], np.ndarray]:
+    """M with box_out = box_in @ M for each pair of formats (columns: the output's entries)."""
+    to_xyxy = {"xyxy": np.eye(4),
+               "xywh": np.array([[1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1]], float),
+               "cxcywh": np.array([[1, 0, 1, 0], [0, 1, 0, 1], [-.5, 0, .5, 0], [0, -.5, 0, .5]], float)}
+    out = {}
+    for src, a in to_xyxy.items():
+        for dst, b in to_xyxy.items():
+            if src != dst:
+                out[(src, dst)] = a @ np.linalg.inv(b)
+    return out
+
+
+_BOXES = _box_matrices()
+
+
+def _box_format(p: dict) -> tuple[str, str] | None:
+    """(the other side's format, this side's) when the fitted map converts one box format to another."""
+    if p.get("n") != 4 or np.any(np.asarray(p["offset"])):
+        return None
+    m = np.asarray(p["matrix"])
+    return next((k for k, v in _BOXES.items() if np.allclose(m, v, atol=1e-5)), None)
+
+
+def _unit_range_pair(p: dict) -> bool:
+    """A = 2B − 1 with A in [−1, 1] (so B in [0, 1]), or A = B/2 + 1/2 with A in [0, 1]."""
+    s, c, (lo, hi) = p.get("scale"), p.get("offset"), p.get("range", [math.nan, math.nan])
+    if _near(s, 2.0, 1e-5) and _near(c, -1.0, 1e-5):
+        return lo >= -1 - 1e-6 and hi <= 1 + 1e-6
+    if _near(s, 0.5, 1e-5) and _near(c, 0.5, 1e-5):
+        return lo >= -1e-6 and hi <= 1 + 1e-6
+    return False
+
+
 def _offset_only(p: dict) -> bool:
     return p.get("lhs") == p.get("rhs") == "id" and "offset" in p and "scale" not in p and "clip_lo" not in p
 
@@ -123,6 +157,14 @@ CAUSES: list[Cause] = [
     Cause("elementwise_map", "a scale of N/(N−1), (N−1)/N or their square roots, N a size of the pair's axes",
           lambda p: _scale_only(p) and _unbiased(p) is not None,
           lambda p: f"biased against unbiased variance over N = {_unbiased(p)} (a factor N/(N−1) in the variance)"),
+    Cause("elementwise_map", "a scale of 180/π or π/180",
+          lambda p: _scale_only(p) and p.get("scale_name") in ("180/π", "π/180"),
+          lambda p: "degrees against radians: an angle converted on one side only (rad2deg / deg2rad, "
+                    "math.degrees)"),
+    Cause("elementwise_map", "A = 2·B − 1 with B in [0, 1], or A = (B + 1)/2 with B in [−1, 1]",
+          lambda p: p.get("lhs") == p.get("rhs") == "id" and "clip_lo" not in p and _unit_range_pair(p),
+          lambda p: "an image (or signal) in [−1, 1] on one side and [0, 1] on the other: normalised with mean 0.5 "
+                    "and std 0.5 on one side only"),
     Cause("elementwise_map", "a scale of 255 or 1/255",
           lambda p: _scale_only(p) and any(_near(abs(p["scale"]), x, 1e-5) for x in (255.0, 1 / 255)),
           lambda p: "an image rescaled by 1/255 twice or not at all"),
@@ -245,9 +287,19 @@ CAUSES: list[Cause] = [
     Cause("scan", "one side the running sum of the other", lambda p: True,
           lambda p: f"a cumulative sum on {p['side']}'s side only (a cumsum left in or dropped; position ids made "
                     "by cumsum of an attention mask against the mask itself)"),
+    Cause("fibre_map", "M one of the box conversions between xyxy, xywh and cxcywh, c = 0",
+          lambda p: _box_format(p) is not None,
+          lambda p: f"a box format that differs: {p['side']} is in {_box_format(p)[1]} where the other side is in "
+                    f"{_box_format(p)[0]} (torchvision.ops.box_convert)"),
+    Cause("fibre_map", "a 3-entry map whose first column is RGB's luma weights (0.299, 0.587, 0.114)",
+          lambda p: p["n"] == 3 and np.allclose(np.asarray(p["matrix"])[:, 0], (0.299, 0.587, 0.114), atol=2e-3),
+          lambda p: f"a colour-space conversion on {p['side']}'s side only (RGB to YUV, YCbCr or luma)"),
     Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),
+    Cause("group_affine", "every group either A = B or A = 0", lambda p: bool(p.get("zeroed")),
+          lambda p: "a mask applied on one side only: whole groups set to 0 (padding positions zeroed by an "
+                    "attention or padding mask, a head or channel dropped)"),
     Cause("group_affine", "A = s·B in every group and every group of A (or of B) has L2 norm 1",
           lambda p: p.get("scale_only") and (p.get("unit_norm_a") or p.get("unit_norm_b")),
           lambda p: f"an L2 normalisation (F.normalize, x / ‖x‖) on {'A' if p.get('unit_norm_a') else 'B'}'s side "
@@ -293,6 +345,8 @@ def causes(kind: str, params: dict) -> list[str]:
                 break  # the specific temperature first; the generic only when none is specific
     if not out and kind == SCALE_FALLBACK.kind and SCALE_FALLBACK.test(params):
         out.append(SCALE_FALLBACK.text(params))
+    if kind == "group_affine" and params.get("zeroed"):
+        return out[:1]  # groups kept or zeroed: a mask, whatever else their slopes would say
     return out
 
 
