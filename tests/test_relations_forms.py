@@ -385,3 +385,9 @@ def test_a_per_row_offset_that_does_not_hold_names_no_cause():
     report = _report(torch.log(depth + 1e-3).numpy(), torch.log(depth).numpy())
     fitted = [f for f in report.findings if f.kind in ("row_offset", "row_scale")]
     assert all(not f.causes and "does not hold to the tolerance" in f.message for f in fitted)
+
+
+def test_a_sum_against_a_mean_names_the_count():
+    x = torch.randn(2, 8, 64, 4, generator=_g(36))
+    top = _top(x.sum(-1).numpy(), x.mean(-1).numpy())
+    assert any("a sum against a mean over 4 values" in c for c in top.causes)

@@ -108,6 +108,13 @@ def _box_format(p: dict) -> tuple[str, str] | None:
     return next((k for k, v in _BOXES.items() if np.allclose(m, v, atol=1e-5)), None)
 
 
+def _whole_factor(s: float) -> int | None:
+    """k when |s| is an integer k ≥ 2 or 1/k, k at most 4096, to the fit's precision."""
+    v = abs(s) if abs(s) >= 1 else (1 / abs(s) if s else 0)
+    k = round(v)
+    return k if 2 <= k <= 4096 and _near(v, float(k), 1e-6) else None
+
+
 def _unit_range_pair(p: dict) -> bool:
     """A = 2B − 1 with A in [−1, 1] (so B in [0, 1]), or A = B/2 + 1/2 with A in [0, 1]."""
     s, c, (lo, hi) = p.get("scale"), p.get("offset"), p.get("range", [math.nan, math.nan])
@@ -157,6 +164,10 @@ CAUSES: list[Cause] = [
     Cause("elementwise_map", "a scale of N/(N−1), (N−1)/N or their square roots, N a size of the pair's axes",
           lambda p: _scale_only(p) and _unbiased(p) is not None,
           lambda p: f"biased against unbiased variance over N = {_unbiased(p)} (a factor N/(N−1) in the variance)"),
+    Cause("elementwise_map", "a scale of an integer k ≥ 2 or its reciprocal 1/k (k ≤ 4096)",
+          lambda p: _scale_only(p) and _whole_factor(p["scale"]) not in (None, 255),  # 255: an image's rescale
+          lambda p: f"a sum against a mean over {_whole_factor(p['scale'])} values (a reduction or pool that averages "
+                    "on one side and sums on the other)"),
     Cause("elementwise_map", "a scale of 180/π or π/180",
           lambda p: _scale_only(p) and p.get("scale_name") in ("180/π", "π/180"),
           lambda p: "degrees against radians: an angle converted on one side only (rad2deg / deg2rad, "
