@@ -391,3 +391,30 @@ def test_a_sum_against_a_mean_names_the_count():
     x = torch.randn(2, 8, 64, 4, generator=_g(36))
     top = _top(x.sum(-1).numpy(), x.mean(-1).numpy())
     assert any("a sum against a mean over 4 values" in c for c in top.causes)
+
+
+def test_a_layernorm_epsilon_changed_names_the_epsilon_not_a_norm_on_one_side():
+    hidden = torch.randn(2, 16, 64, generator=_g(37)) * 3 + 1
+    for eps in (1e-3, 1e-2, 1e-1):
+        top = _top(F.layer_norm(hidden, (64,), eps=eps).numpy(), F.layer_norm(hidden, (64,), eps=1e-5).numpy())
+        assert top.kind == "normalisation" and "both sides are normalised" in top.message
+        assert top.causes and all("another epsilon" in c for c in top.causes), top.causes
+
+
+def test_a_final_layernorm_dropped_is_a_norm_on_one_side():
+    hidden = torch.randn(2, 16, 64, generator=_g(38)) * 3 + 1
+    top = _top(hidden.numpy(), F.layer_norm(hidden, (64,)).numpy())
+    assert top.kind == "normalisation" and top.causes[0].startswith("a normalisation applied on one side only")
+
+
+def test_instancenorm_against_layernorm_names_statistics_per_sample_and_channel():
+    x = torch.randn(2, 8, 16, 16, generator=_g(39))
+    top = _top(F.instance_norm(x).numpy(), F.layer_norm(x, (8, 16, 16)).numpy())
+    assert top.kind == "group_affine" and top.causes and "InstanceNorm" in top.causes[0]
+
+
+def test_a_squeeze_excitation_gate_that_differs_is_a_gate_per_channel():
+    x = torch.randn(2, 16, 8, 8, generator=_g(40))
+    z = x.mean((2, 3), keepdim=True) * 3
+    top = _top((x * F.hardsigmoid(z)).numpy(), (x * torch.sigmoid(z)).numpy())
+    assert top.kind == "group_affine" and top.causes and "gate" in top.causes[0]

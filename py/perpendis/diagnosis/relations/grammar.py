@@ -200,7 +200,9 @@ def _prefer(form: forms.Form, members: list[Finding]) -> bool:
         return False  # one map per channel: the members' per-slice relation says as much, with its axis
     if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in (
             "halves", "reshape", "sorted")):
-        return True
+        # More specific, unless it names no cause where a member does (a per-row affine map
+        # that a member sees as a layer norm of the other side, with that norm's causes).
+        return bool(form.causes) or not any(f.causes for f in members)
     if form.kind in ("elementwise_map", "scale", "offset", "affine") and members[0].kind in _FITTED_KINDS:
         return True  # one map for every element, where the members fitted one per slice or row
     return bool(form.causes) and not any(f.causes for f in members)

@@ -143,6 +143,14 @@ def _unit_rms(x: np.ndarray) -> bool:
     return bool(np.mean(np.abs(rms - 1) <= 1e-2) >= HOLD_SHARE and np.median(np.abs(np.mean(x, axis=1))) > 0.05)
 
 
+def _normalised_already(x: np.ndarray) -> bool:
+    """Whether the fibres of ``x`` are centred with RMS within 1 % of 1: a layer norm's output
+    already, so a layer norm of it moves it only through the epsilon."""
+    rms = np.sqrt(np.mean(x * x, axis=1))
+    centred = np.abs(np.mean(x, axis=1)) <= 1e-3 * np.maximum(rms, 1e-300)
+    return bool(np.mean(centred & (np.abs(rms - 1) <= 1e-2)) >= HOLD_SHARE)
+
+
 def _sums_to_one(x: np.ndarray, bound: float) -> bool:
     return bool(np.all(x >= 0) and np.mean(np.abs(x.sum(axis=1) - 1) <= bound * np.sqrt(x.shape[1])) >= HOLD_SHARE)
 
@@ -170,6 +178,10 @@ def find(pair: Pair) -> list[Finding]:
                         if name == "layer norm" and _unit_rms(x):
                             message += f"; {xs}'s fibres already have RMS 1 but not mean 0"
                             causes = list(why.NORMALISATION["rms against layer"])
+                        elif name == "layer norm" and _normalised_already(x):
+                            message += (f"; {xs}'s fibres already have mean 0 and RMS 1 to an epsilon's effect: "
+                                        "both sides are normalised")
+                            causes = list(why.NORMALISATION["layer norm"][1:])
                         return [Finding("normalisation", "error", message, where, causes)]
     for axis, (a, b) in fibres.items():
         if not _holds(a, b, bound) and (found := _gained_finding(pair, axis, a, b, bound)) is not None:

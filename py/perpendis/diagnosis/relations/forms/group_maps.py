@@ -181,7 +181,7 @@ def group_affine(view: View) -> Form | None:
             continue  # one map per channel, whatever the sample: a per-channel relation, not statistics
         if params["per"] == "sample_channel":
             params = params | _runs(s.reshape(view.shape[0], view.shape[1]))
-        p = params | {"slope_range": [float(np.min(s)), float(np.max(s))],
+        p = params | {"ndim": view.a.ndim, "slope_range": [float(np.min(s)), float(np.max(s))],
                       "offset_range": [float(np.min(c)), float(np.max(c))], "groups_fitted": ng}
         p |= _group_facts(x, y, g, ng, c)
         form_text = f"A = s·B + c with {text} (slopes {np.min(s):.3g} to {np.max(s):.3g})"

@@ -109,10 +109,10 @@ def _box_format(p: dict) -> tuple[str, str] | None:
 
 
 def _whole_factor(s: float) -> int | None:
-    """k when |s| is an integer k ≥ 2 or 1/k, k at most 4096, to the fit's precision."""
+    """k when |s| is an integer k ≥ 3 or 1/k, k at most 4096, to the fit's precision."""
     v = abs(s) if abs(s) >= 1 else (1 / abs(s) if s else 0)
     k = round(v)
-    return k if 2 <= k <= 4096 and _near(v, float(k), 1e-6) else None
+    return k if 3 <= k <= 4096 and _near(v, float(k), 1e-6) else None  # 2: a doubling says it
 
 
 def _unit_range_pair(p: dict) -> bool:
@@ -164,7 +164,7 @@ CAUSES: list[Cause] = [
     Cause("elementwise_map", "a scale of N/(N−1), (N−1)/N or their square roots, N a size of the pair's axes",
           lambda p: _scale_only(p) and _unbiased(p) is not None,
           lambda p: f"biased against unbiased variance over N = {_unbiased(p)} (a factor N/(N−1) in the variance)"),
-    Cause("elementwise_map", "a scale of an integer k ≥ 2 or its reciprocal 1/k (k ≤ 4096)",
+    Cause("elementwise_map", "a scale of an integer k ≥ 3 or its reciprocal 1/k (k ≤ 4096)",
           lambda p: _scale_only(p) and _whole_factor(p["scale"]) not in (None, 255),  # 255: an image's rescale
           lambda p: f"a sum against a mean over {_whole_factor(p['scale'])} values (a reduction or pool that averages "
                     "on one side and sums on the other)"),
@@ -332,6 +332,17 @@ CAUSES: list[Cause] = [
           lambda p: f"a normalisation over other axes: statistics over axis {p['axis']} per position on one side, "
                     "over more axes per sample on the other (a channels-first LayerNorm against GroupNorm(1, C); "
                     "per pixel against per sample)"),
+    Cause("group_affine", "one slope and offset per (sample, channel), no run of channels sharing one, varying",
+          lambda p: p.get("per") == "sample_channel" and p.get("groups_of", 1) == 1 and not p.get("scale_only")
+          and p.get("ndim") in (4, 5) and not (p["slope_range"][0] >= 0.99 and p["slope_range"][1] <= 1.01),
+          lambda p: "a normalisation whose statistics are taken per (sample, channel) on one side and over more "
+                    "on the other (InstanceNorm, or GroupNorm with a group per channel, against LayerNorm over C·H·W "
+                    "or GroupNorm(1, C))"),
+    Cause("group_affine", "A = s·B per (sample, channel), no offset, s varying: a gate per channel of each sample",
+          lambda p: p.get("per") == "sample_channel" and p.get("groups_of", 1) == 1 and p.get("scale_only")
+          and p.get("ndim") in (4, 5) and not p.get("unit_norm_a") and not p.get("unit_norm_b"),
+          lambda p: "a per-channel gate of each sample that differs (a squeeze-and-excitation or attention gate: "
+                    "its activation, hardsigmoid against sigmoid, or its weights)"),
     Cause("group_affine", "one slope and offset per sample", lambda p: p.get("per") == "sample",
           lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
                     "GroupNorm over different dims)"),
