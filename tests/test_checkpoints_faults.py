@@ -1,6 +1,7 @@
 """Faults in the middle of ``perpendis checkpoints`` (issue #45): a Dask worker killed while
-it folds a tensor, and a shard cut short after the scan has read its header, before or
-while its tensors are read.
+it folds a tensor, every worker gone (the cluster scaled to zero) or killed and started
+again, and a shard cut short after the scan has read its header, before or while its
+tensors are read.
 
 Each faulted run must end with a report, never a crash nor a report that reads as whole:
 exit 1 (not 0, which says every tensor was compared and passed), the tensors not compared
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -181,11 +183,16 @@ def resume_rows(path: Path) -> list[str]:
     return sorted(json.loads(line)["row"]["name"] for line in path.read_text().splitlines())
 
 
-class Killer:
-    """Kills the worker that wrote its pid in ``flag``, as soon as it does, by SIGKILL."""
+def sigkill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
 
-    def __init__(self, flag: Path) -> None:
-        self.flag, self.stop, self.killed = flag, threading.Event(), None
+
+class Killer:
+    """Kills the worker that wrote its pid in ``flag``, as soon as it does (``act``, by
+    default SIGKILL by its pid)."""
+
+    def __init__(self, flag: Path, act: Callable[[int], object] = sigkill) -> None:
+        self.flag, self.act, self.stop, self.killed = flag, act, threading.Event(), None
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -193,7 +200,7 @@ class Killer:
         while not self.stop.is_set():
             if self.flag.exists() and self.flag.read_text():
                 self.killed = int(self.flag.read_text())
-                os.kill(self.killed, signal.SIGKILL)
+                self.act(self.killed)
                 return
             time.sleep(0.02)
 
@@ -202,15 +209,17 @@ class Killer:
         self.thread.join()
 
 
-def killed_run(cluster, monkeypatch, ck: Path, victim: str, flag: Path, extra: list[str]) -> tuple[int, Killer]:
+def killed_run(
+    cluster, monkeypatch, ck: Path, victim: str, flag: Path, extra: list[str], act: Callable[[int], object] = sigkill
+) -> tuple[int, Killer]:
     """The CLI on the cluster, ``victim`` hung on the first worker to reach it and that
-    worker killed; units of one small pair each, the big one cut in three."""
+    worker killed (or ``act`` done); units of one small pair each, the big one cut in three."""
     c, client = cluster
     client.wait_for_workers(2, timeout=60)
     client.run(exec, HANG, {"FLAG": str(flag), "VICTIM": victim})
     monkeypatch.setattr(dask_folds, "MIN_UNIT_BYTES", 1)
     monkeypatch.setattr(dask_folds, "UNIT_BYTES", 40_000)
-    killer = Killer(flag)
+    killer = Killer(flag, act)
     try:
         code = main(["checkpoints", str(ck / "a"), str(ck / "b"), "--scheduler", c.scheduler_address,
                      "--no-progress", *extra])  # fmt: skip
@@ -273,6 +282,89 @@ def test_a_worker_killed_once_is_retried_by_dask_and_nothing_is_lost(pristine, c
     report = json.loads(captured.out)
     assert code == 0 and report["complete"] is True and rows(report) == rows(pristine[1])
     REPORTED["killed worker, retried"] = [f"exit {code}", f"complete: {report['complete']}"]
+
+
+def test_every_worker_killed_and_started_again_within_the_grace_loses_nothing(
+    pristine, copy, cluster, monkeypatch, capsys
+):
+    """Every worker killed at once, each started again by its nanny: the cluster has no
+    worker for a moment (the count of 0 is seen), shorter than the grace, so nothing is
+    given up, Dask runs the tasks again on the new workers, and the run is whole."""
+    c, client = cluster
+    monkeypatch.setattr(c.scheduler, "allowed_failures", 3)
+    monkeypatch.setattr(dask_folds, "NO_WORKER_GRACE", 20.0)
+    monkeypatch.setattr(dask_folds, "WATCH_SECONDS", 0.1)
+    seen: list[int] = []
+    count = dask_folds.DaskFolder._workers
+    monkeypatch.setattr(dask_folds.DaskFolder, "_workers", lambda self: seen.append(count(self)) or seen[-1])
+    client.wait_for_workers(2, timeout=60)
+    pids = list(client.run(os.getpid).values())
+
+    def kill_all(_pid: int) -> None:
+        for pid in pids:
+            sigkill(pid)
+
+    code, killer = killed_run(cluster, monkeypatch, copy, "t5", copy / "hung", ["--json"], kill_all)
+    captured = capsys.readouterr()
+    assert killer.killed is not None
+    assert 0 in seen and seen[-1] > 0, seen
+    report = json.loads(captured.out)
+    assert code == 0 and report["complete"] is True and rows(report) == rows(pristine[1])
+    client.wait_for_workers(2, timeout=60)
+    REPORTED["every worker killed, started again"] = [f"exit {code}", f"workers seen: {seen}"]
+
+
+def retire_all_once_the_rest_is_compared(cluster, resume: Path, victim: str) -> Callable[[int], object]:
+    """What to do once ``victim`` hangs: wait until the resume file holds a row of every
+    other tensor (30 s at most), then scale ``cluster`` to zero workers for good (the hung
+    worker's nanny kills it after its 4 s grace)."""
+
+    def act(_pid: int) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not resume.exists() or len(resume_rows(resume)) < len(NAMES) - 1):
+            time.sleep(0.05)
+        cluster.scale(0)
+
+    return act
+
+
+def test_every_worker_gone_mid_run_leaves_the_rest_not_compared_and_resume_finishes(
+    pristine, copy, cluster, monkeypatch, capsys
+):
+    """A cluster scaled to zero while ``t5`` is folded (its worker's task hung; the last
+    unit dealt, so none waits behind it) keeps no worker and starts none: its task waits
+    for one for ever (Dask's ``no-workers-timeout`` is off by default).  Before the client
+    counted the workers, the run waited with it, silent: this test, run without the count,
+    still waited in ``for future in as_completed(...)`` 90 s on, when ``timeout 120`` ended
+    it.  Now once the cluster has had no worker for ``NO_WORKER_GRACE`` (2 s here) every
+    unit left is lost and the run ends with its report, about 3 s after the workers left;
+    a rerun with the resume file on a cluster with workers (the module's) compares the rest."""
+    monkeypatch.setattr(dask_folds, "NO_WORKER_GRACE", 2.0)
+    resume = copy / "resume.jsonl"
+    why = "no Dask worker left to fold it: every worker of the cluster died or left, for 2 s"
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as doomed,
+        distributed.Client(doomed) as client,
+    ):
+        for as_json in (False, True):
+            resume.unlink(missing_ok=True)
+            doomed.scale(2)  # the first run's workers are gone: two new ones
+            flag = copy / f"hung-{as_json}"
+            act = retire_all_once_the_rest_is_compared(doomed, resume, "t5")
+            code, killer = killed_run((doomed, client), monkeypatch, copy, "t5", flag,
+                                      ["--resume", str(resume)] + (["--json"] if as_json else []), act)  # fmt: skip
+            captured = capsys.readouterr()
+            assert killer.killed is not None, "t5 was never reached"
+            assert client.nthreads() == {}, "a worker was left"
+            assert resume_rows(resume) == NAMES[:-1]
+            said = check_incomplete(code, captured.out, as_json, ["t5"], why)
+            assert "1 of 7 tensors were not compared; run the same command again (--resume" in captured.err
+            REPORTED[f"every worker gone, {'json' if as_json else 'text'}"] = [f"exit {code}", *said]
+    c, _ = cluster
+    code = main(["checkpoints", str(copy / "a"), str(copy / "b"), "--scheduler", c.scheduler_address,
+                 "--no-progress", "--json", "--resume", str(resume)])  # fmt: skip
+    captured = capsys.readouterr()
+    check_resumed(code, captured.out, captured.err, pristine[1], earlier=len(NAMES) - 1)
 
 
 CUTS = {  # case: shard cut, when, to how many bytes, the tensors lost, why

@@ -50,6 +50,8 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError
 from functools import lru_cache
@@ -79,6 +81,17 @@ UNITS_PER_THREAD = 4
 def unit_size(nbytes: int, threads: int) -> int:
     """Bytes per unit for ``nbytes`` of work over ``threads`` worker threads."""
     return max(MIN_UNIT_BYTES, min(UNIT_BYTES, nbytes // max(1, UNITS_PER_THREAD * threads)))
+
+NO_WORKER_GRACE = 30.0
+"""Seconds the cluster may have no worker at all, while units wait, before every unit left
+is lost (:meth:`DaskFolder._watch`): long enough for a nanny to start again the worker
+it lost (a few seconds) or a cluster being resized to get its new workers, far shorter
+than a user waits for a run that prints nothing."""
+
+WATCH_SECONDS = 1.0
+"""How often the client asks the scheduler how many workers it has while tasks run: a call
+of a millisecond a second, from a thread of its own, so that taking each finished task is
+not delayed by it."""
 
 ALL_KINDS = ("safetensors", "npy", "gguf", "distcp", "archive")
 """Every kind of tensor is read by the workers: an archive (``.npz``, ``torch.save``) is
@@ -264,8 +277,11 @@ class DaskFolder:
         from distributed import as_completed
 
         self.client, self.keys, self.options = client, keys, options
-        self.running = as_completed()  # holds the futures alone: each partial is let go once taken in
+        self.running = as_completed()  # with untaken, the only hold on a future: each partial is let go once taken in
         self.which: dict[str, tuple[int, bool]] = {}  # future key → unit, whether it makes rows
+        self.untaken: dict[str, Any] = {}  # future key → future, until its outcome is taken
+        self.untaken_lock = threading.Lock()  # the watching thread reads it as it changes
+        self.abandoned: str | None = None  # why every unit left was given up (:meth:`_watch`)
 
     def submit(self, unit: Unit) -> None:
         client, whole, job = self.client, unit.whole, unit.job
@@ -274,26 +290,88 @@ class DaskFolder:
         else:
             future = client.submit(fold_unit_at, job["job"], job["files"], job["reads"], pure=False)
         self.which[future.key] = (unit.index, whole is not None)
+        with self.untaken_lock:
+            self.untaken[future.key] = future
         self.running.add(future)
 
     def finished(self) -> Iterator[tuple[int, Folded]]:
-        for future in self.running:
-            index, rows = self.which[future.key]
-            try:
-                data = future.result()
-            except InputError as err:
-                yield index, err
-                continue
-            except Exception as err:  # a worker died, or the scheduler could not unpickle the task
-                lost = lost_why(err)
-                if lost is None:
-                    raise _not_installed(err) from None
-                yield index, Lost(lost)
-                continue
-            yield index, [TensorRow.from_dict(r) for r in data] if rows else data
+        """Each unit's outcome as its task finishes; every unit left lost once the cluster
+        has had no worker for :data:`NO_WORKER_GRACE` seconds (:meth:`_watch`)."""
+        stop = threading.Event()
+        threading.Thread(target=self._watch, args=(stop,), name="perpendis-worker-watch", daemon=True).start()
+        try:
+            for future in self.running:
+                outcome = self._outcome(future)
+                with self.untaken_lock:
+                    del self.untaken[future.key]
+                yield outcome
+        finally:
+            stop.set()
+
+    def _outcome(self, future: Any) -> tuple[int, Folded]:
+        """A finished task's unit and what it gave: rows, partials, the bad input that
+        stopped it, or why the cluster lost it."""
+        index, rows = self.which[future.key]
+        try:
+            data = future.result()
+        except InputError as err:
+            return index, err
+        except Exception as err:  # a worker died, or the scheduler could not unpickle the task
+            if self.abandoned is not None and isinstance(err, CancelledError):
+                return index, Lost(self.abandoned)
+            lost = lost_why(err)
+            if lost is None:
+                raise _not_installed(err) from None
+            return index, Lost(lost)
+        return index, [TensorRow.from_dict(r) for r in data] if rows else data
+
+    def _watch(self, stop: threading.Event) -> None:
+        """Until ``stop``, count the scheduler's workers every :data:`WATCH_SECONDS`; once
+        there has been none for :data:`NO_WORKER_GRACE`, give up every unit left.
+
+        A task waiting for a worker never finishes when none is left (the cluster scaled to
+        zero, every worker dead and none restarted: Dask's ``no-workers-timeout`` is off by
+        default), and the run would wait with it, silent, for ever.  It waits in two places:
+        for the next task to finish, and for a finished task's result, which Dask computes
+        again when the worker holding it left before the client fetched it.  Cancelling the
+        futures ends both waits, so this watches from a thread rather than polling between
+        tasks; a worker that comes back within the grace (a nanny starting again the worker
+        it lost) resets it."""
+        alone_since: float | None = None  # when the scheduler was first seen with no worker
+        while not stop.wait(WATCH_SECONDS):
+            now = time.monotonic()
+            if self._workers() > 0:
+                alone_since = None
+            elif alone_since is None:
+                alone_since = now
+            elif now - alone_since >= NO_WORKER_GRACE:
+                if not stop.is_set():
+                    self._abandon(now - alone_since)
+                return
+
+    def _workers(self) -> int:
+        """How many workers the scheduler has now: asked of it each time (``nthreads`` is a
+        call to the scheduler, not the client's cached view of it); 0 when it does not
+        answer, since a scheduler out of reach folds nothing either."""
+        try:
+            return len(self.client.nthreads())
+        except OSError:  # CommClosedError and TimeoutError among them
+            return 0
+
+    def _abandon(self, alone: float) -> None:
+        """Cancel every task not taken yet, lost since the cluster has had no worker for
+        ``alone`` seconds: :meth:`finished` then takes each as lost for that reason, the run
+        ends with its report (those tensors not compared), and ``--resume`` folds them later
+        on a cluster with workers."""
+        self.abandoned = f"no Dask worker left to fold it: every worker of the cluster died or left, for {alone:.0f} s"
+        self.cancel()
 
     def cancel(self) -> None:
-        self.client.cancel(list(self.running.futures))
+        """Cancel every task whose outcome is not taken yet: those running or waiting, and
+        those finished whose result is not fetched yet (it may wait for a worker too)."""
+        with self.untaken_lock:
+            untaken = list(self.untaken.values())
+        self.client.cancel(untaken)
 
 
 def lost_why(err: BaseException) -> str | None:
