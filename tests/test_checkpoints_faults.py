@@ -50,7 +50,7 @@ NAMES = ["big", "t0", "t1", "t2", "t3", "t4", "t5"]
 
 HANG = """
 import json, os, time
-from perpendis.checkpoints import distributed as d
+from perpendis.checkpoints import dask_tasks as d
 
 real = d.__dict__.setdefault("_unhung", (d.compare_pair, d.fold_unit_job))
 
