@@ -28,7 +28,13 @@ def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | No
         narrow = (" or ".join(n.name for n in chosen), max(n.unit_roundoff for n in chosen))
         u = narrow[1]
     u_proven = fp.exact[1].unit_roundoff if fp is not None and fp.exact else None
-    structural = grammar.run(pair) or dependence.find(pair, u, u_proven)
+    # A preset declaring a narrower format (fp16, bf16) says a side was computed in it: its
+    # rounding moves the relative error with the value (where it falls in its binade), so
+    # a dependence on the value counts only past one rounding of that format.
+    declared = max((n.unit_roundoff for n in precision.NARROW
+                    if report.tolerance is not None and n.preset == report.tolerance.preset), default=None)
+    u_value = max((x for x in (u_proven, declared) if x is not None), default=None)
+    structural = grammar.run(pair) or dependence.find(pair, u, u_value)
     if structural and fp is not None and fp.exact is None:
         # Without exact representability the fingerprint is only an error size, which a
         # systematic difference (an approximated activation, a quantised grid) also has.
