@@ -101,9 +101,12 @@ def declared_precision(findings: list[Finding], r: Report) -> None:
 
 
 def cast_within_tolerance(findings: list[Finding], r: Report) -> None:
-    """A pair within the tolerance whose only systematic finding is one side rounded to a
-    narrower float format (A = B rounded to float16, everywhere): a cast is a rounding, so
-    it is told as a warning rather than made a bug; the rounding finding says how large."""
+    """A pair within the tolerance of a preset declaring a narrower float format whose only
+    systematic finding is one side rounded to that format (A = B rounded to float16 under
+    ``--preset fp16``): the user said a side runs in it, and a cast is its rounding, so it
+    is told as a warning rather than made a bug.  Under any other preset such a round trip
+    stays a finding that fails the pair ("inside tolerance, but systematic"): a float32
+    tensor holding exactly float16(B) was cast somewhere, and a bisect blames that layer."""
     tol = r.tolerance
     if tol is None or not tol.passed:
         return
@@ -112,7 +115,8 @@ def cast_within_tolerance(findings: list[Finding], r: Report) -> None:
         return
     relation = (errors[0].where or {}).get("relation") or {}
     fmt = (relation.get("params") or {}).get("format")
-    if relation.get("kind") != "cast" or fmt in (None, "integer"):
+    declared = {n.preset: n.name for n in precision.NARROW}.get(tol.preset or "")
+    if relation.get("kind") != "cast" or fmt in (None, "integer") or fmt != declared:
         return
     errors[0].severity = "warning"
     errors[0].message += (f"; every element passes the tolerance, and a cast is a rounding: one side was stored in "
