@@ -251,3 +251,15 @@ def test_no_layout_finding_where_no_order_explains_anything(case):
     r = compare(t(a), t(b))
     assert "layout" not in kinds(r)
     assert r.verdict == {"symmetric": "identical", "rounding": "rounding"}.get(case, "investigate")
+
+
+def test_a_reference_of_zeros_raises_no_numpy_warning():
+    """Ratios against |B| = 0 are filtered by each test; NumPy's warnings about them used to
+    reach the user's terminal (divide by zero in precision and dependence)."""
+    import warnings
+
+    a = np.random.default_rng(3).standard_normal(500).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = compare(t(a), t(np.zeros(500, np.float32)))
+    assert r.verdict == "investigate"

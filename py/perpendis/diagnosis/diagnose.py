@@ -16,6 +16,8 @@ the structure step runs in :mod:`perpendis.diagnosis.relations`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..report.model import Finding, Report
 from .border_region import find_border
 from .dtype_evidence import dtype_evidence, dtype_findings
@@ -78,6 +80,14 @@ def diagnose(report: Report, *, depth: float = 1.0, check_dtype: bool = True,
     A dtype mismatch is an error unless ``check_dtype`` is off for two float formats, the
     declared ``preset`` is for the narrower one, or the wider side holds only its values.
     """
+    # Ratios against |B| meet B = 0: each test filters the non-finite values it makes, so
+    # NumPy's floating-point warnings about them are not the user's to see (np.errstate is
+    # per thread, as the bisect's workers need).
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _diagnose(report, depth, check_dtype, preset)
+
+
+def _diagnose(report: Report, depth: float, check_dtype: bool, preset: str | None) -> tuple[list[Finding], str]:
     findings = shape_findings(report) + dtype_findings(report, check_dtype, preset)
     if report.compared_shape is not None and report.n_bitwise_diff:
         nonfinite = nonfinite_findings(report)
