@@ -422,3 +422,37 @@ def test_a_squeeze_excitation_gate_that_differs_is_a_gate_per_channel():
     z = x.mean((2, 3), keepdim=True) * 3
     top = _top((x * F.hardsigmoid(z)).numpy(), (x * torch.sigmoid(z)).numpy())
     assert top.kind == "group_affine" and top.causes and "gate" in top.causes[0]
+
+
+def test_values_rounded_to_two_decimals_are_a_grid_of_0_01_not_a_narrower_float():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(0))
+    top = _top(torch.round(b, decimals=2).numpy(), b.numpy())
+    assert top.kind == "grid" and top.message.startswith("A = B rounded to a grid of step 0.01")
+    assert top.causes and all("bfloat16" not in c and "8-bit" not in c for c in top.causes)
+
+
+def test_an_int8_fake_quantisation_names_its_scale_and_the_clamp():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(1))
+    a = torch.fake_quantize_per_tensor_affine(b, 0.02, 0, -128, 127)
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "grid" and "clamped to [-2.56, 2.54]" in top.message
+    assert any("8-bit" in c and "scale 0.02" in c for c in top.causes)
+
+
+def test_rolled_image_channels_are_a_channel_order_not_a_position_off_by_one():
+    b = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    top = _top(torch.roll(b, 1, 1).numpy(), b.numpy())
+    assert top.kind == "shifted" and top.causes and all("position" not in c for c in top.causes)
+    assert any("RGB" in c for c in top.causes)
+
+
+def test_a_row_with_its_mean_subtracted_is_a_centring_not_a_bias():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(3))
+    top = _top((b - b.mean(-1, keepdim=True)).numpy(), b.numpy())
+    assert "A = B − mean(B)" in top.message and any("mean subtracted on A's side" in c for c in top.causes)
+
+
+def test_a_per_row_offset_that_leaves_a_quarter_unexplained_says_it_does_not_hold():
+    z = torch.randn(4, 100, generator=torch.Generator().manual_seed(4))
+    top = _top(torch.sigmoid(z).numpy(), torch.softmax(z, -1).numpy())
+    assert "does not hold to the tolerance" in top.message and not top.causes

@@ -33,11 +33,16 @@ def finding_lines(f: Finding, bullet: str = "") -> list[str]:
     if bullet:
         head = f"{bullet}**{f.severity}** {f.message}" + (f" (`{place_text}`)" if place_text else "")
     else:
-        head = f"[{f.severity}] {f.message}" + (f" at {place_text}" if place_text else "")
+        head = f"[{f.severity}] {f.message}" + (f" {_at(place_text)}" if place_text else "")
     lines = [head]
     if f.causes:
         lines.append(("  " if bullet else "    ") + "likely causes: " + "; ".join(f.causes))
     return lines
+
+
+def _at(place_text: str) -> str:
+    """A place after a message: "at (0, 3)", "at every row …", but "along axis 1" as it is."""
+    return place_text if place_text.startswith(("along ", "across ")) else f"at {place_text}"
 
 
 def number_text(x: float | int | None, digits: int = 4) -> str:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ...report.model import Finding, place
 from . import causes as why
-from . import cut, region
-from .constants import name_of
+from . import centring, cut, region
+from .constants import image_sizes, name_of
 from .pair import Pair, axis_noun, finite_rows, slice_evidence
 from .rounding_model import EXPLAINED, MIN_FIT, MIN_SLICES, Z, holds, rms, rounding_bound, sign_z
 
@@ -203,7 +203,7 @@ def _slice_finding(
     zeroed = kind in ("slice_affine", "slice_scale") and bool(np.all(np.abs(s[hit]) <= bound))
     message, where, evidence = _slice_text(pair, axis, along, kind, (s, c), hit, share, with_offset)
     causes = why.for_slices(kind, pair.shape, axis)
-    if kind == "slice_scale" and (sizes := _image_sizes(pair.shape, axis, s[hit])):
+    if kind == "slice_scale" and (sizes := image_sizes(pair.shape, axis, s[hit])):
         causes = [why.COORDINATES.format(sizes=" and ".join(str(v) for v in sizes))]
     if kind == "slice_affine" and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance):
         # Two constants per slice explain most of any perturbation that later layers spread
@@ -212,26 +212,20 @@ def _slice_finding(
         # offset, a scale) is held to EXPLAINED, as a bias changed mid-graph leaves it.
         message += "; the map does not hold to the tolerance, so no known cause fits"
         causes = []
+    elif kind == "slice_offset" and (centred := centring.subtracted_mean(pair, axis)) is not None:
+        message = (f"along axis {axis} ({n} {axis_noun(pair.shape, axis)}s), A = B − mean(B) over each "
+                   f"{axis_noun(pair.shape, axis)}: {centred} has its mean subtracted, within the tolerance")
+        causes = [why.CENTRED.format(side=centred)]
+    elif kind in ("slice_offset", "slice_scale") and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None],
+                                                                 pair.tolerance):
+        message += ("; the map does not hold to the tolerance on 99% of elements: it describes the difference, "
+                    "not a relation")
     elif zeroed:
         # s = 0: A holds one value per slice whatever B is, which no per-slice constant
         # (a BatchNorm statistic, a mean) explains: the signal itself was cut.
         message += "; A does not follow B there (s = 0): the signal was cut"
         causes = list(why.CUT)
     return Finding(kind, "error", message, where, causes, evidence)
-
-
-def _image_sizes(shape: tuple[int, ...], axis: int, s: np.ndarray) -> list[int] | None:
-    """The image sizes a box's or point's per-coordinate scales are (s or 1/s an integer of
-    at least 16 in every column of a last axis of 2 or 4), distinct and in order, or None."""
-    if axis != len(shape) - 1 or shape[axis] not in (2, 4) or s.size != shape[axis]:
-        return None
-    sizes = []
-    for v in np.abs(s):
-        k = v if v >= 1 else 1 / v if v > 0 else 0
-        if k < 16 or abs(k - round(k)) > 1e-4 * k:
-            return None
-        sizes.append(round(k))
-    return list(dict.fromkeys(sizes))
 
 
 def _slice_text(

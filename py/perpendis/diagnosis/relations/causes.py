@@ -84,6 +84,10 @@ SHIFTED = [
     "padding on one side only, or different padding",
     "an off-by-one slice or roll",
 ]
+CHANNELS_ROLLED = ("channels in another order: the channel axis rotated by one (RGB against BRG or GBR, a "
+                   "channel slice taken one place off)")
+CENTRED = ("a mean subtracted on {side}'s side only (a centring step applied once too often or not at all: "
+           "mean-subtraction in preprocessing, LayerNorm's centring where the other side has none)")
 PERMUTED = [
     "a shuffled batch (DataLoader shuffle=True, a sampler, sorting by length)",
     "a channel or head order that differs (a reshape before a permute)",
@@ -103,8 +107,19 @@ CLIPPED = {
 CLIPPED_OTHER = ["a clamp or saturation on one side only (an activation bound, an int8 range)", "quantisation range"]
 GRID = [
     "quantisation (ONNX Runtime quantize_dynamic / QDQ int8, fake-quant)",
-    "a coarse cast on one side (to int, float8 or bfloat16) and back",
+    "a cast on one side to an integer type and back",
 ]
+
+
+def grid_causes(step: float, levels: int) -> list[str]:
+    """What a uniform grid implies: a quantisation with that scale, 8-bit when the values
+    span at most 255 steps, a cast to an integer only for a step of 1.  A float format's own
+    grid is not uniform (its spacing doubles each binade), so it is never a cause here."""
+    if abs(step - 1.0) <= 1e-6:
+        return [GRID[1]]
+    bits = "8-bit (int8/uint8) " if levels <= 255 else ""
+    return [f"{bits}quantisation with scale {step:.4g} on one side (ONNX Runtime quantize_dynamic / QDQ, "
+            "fake-quant, a quantise-dequantise pair)"]
 DROPOUT = ["dropout left in training mode (model.train(), F.dropout(training=True))", "a stochastic layer (DropPath)"]
 
 NORMALISATION = {
@@ -212,7 +227,7 @@ def for_slices(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list
 def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
     """The causes of an axis reversed or permuted, by what the axis can be: RGB against BGR
     only for an axis of 3 or 4 entries in a channel's place (axis 1 of NCHW, the last of
-    HWC); a shuffled batch only for axis 0."""
+    HWC); a shuffled batch only for axis 0; a position off by one never for channels."""
     n, ndim = shape[axis], len(shape)
     if kind == "reversed":
         colour = n in (3, 4) and ((ndim in (4, 5) and axis == 1) or (ndim >= 3 and axis == ndim - 1))
@@ -221,6 +236,8 @@ def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> l
         if ndim == 2 and axis == 1:
             return [CLASS_ORDER]
         return PERMUTED if axis == 0 else PERMUTED[1:]
+    if axis_role(shape, axis) == "channel" or (n in (3, 4) and ndim >= 3 and axis == ndim - 1):
+        return [CHANNELS_ROLLED]  # channels have no positions to be off by one
     return SHIFTED
 
 

@@ -3,12 +3,15 @@
 A fitted scale of 0.12500003 is "1/8"; 0.70710677 is "1/√2"; 0.0039215689 is "1/255". A
 name is given only when the fit pins the constant closer than the gap to any other
 candidate (``rel`` the fit's relative uncertainty), so a value between two constants is
-left as a number rather than named wrong.
+left as a number rather than named wrong.  A box's per-coordinate scales that are whole
+image sizes are named as such (:func:`image_sizes`).
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 # ImageNet's per-channel normalisation constants (torchvision's Normalize defaults).
 _IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
@@ -58,3 +61,17 @@ def name_of(x: float, rel: float = 1e-5) -> str | None:
     if best_err > rel or (len(close) > 1 and close[1][0] <= 10 * best_err + rel):
         return None
     return ("-" if x < 0 else "") + best
+
+
+def image_sizes(shape: tuple[int, ...], axis: int, s: np.ndarray) -> list[int] | None:
+    """The image sizes a box's or point's per-coordinate scales are (s or 1/s an integer of
+    at least 16 in every column of a last axis of 2 or 4), distinct and in order, or None."""
+    if axis != len(shape) - 1 or shape[axis] not in (2, 4) or s.size != shape[axis]:
+        return None
+    sizes = []
+    for v in np.abs(s):
+        k = v if v >= 1 else 1 / v if v > 0 else 0
+        if k < 16 or abs(k - round(k)) > 1e-4 * k:
+            return None
+        sizes.append(round(k))
+    return list(dict.fromkeys(sizes))

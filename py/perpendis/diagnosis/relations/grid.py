@@ -21,7 +21,7 @@ from ...report.model import Finding, place
 from . import causes as why
 from .pair import Pair
 from .precision import NARROW, exact_in
-from .rounding_model import MIN_FIT
+from .rounding_model import MIN_FIT, holds
 
 COARSE = 64.0
 NOISE = 8.0
@@ -60,12 +60,14 @@ def _on_grid(values: np.ndarray, step: float, noise: float) -> float:
 
 
 def _rows(pair: Pair) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Value groups to test: slices along the last axis when in memory, else the sample."""
+    """Value groups to test: slices along the last axis when in memory and each holds
+    enough values to show a grid, else the sample."""
     if pair.in_memory and len(pair.shape) >= 2:
         got = pair.slices(len(pair.shape) - 1)
         if got is not None:
             _, a, b = got
-            return [(a[i], b[i]) for i in range(min(len(a), 16))]
+            if a.shape[1] >= MIN_VALUES:  # a slice of fewer values shows no grid
+                return [(a[i], b[i]) for i in range(min(len(a), 16))]
     a, b = pair.values()
     return [(a, b)]
 
@@ -80,6 +82,30 @@ def _own_spacing(x: np.ndarray, u: float, top: float) -> float:
         if n.unit_roundoff > u and nonzero.size and exact_in(nonzero, n).all():
             return 2 * n.unit_roundoff * top
     return 2 * u * top
+
+
+def _levels(x: np.ndarray, step: float) -> int:
+    """How many grid steps the side spans: at most 255 for an 8-bit quantisation."""
+    return round((float(np.max(x)) - float(np.min(x))) / step) if x.size else 0
+
+
+def _rounding(x: np.ndarray, y: np.ndarray, step: float, tolerance: tuple[float, float] | None) -> float | None:
+    """The grid's offset when the gridded side ``x`` is the other side ``y`` rounded to
+    nearest on the grid (``step·round((y − o)/step) + o``, clamped to x's range), within the pair's tolerance on
+    99% of the elements; None when it is not (a grid of other values, a floor, a clamp)."""
+    if x.size == 0 or tolerance is None:
+        return None
+    offset = float(np.median(x - step * np.round(x / step)))
+    offset = 0.0 if abs(offset) <= FIT * step else offset
+    mapped = np.clip(step * np.round((y - offset) / step) + offset, np.min(x), np.max(x))
+    return offset if holds(x, mapped, tolerance) else None
+
+
+def _clamped(x: np.ndarray, y: np.ndarray, step: float) -> tuple[float, float] | None:
+    """The range the gridded side is clamped to, when the other side goes a step beyond it
+    (an integer type's range): a quantisation saturates there."""
+    lo, hi = float(np.min(x)), float(np.max(x))
+    return (lo, hi) if np.any(y < lo - step) or np.any(y > hi + step) else None
 
 
 def find(pair: Pair) -> list[Finding]:
@@ -107,13 +133,25 @@ def find(pair: Pair) -> list[Finding]:
         step = float(np.median([s for s, _ in steps]))
         values = np.concatenate([x for _, x in steps])
         distinct = len(np.unique(values))
-        message = (
-            f"{side}'s values lie on a coarse grid of step {step:.4g} ({distinct} distinct values in the sample), "
-            "the other side's do not: one side was quantised"
-        )
-        where = place(f"{side} on a grid of step {step:.4g}", step=step, distinct=distinct)
+        a, b = pair.values()
+        x, y = (a, b) if side == "A" else (b, a)
+        rounded = _rounding(x, y, step, pair.tolerance)
+        levels = _levels(x, step)
+        if rounded is not None:
+            bounds = _clamped(x, y, step)
+            clamp = "" if bounds is None else f" and clamped to [{bounds[0]:.4g}, {bounds[1]:.4g}]"
+            message = (f"{side} = {'B' if side == 'A' else 'A'} rounded to a grid of step {step:.4g}"
+                       f"{'' if rounded == 0 else f' offset by {rounded:.4g}'}{clamp}, within the tolerance "
+                       f"on at least 99% of sampled elements ({distinct} distinct values, spanning {levels} steps)")
+        else:
+            message = (
+                f"{side}'s values lie on a coarse grid of step {step:.4g} ({distinct} distinct values in the sample), "
+                "the other side's do not: one side was quantised"
+            )
+        where = place(f"{side} on a grid of step {step:.4g}", step=step, distinct=distinct, levels=levels,
+                      rounded=rounded is not None)
         edges = np.histogram_bin_edges(values, bins=24)
         counts, _ = np.histogram(values, bins=edges)
         evidence = {"picture": "histogram", "side": side, "edges": edges.tolist(), "counts": counts.tolist()}
-        return [Finding("grid", "error", message, where, list(why.GRID), evidence)]
+        return [Finding("grid", "error", message, where, why.grid_causes(step, levels), evidence)]
     return []
