@@ -456,3 +456,34 @@ def test_a_per_row_offset_that_leaves_a_quarter_unexplained_says_it_does_not_hol
     z = torch.randn(4, 100, generator=torch.Generator().manual_seed(4))
     top = _top(torch.sigmoid(z).numpy(), torch.softmax(z, -1).numpy())
     assert "does not hold to the tolerance" in top.message and not top.causes
+
+
+def test_a_float16_overflow_is_infinity_past_its_edge_with_the_sign_kept():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(5)) * 40000
+    top = _top(b.half().float().numpy(), b.numpy())
+    assert top.kind == "threshold" and "float16 overflow" in top.message
+    assert any("overflow in float16" in c for c in top.causes)
+
+
+def test_infinities_past_no_format_edge_state_the_threshold_and_name_no_format():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(6)) * 10
+    a = torch.where(b.abs() > 12, b.sign() * torch.inf, b)
+    report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    found = next(f for f in report.findings if f.kind == "threshold")
+    assert "|B| > t, t between" in found.message and "overflow" not in found.message and not found.causes
+
+
+def test_a_mask_filled_with_minus_1e4_is_a_fill_not_an_additive_term():
+    b = torch.randn(2, 32, 64, generator=torch.Generator().manual_seed(7))
+    a = torch.where(torch.arange(32).view(1, 32, 1) > 24, torch.tensor(-1e4), b)
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "fill" and "A = -10000 on 896 elements" in top.message
+    assert any("masked_fill with -10000" in c for c in top.causes)
+
+
+def test_a_fill_with_an_ordinary_constant_names_no_cause():
+    b = torch.randn(2, 32, 64, generator=torch.Generator().manual_seed(8))
+    mask = torch.rand(b.shape, generator=torch.Generator().manual_seed(9)) < 0.1
+    a = torch.where(mask, torch.tensor(0.5), b)
+    found = next(f for f in compare_values(a.numpy(), b.numpy(), preset="fp32-cpu").findings if f.kind == "fill")
+    assert f"A = 0.5 on {int(mask.sum())} elements" in found.message and not found.causes

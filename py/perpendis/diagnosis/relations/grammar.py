@@ -183,7 +183,7 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "row_temperature", "scan", "fibre_map", "block_constant",
+_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "row_temperature", "scan", "fibre_map", "block_constant",
              "sample_offset", "group_affine", "normalised_fibres"}
 
 

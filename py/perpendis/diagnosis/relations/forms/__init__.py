@@ -5,7 +5,7 @@ elements, each with the causes it implies (``docs/relations.md``, "Forms").
 Families, tried in this order (the first that holds is the answer): a parameter-free
 softmax of the other side, elementwise maps
 (:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), row maps on probabilities,
-a top-k filter and a running sum (:mod:`.row_maps`), a fixed mix of the last axis's
+a top-k filter and a running sum (:mod:`.row_maps`), a masked fill, a fixed mix of the last axis's
 entries (:mod:`.fibre_maps`), and group maps (:mod:`.group_maps`).
 """
 
@@ -21,12 +21,12 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant", "sample_offset",
+                   "fill", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant", "sample_offset",
                    "group_affine", "normalised_fibres"})
 
 FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, row_maps.top_k,
-            row_maps.cumulative, fibre_maps.fibre_linear, group_maps.block_constant, group_maps.sample_offset,
-            group_maps.group_affine, group_maps.normalised_fibres)
+            row_maps.cumulative, elementwise_maps.fill, fibre_maps.fibre_linear, group_maps.block_constant,
+            group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
 
 
 def search(pair: Pair) -> Form | None:

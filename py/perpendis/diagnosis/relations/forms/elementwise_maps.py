@@ -7,6 +7,10 @@ fitted and then checked element by element (:meth:`.view.View.close`).
   A is not (and, for integers, wrapped around instead);
 - ``threshold``: A = B except that A is one constant (0, −inf, NaN) exactly where B lies
   below (or, in magnitude, under) a threshold that separates the two sets;
+- ``overflow``: A = B except ±inf exactly where |B| passes a threshold (a narrower
+  format's overflow edge, when it pins one);
+- ``fill``: A = B except one non-zero constant wherever they differ (a masked fill),
+  tried after the row maps (a top-k filter is a fill the rows' order pins);
 - ``absolute``: A = |B| (either way round);
 - ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
   scales, offsets, affine maps, powers, exp and log, a change of log base, optionally
@@ -21,11 +25,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import implies
+from . import edges, implies
 from .form import Form, fails_text
 from .view import HOLDS, View
 
 MIN_HELD_AT_BOUND = 4  # elements a clip bound must hold to count as one
+MIN_FILLED = 4  # elements, and distinct values of B under them, a fill must cover
 
 
 def _stated(view: View, kind: str, text: str, params: dict, t: np.ndarray,
@@ -124,7 +129,7 @@ def threshold(view: View) -> Form | None:
         below, above = float(np.max(key(bd))), float(np.min(key(view.b[rest])))
         if below < above:
             params = {"value": float(v), "below": below, "above": above, "on": name}
-            tname = implies.threshold_name(below, above)
+            tname = edges.threshold_name(below, above)
             at = f" = {tname}" if tname else ""
             text = (f"A = B except that A = {v:g} wherever {name} < t{at}, t between {below:.6g} and {above:.6g} "
                     f"({int(np.count_nonzero(diff))} elements)")
@@ -144,6 +149,40 @@ def threshold(view: View) -> Form | None:
                     f"({int(np.count_nonzero(diff))} elements)")
             return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
     return None
+
+
+def overflow(view: View) -> Form | None:
+    """A = B except that A is ±inf, with B's sign, exactly where |B| exceeds a threshold
+    that separates the two sets: an overflow, named when the threshold pins a format's edge."""
+    inf = np.isinf(view.a) & np.isfinite(view.b)
+    rest = np.isfinite(view.a) & np.isfinite(view.b)
+    if np.count_nonzero(inf) < 2 or not rest.any() or np.any(np.sign(view.a[inf]) != np.sign(view.b[inf])):
+        return None
+    below, above = float(np.max(np.abs(view.b[rest]))), float(np.min(np.abs(view.b[inf])))
+    if below >= above:
+        return None
+    params: dict = {"value": math.inf, "below": below, "above": above, "on": "|B|", "side": "above"}
+    fmt = edges.overflow_name(below, above)
+    if fmt is not None:
+        params["overflow"] = fmt
+    text = (f"A = B except that A = ±inf (with B's sign) wherever |B| > t, t between {below:.6g} and {above:.6g}"
+            f"{f' = {fmt} overflow' if fmt else ''} ({int(np.count_nonzero(inf))} elements)")
+    return _stated(view, "threshold", text, params, np.where(inf, view.a, view.b))
+
+
+def fill(view: View) -> Form | None:
+    """A = B except that A holds one non-zero constant on every element where they differ,
+    whatever B is there: a masked fill (a zero there is a cut, which the per-slice fit and the
+    region say with their axis)."""
+    diff = view.differing & ~np.isnan(view.b)
+    if np.count_nonzero(diff) < MIN_FILLED:
+        return None
+    v = view.a[diff][0]
+    if v == 0 or np.isnan(v) or not np.all(view.a[diff] == v) or len(np.unique(view.b[diff])) < MIN_FILLED:
+        return None
+    params = {"value": float(v), "mask_fill": implies.is_mask_fill(float(v))}
+    text = f"A = B except that A = {v:g} on {int(np.count_nonzero(diff))} elements, whatever B is there: a fill"
+    return _stated(view, "fill", text, params, np.where(diff, view.a, view.b))
 
 
 def _spread(mask: np.ndarray) -> bool:
@@ -335,7 +374,7 @@ def fitted_map(view: View) -> Form | None:
     return None
 
 
-FORMS = (wrap, saturated, threshold, absolute, fitted_map)
+FORMS = (wrap, saturated, threshold, overflow, absolute, fitted_map)
 
 
 def find(view: View) -> Form | None:

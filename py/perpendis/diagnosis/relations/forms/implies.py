@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Smallest normal value per float format: the edge of flush-to-zero.
-_TINY = {"float32": float(np.finfo(np.float32).tiny), "float16": float(np.finfo(np.float16).tiny)}
 _HEADS = (8, 16, 32, 48, 64, 80, 96, 128, 256)
 CLIP_TEMPERATURE = 1 / 0.07  # CLIP's initial logit scale, exp(ln(1/0.07))
 
@@ -25,6 +23,12 @@ class Cause:
     implies: str  # what the form's parameters must show for this cause
     test: Callable[[dict], bool]
     text: Callable[[dict], str]
+
+
+def is_mask_fill(v: float) -> bool:
+    """Whether ``v`` is a value masks fill with: −inf, −1e4, −1e9, or float32's or float16's lowest."""
+    lows = (-1e4, -1e9, float(np.finfo(np.float32).min), float(np.finfo(np.float16).min))
+    return v == -math.inf or any(_near(v, x) for x in lows)
 
 
 def _near(x: float | None, y: float, rel: float = 1e-4) -> bool:
@@ -241,6 +245,14 @@ CAUSES: list[Cause] = [
           lambda p: "subnormal (denormal) values flushed to zero (FTZ/DAZ: torch.set_flush_denormal(True), "
                     "-ffast-math, a kernel's flush mode)" + ("; the log of a flushed probability is −inf"
                                                              if p["value"] == -math.inf else "")),
+    Cause("threshold", "A is ±inf with B's sign exactly where |B| passes a narrower format's overflow edge",
+          lambda p: "overflow" in p,
+          lambda p: f"an overflow in {p['overflow']} on A's side: values past its largest finite value become ±inf "
+                    "(a model or one op run in that format, a cast before a large sum or exp)"),
+    Cause("fill", "A's constant is a mask fill (−inf, −1e4, −1e9, a format's lowest value)",
+          lambda p: p["mask_fill"],
+          lambda p: f"a mask applied on A's side only, or over other positions (masked_fill with {p['value']:g}, "
+                    "an attention or padding mask)"),
     Cause("row_temperature", "a temperature τ = √d for an attention head size d",
           lambda p: _sqrt_head(p["tau"]) is not None and abs(p["tau"]) > 1,
           lambda p: f"attention scores not scaled by 1/√d (d = {_sqrt_head(p['tau'])}): the softmax is sharper "
@@ -370,22 +382,3 @@ def causes(kind: str, params: dict) -> list[str]:
     if kind == "group_affine" and params.get("zeroed"):
         return out[:1]  # groups kept or zeroed: a mask, whatever else their slopes would say
     return out
-
-
-PIN = 16.0
-
-
-def threshold_name(below: float, above: float) -> str | None:
-    """The name of a known edge lying between ``below`` and ``above``: a format's smallest
-    normal value, or its logarithm (a flush seen through a log)."""
-    for fmt, tiny in _TINY.items():
-        # The separating interval must pin the edge: within a factor of PIN of it (of e, for
-        # its logarithm); a wide one (a ReLU's, from the largest negative to the smallest
-        # positive value of B) holds any tiny number and names none.
-        if below < tiny <= above and below >= tiny / PIN and above <= tiny * PIN:
-            return f"{fmt}'s smallest normal {tiny:.6g}"
-        if below < math.log(tiny) <= above and above - below <= 1.0:
-            return f"ln({fmt}'s smallest normal) = {math.log(tiny):.6g}"
-    if below < 0.0 <= above:
-        return "0"
-    return None
