@@ -487,3 +487,28 @@ def test_a_fill_with_an_ordinary_constant_names_no_cause():
     a = torch.where(mask, torch.tensor(0.5), b)
     found = next(f for f in compare_values(a.numpy(), b.numpy(), preset="fp32-cpu").findings if f.kind == "fill")
     assert f"A = 0.5 on {int(mask.sum())} elements" in found.message and not found.causes
+
+
+def test_one_sample_returned_for_another_is_a_gather_along_the_batch():
+    b = torch.randn(4, 10, generator=torch.Generator().manual_seed(10))
+    a = b.clone()
+    a[1] = b[0]
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "index_map" and "A[1] = B[0]" in top.message
+    assert any("one sample's values returned for another" in c for c in top.causes)
+
+
+def test_half_a_sequence_repeated_is_a_gather_sixteen_places_off():
+    b = torch.randn(2, 32, 64, generator=torch.Generator().manual_seed(11))
+    top = _top(torch.cat([b[:, :16], b[:, :16]], 1).numpy(), b.numpy())
+    assert top.kind == "index_map" and "16 slices taken 16 places earlier" in top.message
+    assert any("off-by-16" in c for c in top.causes) and not any("causal" in c for c in top.causes)
+
+
+def test_a_zeroed_slice_is_not_taken_from_another_zero_slice():
+    b = torch.randn(4, 8, 8, generator=torch.Generator().manual_seed(12))
+    b[3] = 0
+    a = b.clone()
+    a[1] = 0
+    report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    assert not any("B.take" in f.message for f in report.findings)

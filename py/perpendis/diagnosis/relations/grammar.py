@@ -199,7 +199,7 @@ def _prefer(form: forms.Form, members: list[Finding]) -> bool:
             and members[0].kind.startswith("slice_")):
         return False  # one map per channel: the members' per-slice relation says as much, with its axis
     if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in (
-            "halves", "reshape", "sorted")):
+            "halves", "reshape", "sorted", "gather")):
         # More specific, unless it names no cause where a member does (a per-row affine map
         # that a member sees as a layer norm of the other side, with that norm's causes).
         return bool(form.causes) or not any(f.causes for f in members)

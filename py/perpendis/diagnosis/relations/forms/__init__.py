@@ -4,7 +4,8 @@ elements, each with the causes it implies (``docs/relations.md``, "Forms").
 
 Families, tried in this order (the first that holds is the answer): a parameter-free
 softmax of the other side, elementwise maps
-(:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), row maps on probabilities,
+(:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), slices gathered from other
+indices (:mod:`.gather`), row maps on probabilities,
 a top-k filter and a running sum (:mod:`.row_maps`), a masked fill, a fixed mix of the last axis's
 entries (:mod:`.fibre_maps`), and group maps (:mod:`.group_maps`).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from ....report.model import Finding
 from ..pair import Pair
-from . import elementwise_maps, fibre_maps, group_maps, index_maps, row_maps
+from . import elementwise_maps, fibre_maps, gather, group_maps, index_maps, row_maps
 from .form import Form, finding
 from .view import view_of
 
@@ -24,9 +25,9 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
                    "fill", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant", "sample_offset",
                    "group_affine", "normalised_fibres"})
 
-FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, row_maps.find, row_maps.top_k,
-            row_maps.cumulative, elementwise_maps.fill, fibre_maps.fibre_linear, group_maps.block_constant,
-            group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
+FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
+            row_maps.top_k, row_maps.cumulative, elementwise_maps.fill, fibre_maps.fibre_linear,
+            group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
 
 
 def search(pair: Pair) -> Form | None:

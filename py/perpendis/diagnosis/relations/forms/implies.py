@@ -299,6 +299,14 @@ CAUSES: list[Cause] = [
           lambda p: p.get("map") == "roll" and abs(p["shift"]) == 1 and _last(p) and p["shape"][-1] >= 100,
           lambda p: "class or token ids offset by one (a background or padding class at index 0 on one side only, "
                     "labels counted from 1 against 0, a tokenizer's id offset)"),
+    Cause("index_map", "slices of one axis taken from other indices of the same axis",
+          lambda p: p.get("map") == "gather",
+          lambda p: "an index that picks the wrong slice" + (
+              f" ({abs(p['shift'])} place{'s' if abs(p['shift']) > 1 else ''} off: an off-by-{abs(p['shift'])} "
+              "slice or cache position)" if "shift" in p else " (a gather or index_select with the wrong indices, "
+              "a buffer or cache slot reused)") + (
+              "; along axis 0, one sample's values returned for another" if p["axis"] == 0 and len(p["shape"]) > 1
+              else "")),
     Cause("index_map", "two equal-sized axes swapped", lambda p: p.get("map") == "transpose",
           lambda p: "a transposed weight or axes of equal size swapped (x @ W against x @ W.T; H and W)"),
     Cause("top_k", "the same k kept in every row", lambda p: p["k_min"] == p["k_max"],
