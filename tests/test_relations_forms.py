@@ -512,3 +512,18 @@ def test_a_zeroed_slice_is_not_taken_from_another_zero_slice():
     a[1] = 0
     report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
     assert not any("B.take" in f.message for f in report.findings)
+
+
+def test_a_bfloat16_truncation_is_not_a_bfloat16_computation():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(13))
+    a = (b.view(torch.int32) & -65536).view(torch.float32)  # the low 16 bits dropped: a bit-shift cast
+    report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    top = report.findings[0]
+    assert "truncated to bfloat16" in top.message and any("truncates" in c for c in top.causes)
+    assert not any("autocast" in c for f in report.findings for c in f.causes)
+
+
+def test_a_bfloat16_round_trip_is_still_a_cast_rounded_to_nearest():
+    b = torch.randn(4, 100, generator=torch.Generator().manual_seed(13))
+    top = _top(b.bfloat16().float().numpy(), b.numpy())
+    assert "rounded to bfloat16" in top.message and "truncat" not in top.message

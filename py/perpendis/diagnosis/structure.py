@@ -39,12 +39,21 @@ def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | No
         # Without exact representability the fingerprint is only an error size, which a
         # systematic difference (an approximated activation, a quantised grid) also has.
         fp, narrow = None, None
+    if structural and _truncated(structural[0]):
+        # A truncation is on bfloat16's grid too, but was no bfloat16 computation rounded
+        # to nearest: the precision finding's causes (autocast, .bfloat16()) do not follow.
+        fp, narrow = None, None
     found = None
     if fp is not None:
         tol = report.tolerance
         passed = tol is not None and tol.passed
         found = precision.finding(pair, fp, "info" if passed else "error", _preset_text(report, fp))
     return structural, found, narrow
+
+
+def _truncated(f: Finding) -> bool:
+    relation = (f.where or {}).get("relation") or {}
+    return f.kind == "elementwise" and (relation.get("params") or {}).get("mode") == "truncate"
 
 
 def _preset_text(report: Report, fp: precision.Fingerprint) -> str:

@@ -299,6 +299,9 @@ def of(rel: Relation) -> list[str]:
     if rel.kind == "cast":
         if p.get("format") == "integer":
             return list(_CAST_INT[str(p["mode"])])
+        if p.get("mode") == "truncate":
+            return ["a conversion to bfloat16 that truncates (drops the low 16 bits of each float32, as a bit shift "
+                    "or some converters do) where the other side rounds to nearest"]
         return [_CAST.format(fmt=p["format"])]
     return []
 

@@ -207,10 +207,20 @@ def _cast(fmt: Format) -> Fn:
     return lambda x: to_float64(from_float64(x, fmt), fmt)
 
 
+def _truncated_bfloat16(x: np.ndarray) -> np.ndarray:
+    """float32 values with the low half of their bits cleared: a bfloat16 cast by bit shift."""
+    bits32 = np.asarray(x, dtype=np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+    return bits32.view(np.float32).astype(np.float64)
+
+
 def _casts(s: Sample) -> list[tuple[str, str, dict[str, object], Fn]]:
-    """Rounding through a format narrower than the data's, and to an integer."""
+    """Rounding through a format narrower than the data's (and float32's truncation to
+    bfloat16, which is biased toward zero where a cast rounds to nearest), and to an integer."""
     out = [("cast", f"X rounded to {name}", {"format": name}, _cast(FORMATS[name]))
            for name in CASTS if FORMATS[name].unit_roundoff > s.u]
+    if s.u == FORMATS["float32"].unit_roundoff:
+        out.append(("cast", "X truncated to bfloat16 (toward zero: its low 16 bits dropped, not rounded)",
+                    {"format": "bfloat16", "mode": "truncate"}, _truncated_bfloat16))
     out.append(("cast", "round(X), to an integer", {"format": "integer", "mode": "round"}, np.round))
     out.append(("cast", "trunc(X), to an integer", {"format": "integer", "mode": "truncate"}, np.trunc))
     return out
