@@ -527,3 +527,21 @@ def test_a_bfloat16_round_trip_is_still_a_cast_rounded_to_nearest():
     b = torch.randn(4, 100, generator=torch.Generator().manual_seed(13))
     top = _top(b.bfloat16().float().numpy(), b.numpy())
     assert "rounded to bfloat16" in top.message and "truncat" not in top.message
+
+
+def test_an_embedding_padding_row_zeroed_is_a_cut_not_an_additive_term():
+    emb = torch.nn.Embedding(50, 16).requires_grad_(False)
+    padded = torch.nn.Embedding(50, 16, padding_idx=0).requires_grad_(False)
+    padded.weight.copy_(emb.weight)
+    padded.weight[0] = 0
+    tok = torch.randint(1, 50, (4, 20), generator=torch.Generator().manual_seed(14))
+    tok[:, -5:] = 0
+    report = compare_values(padded(tok).numpy(), emb(tok).numpy(), preset="fp32-cpu")
+    assert report.findings[0].kind == "slice_scale" and "s = 0" in report.findings[0].message
+    assert not any(f.kind == "sample_offset" for f in report.findings)
+
+
+def test_a_scale_names_no_variance_bias_its_value_does_not_imply():
+    b = _b((4, 100))
+    top = _top((b * np.float32(1.001)).astype(np.float32), b)
+    assert top.causes and not any("variance" in c for c in top.causes)

@@ -170,7 +170,9 @@ SWITCHES = {
 
 
 def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
-    """Causes of a constant scale ``s``, the one its value points at first."""
+    """Causes of a constant scale ``s``: those its value implies (a variance's N/(N−1) for a
+    size of the shape, 1/√n, a dropout's 1/(1−p), a known constant), else only that a
+    factor was applied on one side."""
     out = []
     for n in sorted(set(shape), reverse=True):
         if n < 2:
@@ -186,12 +188,9 @@ def for_scale(s: float, shape: tuple[int, ...]) -> list[str]:
             out.append(f"a dropout rescaling by 1/(1-{p}) without its mask")
     if not out:
         out = for_constant(s, 1e-4)
-    return [
-        *out,
-        "a wrong normalisation constant (std, 1/sqrt(d))",
-        "biased against unbiased variance",
-        "a dropped or double-applied weight",
-    ]
+    # What any constant factor implies; a variance's bias only where s is its factor (above).
+    return out or [f"a factor of {s:.6g} applied on one side only, or twice (a weight, a scale or a normalisation "
+                   "constant)"]
 
 
 # A per-feature scale names a norm layer's gain only on a last axis this long: a shorter one

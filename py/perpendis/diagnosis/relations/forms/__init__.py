@@ -27,7 +27,8 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
 
 FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
             row_maps.top_k, row_maps.cumulative, elementwise_maps.fill, fibre_maps.fibre_linear,
-            group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres)
+            group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
+            elementwise_maps.zero_fill)
 
 
 def search(pair: Pair) -> Form | None:

@@ -9,7 +9,7 @@ fitted and then checked element by element (:meth:`.view.View.close`).
   below (or, in magnitude, under) a threshold that separates the two sets;
 - ``overflow``: A = B except ±inf exactly where |B| passes a threshold (a narrower
   format's overflow edge, when it pins one);
-- ``fill``: A = B except one non-zero constant wherever they differ (a masked fill),
+- ``fill``: A = B except one constant wherever they differ (a masked fill),
   tried after the row maps (a top-k filter is a fill the rows' order pins);
 - ``absolute``: A = |B| (either way round);
 - ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
@@ -172,13 +172,23 @@ def overflow(view: View) -> Form | None:
 
 def fill(view: View) -> Form | None:
     """A = B except that A holds one non-zero constant on every element where they differ,
-    whatever B is there: a masked fill (a zero there is a cut, which the per-slice fit and the
-    region say with their axis)."""
+    whatever B is there: a masked fill."""
+    return _filled(view, zero=False)
+
+
+def zero_fill(view: View) -> Form | None:
+    """The fill of zeros, tried after every other family: zeros imply no mask of their own
+    (a padding row, pruned channels, groups masked out), which the per-group map, the
+    per-slice fit and the region say with their axis and causes."""
+    return _filled(view, zero=True)
+
+
+def _filled(view: View, zero: bool) -> Form | None:
     diff = view.differing & ~np.isnan(view.b)
     if np.count_nonzero(diff) < MIN_FILLED:
         return None
     v = view.a[diff][0]
-    if v == 0 or np.isnan(v) or not np.all(view.a[diff] == v) or len(np.unique(view.b[diff])) < MIN_FILLED:
+    if (v == 0) != zero or np.isnan(v) or not np.all(view.a[diff] == v) or len(np.unique(view.b[diff])) < MIN_FILLED:
         return None
     params = {"value": float(v), "mask_fill": implies.is_mask_fill(float(v))}
     text = f"A = B except that A = {v:g} on {int(np.count_nonzero(diff))} elements, whatever B is there: a fill"

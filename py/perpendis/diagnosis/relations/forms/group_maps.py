@@ -204,6 +204,8 @@ def sample_offset(view: View) -> Form | None:
     if not view.whole or view.a.ndim < 2 or view.shape[0] < 2 or not (
             np.isfinite(view.a).all() and np.isfinite(view.b).all()):
         return None
+    if np.all(view.a[view.differing] == 0):
+        return None  # A zeroed where it departs: a cut or a mask, not a term added to B
     d = view.a - view.b
     e = np.median(d, axis=0)
     t = view.b + e[None]
