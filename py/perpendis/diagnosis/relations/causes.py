@@ -228,14 +228,15 @@ def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> l
     only for an axis of 3 or 4 entries in a channel's place (axis 1 of NCHW, the last of
     HWC); a shuffled batch only for axis 0; a position off by one never for channels."""
     n, ndim = shape[axis], len(shape)
+    colour_last = n in (3, 4) and ndim >= 3 and axis == ndim - 1  # the channels of an HWC image
     if kind == "reversed":
-        colour = n in (3, 4) and ((ndim in (4, 5) and axis == 1) or (ndim >= 3 and axis == ndim - 1))
+        colour = colour_last or (n in (3, 4) and axis_role(shape, axis) == "channel")
         return REVERSED if colour else REVERSED[1:]
     if kind == "permuted":
         if ndim == 2 and axis == 1:
             return [CLASS_ORDER]
         return PERMUTED if axis == 0 else PERMUTED[1:]
-    if axis_role(shape, axis) == "channel" or (n in (3, 4) and ndim >= 3 and axis == ndim - 1):
+    if colour_last or axis_role(shape, axis) == "channel":
         return [CHANNELS_ROLLED]  # channels have no positions to be off by one
     return SHIFTED
 

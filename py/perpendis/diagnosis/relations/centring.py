@@ -15,9 +15,9 @@ CENTRE_CAP = 1 << 20
 
 def subtracted_mean(pair: Pair, axis: int) -> str | None:
     """Which side is the other with each slice's mean subtracted (``A = B − mean(B)`` over
-    every index but ``axis``), checked on the whole arrays; None when neither is or the
-    arrays are not in memory (or too large to read whole here)."""
-    if not pair.in_memory or pair.n_elements > CENTRE_CAP:
+    every index but ``axis``), checked on the whole arrays; None when neither is, when no
+    tolerance is known, or when the arrays are not in memory (or too large to read whole here)."""
+    if pair.tolerance is None or not pair.in_memory or pair.n_elements > CENTRE_CAP:
         return None
     a = bits.to_float64(np.asarray(pair.a_store), pair.fmt)
     b = bits.to_float64(np.asarray(pair.b_store), pair.fmt)
@@ -25,6 +25,6 @@ def subtracted_mean(pair: Pair, axis: int) -> str | None:
     for side, x, y in (("A", a, b), ("B", b, a)):
         mapped = y - np.mean(y, axis=rest, keepdims=True)
         ok = np.isfinite(x) & np.isfinite(mapped)
-        if ok.any() and holds(x[ok], mapped[ok], pair.tolerance) and pair.tolerance is not None:
+        if ok.any() and holds(x[ok], mapped[ok], pair.tolerance):
             return side
     return None

@@ -29,12 +29,13 @@ def _slices(x: np.ndarray, ax: int, pick: np.ndarray) -> np.ndarray:
     return np.moveaxis(x, ax, 0).reshape(x.shape[ax], -1)[:, pick]
 
 
-def _source(view: View, a_row: np.ndarray, b_rows: np.ndarray, own: int) -> int | None:
-    """The one B slice, not its own, that ``a_row`` matches on HOLDS of the screened positions."""
-    varied = np.ptp(b_rows, axis=1) > 0
-    hits = [j for j in range(len(b_rows)) if j != own and varied[j]
-            and float(np.mean(view.close(a_row, b_rows[j]))) >= HOLDS]
-    return hits[0] if len(hits) == 1 else None
+def _source(view: View, a_row: np.ndarray, b_rows: np.ndarray, varied: np.ndarray, own: int) -> int | None:
+    """The one B slice, not its own and not one value throughout (``varied``), that ``a_row``
+    matches on HOLDS of the screened positions."""
+    matches = (np.mean(view.close(a_row[None, :], b_rows), axis=1) >= HOLDS) & varied
+    matches[own] = False
+    hits = np.flatnonzero(matches)
+    return int(hits[0]) if hits.size == 1 else None
 
 
 def _describe(moved: dict[int, int]) -> tuple[str, dict]:
@@ -71,9 +72,10 @@ def find(view: View) -> Form | None:
         departing = np.flatnonzero(own < HOLDS)
         if departing.size == 0 or departing.size > min(MAX_MOVED, n - 1):
             continue
+        varied = np.ptp(b_rows, axis=1) > 0
         moved = {}
         for i in departing:
-            j = _source(view, a_rows[i], b_rows, int(i))
+            j = _source(view, a_rows[i], b_rows, varied, int(i))
             if j is None:
                 break
             moved[int(i)] = j
