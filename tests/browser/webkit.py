@@ -28,6 +28,33 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element ref
 REQUEST_TIMEOUT_S = 300  # a click can wait on a synchronous task of the page
 
 
+# Resolves once the element's box is the same over two frames and the element (or a child)
+# is what a click at its centre hits, then records where the next click lands.
+AIM_JS = """
+const [element, timeoutMs] = arguments, done = arguments[arguments.length - 1];
+const deadline = performance.now() + timeoutMs;
+element.scrollIntoView({block: "center"});
+let last = null;
+const look = () => {
+  const r = element.getBoundingClientRect();
+  const key = [r.x, r.y, r.width, r.height].join();
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  if ((key === last && hit && element.contains(hit)) || performance.now() > deadline) {
+    window.__clicked = undefined;
+    document.addEventListener("click", (event) => {
+      window.__clicked = element.contains(event.target) ? "hit"
+        : `it reached <${event.target.tagName.toLowerCase()} id="${event.target.id}">`;
+    }, {capture: true, once: true});
+    done(null);
+    return;
+  }
+  last = key;
+  requestAnimationFrame(look);
+};
+requestAnimationFrame(look);
+"""
+
+
 class WebDriverError(RuntimeError):
     """What the driver answered to a command it could not carry out."""
 
@@ -80,9 +107,18 @@ class Session:
     def find(self, css: str) -> dict:
         return self.command("POST", "/element", {"using": "css selector", "value": css})
 
-    def click(self, css: str) -> None:
-        """A real click at the element's centre, as the user's."""
-        self.command("POST", f"/element/{self.find(css)[ELEMENT]}/click", {})
+    def click(self, css: str, timeout: float = 20) -> None:
+        """A real click at the element's centre, as the user's, aimed once the element has
+        stopped moving and is what a click at its centre would hit. Under CI's load the page's
+        next-frame scroll could move a button between the driver's aim and its click, and the
+        click was lost without a trace (the share link's timeout); now a click that does not
+        reach the element fails and names what it reached."""
+        element = self.find(css)
+        self.command("POST", "/execute/async", {"script": AIM_JS, "args": [element, timeout * 1000]})
+        self.command("POST", f"/element/{element[ELEMENT]}/click", {})
+        reached = self.run("const got = window.__clicked; window.__clicked = undefined; return got ?? null;")
+        if reached != "hit":
+            raise WebDriverError(f"the click on {css} did not reach it: {reached or 'no click event at all'}")
 
     def choose_files(self, css: str, paths: list[Path]) -> None:
         """Files chosen in an ``<input type=file>``, as through its dialog."""
