@@ -3,6 +3,8 @@ relation is stated with its fitted constants, and only the causes its parameters
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from perpendis.engine.compare import compare_values
@@ -439,6 +441,34 @@ def test_an_int8_fake_quantisation_names_its_scale_and_the_clamp():
     assert any("8-bit" in c and "scale 0.02" in c for c in top.causes)
 
 
+def _per_channel(x: torch.Tensor, axis: int) -> torch.Tensor:
+    """``x`` through torch's per-channel int8 fake quantisation along ``axis`` (symmetric,
+    one scale per channel from that channel's absolute maximum, as a weight observer sets)."""
+    others = tuple(d for d in range(x.dim()) if d != axis)
+    scale = (x.abs().amax(dim=others) / 127).float()
+    return torch.fake_quantize_per_channel_affine(x, scale, torch.zeros(x.shape[axis], dtype=torch.int32),
+                                                  axis, -128, 127)
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((32, 64), 0), ((2, 8, 12, 12), 1), ((48, 16), 1)])
+def test_a_per_channel_fake_quantisation_is_a_grid_per_index_of_its_axis(shape, axis):
+    g = torch.Generator().manual_seed(3)
+    spread = torch.rand(shape[axis], generator=g) * 3 + 0.01
+    b = torch.randn(shape, generator=g) * spread.view(-1, *([1] * (len(shape) - axis - 1)))
+    top = _top(_per_channel(b, axis).numpy(), b.numpy())
+    assert top.kind == "grid" and top.message.startswith(f"A = B rounded, per index of axis {axis}, "), top.message
+    assert top.where["axis"] == axis and top.where["amount"]["step_max"] > 4 * top.where["amount"]["step_min"]
+    assert top.causes and f"per-channel quantisation along axis {axis}" in top.causes[0]
+    assert "8-bit" in top.causes[0]
+
+
+def test_a_per_channel_grid_is_not_claimed_when_both_sides_run_the_same_quantisation():
+    b = torch.randn(32, 64, generator=torch.Generator().manual_seed(4))
+    a = _per_channel(b, 0)
+    report = compare_values(a.numpy(), _per_channel(b * (1 + 1e-7), 0).numpy())
+    assert all(f.kind != "grid" for f in report.findings)
+
+
 def test_rolled_image_channels_are_a_channel_order_not_a_position_off_by_one():
     b = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(2))
     top = _top(torch.roll(b, 1, 1).numpy(), b.numpy())
@@ -545,3 +575,111 @@ def test_a_scale_names_no_variance_bias_its_value_does_not_imply():
     b = _b((4, 100))
     top = _top((b * np.float32(1.001)).astype(np.float32), b)
     assert top.causes and not any("variance" in c for c in top.causes)
+
+
+def _executed(text: str, b: torch.Tensor) -> torch.Tensor:
+    """The torch calls a data-movement finding states (``A = B.reshape(...)...: ...``), run on B."""
+    calls = text.split(" = ", 1)[1].split(": ", 1)[0]
+    assert calls.startswith("B.")
+    out = b
+    for name, args in re.findall(r"\.(reshape|permute|flip)\(([^)]*)\)", calls):
+        out = getattr(out, name)(*[int(v) for v in args.split(",")])
+    return out
+
+
+def _depth_to_space_crd(y: torch.Tensor, r: int) -> torch.Tensor:
+    """ONNX DepthToSpace in CRD mode written out as reshape and permute (torch's pixel_shuffle)."""
+    n, c, h, w = y.shape
+    return y.reshape(n, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3).reshape(n, c // (r * r), h * r, w * r)
+
+
+def _depth_to_space_dcr(y: torch.Tensor, r: int) -> torch.Tensor:
+    """ONNX DepthToSpace in DCR mode (its default), as the ONNX operator's reference writes it."""
+    n, c, h, w = y.shape
+    return y.reshape(n, r, r, c // (r * r), h, w).permute(0, 3, 4, 1, 5, 2).reshape(n, c // (r * r), h * r, w * r)
+
+
+@pytest.mark.parametrize("shape", [(1, 16, 6, 6), (2, 32, 16, 16)])
+@pytest.mark.parametrize("noise", [0.0, 1e-7])
+def test_depth_to_space_in_the_other_mode_is_solved_as_a_reshape_and_permute(shape, noise):
+    g = torch.Generator().manual_seed(5)
+    y = torch.randn(shape, generator=g)
+    a = F.pixel_shuffle(y, 2)
+    assert torch.equal(a, _depth_to_space_crd(y, 2))
+    y_b = (y.double() * (1 + noise * torch.randn(shape, generator=g, dtype=torch.float64))).float()
+    b = _depth_to_space_dcr(y_b, 2)
+    top = _top(a.numpy(), b.numpy())
+    assert top.kind == "index_map" and top.where["relation"]["params"]["map"] == "axes_permuted", top.message
+    assert torch.allclose(_executed(top.message, b), a, rtol=1e-6, atol=0)
+    assert top.causes and "DepthToSpace mode DCR against CRD" in top.causes[0]
+
+
+def test_a_window_partition_is_a_permutation_of_axes_with_no_depth_to_space_cause():
+    x = torch.randn(2, 8, 8, 4, generator=torch.Generator().manual_seed(6))  # NHWC, as Swin holds it
+    windows = x.reshape(2, 2, 4, 2, 4, 4).permute(0, 1, 3, 2, 4, 5).reshape(2, 8, 8, 4)
+    top = _top(windows.numpy(), x.numpy())
+    assert top.kind == "index_map" and torch.equal(_executed(top.message, x), windows), top.message
+    assert top.causes and "window partition" in top.causes[0] and "DepthToSpace" not in top.causes[0]
+
+
+def test_adjacent_pairs_swapped_are_a_flip_of_pairs():
+    b = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(7))
+    a = torch.stack([b[..., 1::2], b[..., 0::2]], dim=-1).reshape(2, 8, 32)
+    top = _top(a.numpy(), b.numpy())
+    assert top.message.startswith("A = B.reshape(256, 2).flip(1).reshape(2, 8, 32)"), top.message
+    assert top.causes and "adjacent pair" in top.causes[0]
+
+
+def test_values_in_an_unstructured_order_are_no_axes_permutation():
+    b = torch.randn(4, 6, 8, generator=torch.Generator().manual_seed(8))
+    a = b.flatten()[torch.randperm(b.numel(), generator=torch.Generator().manual_seed(9))].reshape(b.shape)
+    report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    assert all((f.where or {}).get("relation", {}).get("params", {}).get("map") != "axes_permuted"
+               for f in report.findings)
+
+
+def test_ties_rounded_to_even_against_half_up_name_the_even_side():
+    g = torch.Generator().manual_seed(10)
+    x, y = (torch.randint(0, 256, (3, 32, 32), generator=g).float() for _ in range(2))
+    mean = (x + y) / 2
+    a, b = torch.round(mean).to(torch.uint8), torch.floor(mean + 0.5).to(torch.uint8)
+    top = compare_values(a.numpy(), b.numpy()).findings[0]
+    assert top.kind == "ties" and "A is even on every one" in top.message
+    assert top.causes and "half to even on A's side" in top.causes[0]
+
+
+def test_random_off_by_ones_are_no_rounding_of_ties():
+    g = torch.Generator().manual_seed(11)
+    b = torch.randint(0, 256, (3, 32, 32), generator=g).to(torch.uint8)
+    a = b + (torch.rand(b.shape, generator=g) < 0.1).to(torch.uint8) * (b < 255).to(torch.uint8)
+    report = compare_values(a.numpy(), b.numpy())
+    assert report.verdict == "investigate" and all(f.kind != "ties" for f in report.findings)
+
+
+def test_a_dropped_logit_soft_cap_is_solved_with_its_cap():
+    logits = torch.randn(2, 4, 16, 16, generator=torch.Generator().manual_seed(12)) * 40
+    top = _top(logits.numpy(), (30 * torch.tanh(logits / 30)).numpy())
+    assert top.message.startswith("B = 30·tanh(A/30)"), top.message
+    assert top.causes and "soft cap" in top.causes[0] and "c = 30" in top.causes[0]
+
+
+def test_a_plain_tanh_is_named_as_tanh_not_a_soft_cap():
+    b = torch.randn(4, 64, generator=torch.Generator().manual_seed(13)) * 2
+    top = _top(torch.tanh(b).numpy(), b.numpy())
+    assert "soft cap" not in " ".join(top.causes) and "tanh" in top.message
+
+
+def test_logits_with_their_row_maximum_subtracted_are_a_softmax_shift():
+    b = torch.randn(3, 20, generator=torch.Generator().manual_seed(14))
+    top = _top((b - b.max(-1, keepdim=True).values).numpy(), b.numpy())
+    assert top.kind == "slice_offset" and "A = B − max(B) over each row" in top.message
+    assert top.causes and "stabilising shift" in top.causes[0]
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_a_float8_cast_is_named_without_a_bfloat16_precision_finding(dtype):
+    b = torch.randn(4, 128, generator=torch.Generator().manual_seed(15))
+    report = compare_values(b.to(getattr(torch, dtype)).float().numpy(), b.numpy(), preset="fp32-cpu")
+    assert report.findings[0].message.startswith(f"A = B rounded to {dtype}")
+    assert all(f.kind != "precision" for f in report.findings)
+    assert not any("bfloat16" in c for f in report.findings for c in f.causes)

@@ -79,7 +79,7 @@ function histogram(ev) {
     ? svg("line", { x1: PAD + ((ev.mark - lo) / (hi - lo)) * (W - 2 * PAD), x2: PAD + ((ev.mark - lo) / (hi - lo)) * (W - 2 * PAD),
       y1: PAD, y2: H - PAD, stroke: "currentColor", "stroke-dasharray": "2 2" })
     : null;
-  return frame(`Histogram of ${ev.side}'s values${ev.mark !== undefined ? `, the bound ${ev.mark} dashed` : ""}`,
+  return frame(`Histogram of ${ev.of ?? `${ev.side}'s values`}${ev.mark !== undefined ? `, the bound ${ev.mark} dashed` : ""}`,
     ...bars, mark);
 }
 

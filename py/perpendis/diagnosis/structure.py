@@ -39,9 +39,10 @@ def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | No
         # Without exact representability the fingerprint is only an error size, which a
         # systematic difference (an approximated activation, a quantised grid) also has.
         fp, narrow = None, None
-    if structural and _truncated(structural[0]):
-        # A truncation is on bfloat16's grid too, but was no bfloat16 computation rounded
-        # to nearest: the precision finding's causes (autocast, .bfloat16()) do not follow.
+    if structural and _cast_past_precision(structural[0]):
+        # A truncation, or a cast to a float8 format, is on bfloat16's grid too, but was no
+        # bfloat16 computation rounded to nearest: the precision finding's causes
+        # (autocast, .bfloat16()) do not follow.
         fp, narrow = None, None
     found = None
     if fp is not None:
@@ -51,9 +52,14 @@ def structure(report: Report, depth: float) -> tuple[list[Finding], Finding | No
     return structural, found, narrow
 
 
-def _truncated(f: Finding) -> bool:
+def _cast_past_precision(f: Finding) -> bool:
+    """A cast the precision finding would misname: a truncation, or a format narrower
+    than those it names (float8 values are all bfloat16 values)."""
     relation = (f.where or {}).get("relation") or {}
-    return f.kind == "elementwise" and (relation.get("params") or {}).get("mode") == "truncate"
+    params = relation.get("params") or {}
+    named = {n.name for n in precision.NARROW}
+    return f.kind == "elementwise" and relation.get("kind") == "cast" and (
+        params.get("mode") == "truncate" or params.get("format") not in named)
 
 
 def _preset_text(report: Report, fp: precision.Fingerprint) -> str:

@@ -212,10 +212,12 @@ def _slice_finding(
         # offset, a scale) is held to EXPLAINED, as a bias changed mid-graph leaves it.
         message += "; the map does not hold to the tolerance, so no known cause fits"
         causes = []
-    elif kind == "slice_offset" and (centred := centring.subtracted_mean(pair, axis)) is not None:
-        message = (f"along axis {axis} ({n} {axis_noun(pair.shape, axis)}s), A = B − mean(B) over each "
-                   f"{axis_noun(pair.shape, axis)}: {centred} has its mean subtracted, within the tolerance")
-        causes = [why.CENTRED.format(side=centred)]
+    elif kind == "slice_offset" and (centred := centring.subtracted_statistic(pair, axis)) is not None:
+        side, statistic = centred
+        x, y = ("A", "B") if side == "A" else ("B", "A")
+        message = (f"along axis {axis} ({n} {axis_noun(pair.shape, axis)}s), {x} = {y} − {statistic}({y}) over each "
+                   f"{axis_noun(pair.shape, axis)}: {side} has its {statistic} subtracted, within the tolerance")
+        causes = [why.SUBTRACTED[statistic].format(side=side)]
     elif kind in ("slice_offset", "slice_scale") and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None],
                                                                  pair.tolerance):
         message += ("; the map does not hold to the tolerance on 99% of elements: it describes the difference, "

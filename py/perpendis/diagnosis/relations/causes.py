@@ -86,8 +86,13 @@ SHIFTED = [
 ]
 CHANNELS_ROLLED = ("channels in another order: the channel axis rotated by one (RGB against BRG or GBR, a "
                    "channel slice taken one place off)")
-CENTRED = ("a mean subtracted on {side}'s side only (a centring step applied once too often or not at all: "
-           "mean-subtraction in preprocessing, LayerNorm's centring where the other side has none)")
+# A slice's own statistic subtracted on one side, by statistic.
+SUBTRACTED = {
+    "mean": ("a mean subtracted on {side}'s side only (a centring step applied once too often or not at all: "
+             "mean-subtraction in preprocessing, LayerNorm's centring where the other side has none)"),
+    "max": ("the maximum subtracted on {side}'s side only: a softmax's stabilising shift (x − max(x)) whose "
+            "shifted logits were returned, harmless once a softmax follows but not to the logits themselves"),
+}
 PERMUTED = [
     "a shuffled batch (DataLoader shuffle=True, a sampler, sorting by length)",
     "a channel or head order that differs (a reshape before a permute)",
@@ -120,6 +125,16 @@ def grid_causes(step: float, levels: int) -> list[str]:
     bits = "8-bit (int8/uint8) " if levels <= 255 else ""
     return [f"{bits}quantisation with scale {step:.4g} on one side (ONNX Runtime quantize_dynamic / QDQ, "
             "fake-quant, a quantise-dequantise pair)"]
+
+
+def per_channel_grid_causes(axis: int, levels: int) -> list[str]:
+    """What a grid with a step per index of one axis implies: a per-channel quantisation
+    along that axis (8-bit when no slice spans more than 255 steps)."""
+    bits = "8-bit (int8/uint8) " if levels <= 255 else ""
+    return [f"{bits}per-channel quantisation along axis {axis} on one side (a scale per channel: "
+            "torch.ao per_channel observers, ONNX QuantizeLinear with axis, a fake-quant of weights)"]
+
+
 DROPOUT = ["dropout left in training mode (model.train(), F.dropout(training=True))", "a stochastic layer (DropPath)"]
 
 NORMALISATION = {

@@ -41,6 +41,7 @@ from . import (
     rotation,
     transpose,
 )
+from .forms import index_causes
 from .pair import Pair
 
 
@@ -151,7 +152,8 @@ MEMBERS: list[Member] = [
     ),
     Member(
         ("grid",),
-        "approximate GCD of the gaps between one side's distinct values (per last-axis slice)",
+        "approximate GCD of the gaps between one side's distinct values (per last-axis slice; "
+        "else a step per index of one axis)",
         "every gap within 2% of a multiple; step ≥ 64 × the format's spacing; other side off it",
         tuple(causes.GRID),
         False,
@@ -183,7 +185,7 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "row_temperature", "scan", "fibre_map", "block_constant",
+_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "row_temperature", "scan", "fibre_map", "block_constant",
              "sample_offset", "group_affine", "normalised_fibres"}
 
 
@@ -198,8 +200,11 @@ def _prefer(form: forms.Form, members: list[Finding]) -> bool:
     if (form.kind == "group_affine" and form.params.get("groups_of", 1) == 1
             and members[0].kind.startswith("slice_")):
         return False  # one map per channel: the members' per-slice relation says as much, with its axis
+    if (form.params.get("map") == "axes_permuted" and not form.params["moved"] and len(form.params["axes"]) == 1
+            and not index_causes.pairs_swapped(form.params) and members[0].kind == "permuted"):
+        return False  # entries of one axis reordered: the members' permutation lists them, index by index
     if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in (
-            "halves", "reshape", "sorted", "gather")):
+            "halves", "reshape", "sorted", "gather", "axes_permuted")):
         # More specific, unless it names no cause where a member does (a per-row affine map
         # that a member sees as a layer norm of the other side, with that norm's causes).
         return bool(form.causes) or not any(f.causes for f in members)

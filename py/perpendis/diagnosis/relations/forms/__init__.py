@@ -6,15 +6,16 @@ Families, tried in this order (the first that holds is the answer): a parameter-
 softmax of the other side, elementwise maps
 (:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), slices gathered from other
 indices (:mod:`.gather`), row maps on probabilities,
-a top-k filter and a running sum (:mod:`.row_maps`), a masked fill, a fixed mix of the last axis's
-entries (:mod:`.fibre_maps`), and group maps (:mod:`.group_maps`).
+a top-k filter and a running sum (:mod:`.row_maps`), a masked fill and ties rounded another
+way (:mod:`.partial_maps`), a fixed mix of the last axis's entries (:mod:`.fibre_maps`), and
+group maps (:mod:`.group_maps`).
 """
 
 from __future__ import annotations
 
 from ....report.model import Finding
 from ..pair import Pair
-from . import elementwise_maps, fibre_maps, gather, group_maps, index_maps, row_maps
+from . import elementwise_maps, fibre_maps, gather, group_maps, index_maps, partial_maps, row_maps
 from .form import Form, finding
 from .view import view_of
 
@@ -22,13 +23,13 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "fill", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant", "sample_offset",
-                   "group_affine", "normalised_fibres"})
+                   "fill", "ties", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
+                   "sample_offset", "group_affine", "normalised_fibres"})
 
 FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
-            row_maps.top_k, row_maps.cumulative, elementwise_maps.fill, fibre_maps.fibre_linear,
+            row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties, fibre_maps.fibre_linear,
             group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
-            elementwise_maps.zero_fill)
+            partial_maps.zero_fill)
 
 
 def search(pair: Pair) -> Form | None:

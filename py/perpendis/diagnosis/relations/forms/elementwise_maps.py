@@ -25,27 +25,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import edges, implies
-from .form import Form, fails_text
+from . import edges, implies, softcap
+from .form import Form, fails_text, stated
 from .view import HOLDS, View
 
 MIN_HELD_AT_BOUND = 4  # elements a clip bound must hold to count as one
 MIN_FILLED = 4  # elements, and distinct values of B under them, a fill must cover
-
-
-def _stated(view: View, kind: str, text: str, params: dict, t: np.ndarray,
-            judged: np.ndarray | None = None, lhs: np.ndarray | None = None) -> Form | None:
-    """The form when A = T(B) holds on :data:`HOLDS` of the judged elements and explains
-    what the identity does not; None otherwise.  ``lhs``, when given, is judged against
-    ``t`` instead of A: T(A) against B for a form stated the other way round."""
-    ok = view.close(view.a if lhs is None else lhs, t)
-    if judged is not None:
-        ok = ok[judged]
-    share = float(np.mean(ok)) if ok.size else 0.0
-    if share < HOLDS or share <= view.identity_share:
-        return None
-    causes = implies.causes(kind, params)
-    return Form(kind, text, params, share, int(ok.size), fails_text(view, ok) if view.whole else None, causes)
 
 
 def wrap(view: View) -> Form | None:
@@ -65,7 +50,7 @@ def wrap(view: View) -> Form | None:
             text = (f"A = B wrapped to {kind_name} (B − A is a multiple of 2^{k} everywhere, "
                     f"non-zero on {int(np.count_nonzero(d))} elements)")
             t = view.a.copy()  # the relation holds exactly where it was tested
-            return _stated(view, "wrap", text, {"bits": k, "signed": signed, "type": kind_name}, t)
+            return stated(view, "wrap", text, {"bits": k, "signed": signed, "type": kind_name}, t)
     return None
 
 
@@ -108,7 +93,7 @@ def saturated(view: View) -> Form | None:
         above = view.b[view.b > lo] - lo
         reach = float(np.quantile(lo - view.a[at_lo], 0.99))
         params["past_ratio"] = reach / max(float(np.quantile(above, 0.99)), 1e-300)
-    return _stated(view, "saturated", text, params, t)
+    return stated(view, "saturated", text, params, t)
 
 
 def threshold(view: View) -> Form | None:
@@ -137,7 +122,7 @@ def threshold(view: View) -> Form | None:
                 text = f"A = max(B, 0), a ReLU: {text}"
             if tname:
                 params["threshold"] = tname
-            return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
+            return stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
         if name == "B" and float(np.min(bd)) > float(np.max(view.b[rest])):
             # Above a threshold: a value mask (masked_fill where B > t), no flush.
             below, above = float(np.max(view.b[rest])), float(np.min(bd))
@@ -147,7 +132,7 @@ def threshold(view: View) -> Form | None:
             params = {"value": float(v), "below": below, "above": above, "on": "B", "side": "above"}
             text = (f"A = B except that A = {v:g} wherever B > t, t between {below:.6g} and {above:.6g} "
                     f"({int(np.count_nonzero(diff))} elements)")
-            return _stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
+            return stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
     return None
 
 
@@ -167,32 +152,7 @@ def overflow(view: View) -> Form | None:
         params["overflow"] = fmt
     text = (f"A = B except that A = ±inf (with B's sign) wherever |B| > t, t between {below:.6g} and {above:.6g}"
             f"{f' = {fmt} overflow' if fmt else ''} ({int(np.count_nonzero(inf))} elements)")
-    return _stated(view, "threshold", text, params, np.where(inf, view.a, view.b))
-
-
-def fill(view: View) -> Form | None:
-    """A = B except that A holds one non-zero constant on every element where they differ,
-    whatever B is there: a masked fill."""
-    return _filled(view, zero=False)
-
-
-def zero_fill(view: View) -> Form | None:
-    """The fill of zeros, tried after every other family: zeros imply no mask of their own
-    (a padding row, pruned channels, groups masked out), which the per-group map, the
-    per-slice fit and the region say with their axis and causes."""
-    return _filled(view, zero=True)
-
-
-def _filled(view: View, zero: bool) -> Form | None:
-    diff = view.differing & ~np.isnan(view.b)
-    if np.count_nonzero(diff) < MIN_FILLED:
-        return None
-    v = view.a[diff][0]
-    if (v == 0) != zero or np.isnan(v) or not np.all(view.a[diff] == v) or len(np.unique(view.b[diff])) < MIN_FILLED:
-        return None
-    params = {"value": float(v), "mask_fill": implies.is_mask_fill(float(v))}
-    text = f"A = B except that A = {v:g} on {int(np.count_nonzero(diff))} elements, whatever B is there: a fill"
-    return _stated(view, "fill", text, params, np.where(diff, view.a, view.b))
+    return stated(view, "threshold", text, params, np.where(inf, view.a, view.b))
 
 
 def _spread(mask: np.ndarray) -> bool:
@@ -215,7 +175,7 @@ def absolute(view: View) -> Form | None:
         if not (np.any(b[finite] < 0) and np.all(a[finite] >= 0)) or not _spread(b < 0):
             continue
         names = ("B", "A") if flip else ("A", "B")
-        got = _stated(view, "elementwise_map", f"{names[0]} = |{names[1]}|", {"map": "abs", "reversed": flip},
+        got = stated(view, "elementwise_map", f"{names[0]} = |{names[1]}|", {"map": "abs", "reversed": flip},
                       view.b if flip else np.abs(view.b), lhs=np.abs(view.a) if flip else None)
         if got is not None:
             return got
@@ -384,7 +344,7 @@ def fitted_map(view: View) -> Form | None:
     return None
 
 
-FORMS = (wrap, saturated, threshold, overflow, absolute, fitted_map)
+FORMS = (wrap, saturated, threshold, overflow, absolute, softcap.find, fitted_map)
 
 
 def find(view: View) -> Form | None:

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ....report.model import Finding, place
-from .view import View
+from . import implies
+from .view import HOLDS, View
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,18 @@ def finding(form: Form) -> Finding:
     where["relation"] = {"kind": form.kind, "text": form.text, "params": form.params,
                          "share": form.share, "judged": form.judged, "scope": "everywhere"}
     return Finding(form.kind, "error", message, where, list(form.causes))
+
+
+def stated(view: View, kind: str, text: str, params: dict, t: np.ndarray,
+            judged: np.ndarray | None = None, lhs: np.ndarray | None = None) -> Form | None:
+    """The form when A = T(B) holds on :data:`HOLDS` of the judged elements and explains
+    what the identity does not; None otherwise.  ``lhs``, when given, is judged against
+    ``t`` instead of A: T(A) against B for a form stated the other way round."""
+    ok = view.close(view.a if lhs is None else lhs, t)
+    if judged is not None:
+        ok = ok[judged]
+    share = float(np.mean(ok)) if ok.size else 0.0
+    if share < HOLDS or share <= view.identity_share:
+        return None
+    causes = implies.causes(kind, params)
+    return Form(kind, text, params, share, int(ok.size), fails_text(view, ok) if view.whole else None, causes)

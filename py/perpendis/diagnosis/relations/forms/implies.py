@@ -8,21 +8,14 @@ would send the user the wrong way.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
+from .cause import Cause
+from .index_causes import INDEX_CAUSES
+
 _HEADS = (8, 16, 32, 48, 64, 80, 96, 128, 256)
 CLIP_TEMPERATURE = 1 / 0.07  # CLIP's initial logit scale, exp(ln(1/0.07))
-
-
-@dataclass(frozen=True)
-class Cause:
-    kind: str
-    implies: str  # what the form's parameters must show for this cause
-    test: Callable[[dict], bool]
-    text: Callable[[dict], str]
 
 
 def is_mask_fill(v: float) -> bool:
@@ -131,12 +124,6 @@ def _unit_range_pair(p: dict) -> bool:
 
 def _offset_only(p: dict) -> bool:
     return p.get("lhs") == p.get("rhs") == "id" and "offset" in p and "scale" not in p and "clip_lo" not in p
-
-
-def _last(p: dict) -> bool:
-    """Whether the form's axis is the last of the pair's shape."""
-    shape = p.get("shape") or []
-    return bool(shape) and p.get("axis") == len(shape) - 1
 
 
 def _hardsigmoid(p: dict) -> bool:
@@ -249,6 +236,14 @@ CAUSES: list[Cause] = [
           lambda p: "overflow" in p,
           lambda p: f"an overflow in {p['overflow']} on A's side: values past its largest finite value become ±inf "
                     "(a model or one op run in that format, a cast before a large sum or exp)"),
+    Cause("elementwise_map", "one side c·tanh(other/c)", lambda p: p.get("map") == "softcap",
+          lambda p: f"a logit soft cap (c·tanh(x/c), c = {p['cap']:.6g}) on {p['capped']}'s side only: Gemma 2's "
+                    "final_logit_softcapping (30) or attn_logit_softcapping (50), Grok's 30, applied on one side and "
+                    "dropped on the other (an attention kernel or an export without it)"),
+    Cause("ties", "off-by-ones where one side is always even", lambda p: True,
+          lambda p: f"ties (x.5) rounded differently: half to even on {p['even_side']}'s side (torch.round, "
+                    "np.round, ONNX Round, a float-to-int cast in round-to-nearest-even) against half up or away "
+                    "from zero on the other (floor(x + 0.5), C's round(), an image library's resize)"),
     Cause("fill", "A's constant is a mask fill (−inf, −1e4, −1e9, a format's lowest value)",
           lambda p: p["mask_fill"],
           lambda p: f"a mask applied on A's side only, or over other positions (masked_fill with {p['value']:g}, "
@@ -275,40 +270,6 @@ CAUSES: list[Cause] = [
     Cause("sample_offset", "A − B the same for every sample and not one constant", lambda p: True,
           lambda p: "an additive term that does not depend on the input, added on one side only or twice: a position "
                     "(or token-type) embedding, a bias over several axes, an additive attention mask or bias"),
-    Cause("index_map", "each fibre of one side is the other's sorted", lambda p: p.get("map") == "sorted",
-          lambda p: f"a sort on {p['sorted_side']}'s side only: values in sorted order where the other side keeps "
-                    "their positions (torch.topk(sorted=True) against sorted=False, a sort or argsort applied once)"),
-    Cause("index_map", "the two halves of the last axis swapped", lambda p: p.get("map") == "halves" and _last(p),
-          lambda p: "two halves concatenated in the other order (torch.cat([x1, x2]) against torch.cat([x2, x1]); "
-                    "sin/cos order of a sinusoidal embedding, flip_sin_to_cos, rotate_half)"),
-    Cause("index_map", "the two halves of axis 0 swapped", lambda p: p.get("map") == "halves" and p["axis"] == 0,
-          lambda p: "the samples of a batch in another order (two batches concatenated the other way round, "
-                    "a shuffled or sorted batch)"),
-    Cause("index_map", "the two halves of an inner axis swapped",
-          lambda p: p.get("map") == "halves" and p["axis"] != 0 and not _last(p),
-          lambda p: f"two halves of axis {p['axis']} concatenated in the other order (torch.cat([x1, x2]) "
-                    "against torch.cat([x2, x1]))"),
-    Cause("index_map", "a reshape of a view whose axes were swapped", lambda p: p.get("map") == "reshape",
-          lambda p: "a reshape (view) where a transpose/permute was needed first, or the reverse: e.g. attention "
-                    "heads merged by reshape(b, t, h·d) without transpose(1, 2)"),
-    Cause("index_map", "a flip of an axis", lambda p: p.get("map") == "flip",
-          lambda p: "a flipped axis (torch.flip, [::-1]; RGB against BGR for a channel axis of 3)"),
-    Cause("index_map", "a roll along an axis", lambda p: p.get("map") == "roll",
-          lambda p: "an off-by-one (or off-by-k) index: a shifted position, a roll, one-sided padding"),
-    Cause("index_map", "a roll by ±1 along a last axis of 100 or more entries (a class or vocabulary axis)",
-          lambda p: p.get("map") == "roll" and abs(p["shift"]) == 1 and _last(p) and p["shape"][-1] >= 100,
-          lambda p: "class or token ids offset by one (a background or padding class at index 0 on one side only, "
-                    "labels counted from 1 against 0, a tokenizer's id offset)"),
-    Cause("index_map", "slices of one axis taken from other indices of the same axis",
-          lambda p: p.get("map") == "gather",
-          lambda p: "an index that picks the wrong slice" + (
-              f" ({abs(p['shift'])} place{'s' if abs(p['shift']) > 1 else ''} off: an off-by-{abs(p['shift'])} "
-              "slice or cache position)" if "shift" in p else " (a gather or index_select with the wrong indices, "
-              "a buffer or cache slot reused)") + (
-              "; along axis 0, one sample's values returned for another" if p["axis"] == 0 and len(p["shape"]) > 1
-              else "")),
-    Cause("index_map", "two equal-sized axes swapped", lambda p: p.get("map") == "transpose",
-          lambda p: "a transposed weight or axes of equal size swapped (x @ W against x @ W.T; H and W)"),
     Cause("top_k", "the same k kept in every row", lambda p: p["k_min"] == p["k_max"],
           lambda p: f"a top-k filter (k = {p['k_min']}) on {p['side']}'s side only: logits filtered for sampling "
                     "(generate's top_k, a TopKLogitsWarper) compared with raw logits"),
@@ -366,6 +327,7 @@ CAUSES: list[Cause] = [
     Cause("group_affine", "one slope and offset per sample", lambda p: p.get("per") == "sample",
           lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
                     "GroupNorm over different dims)"),
+    *INDEX_CAUSES,
 ]
 
 

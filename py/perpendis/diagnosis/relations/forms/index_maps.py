@@ -4,7 +4,8 @@ Tried only when the two multisets agree (sorted A within the tolerance of sorted
 :data:`.view.HOLDS` of the elements), then solved as the simplest map that makes them
 agree element by element: the two halves of an axis swapped, a flip, a roll by k, two
 equal-sized axes swapped, or a reshape of B viewed with one axis split in two and two of
-the view's axes swapped (a reshape without its transpose).  Candidates are screened on a
+the view's axes swapped (a reshape without its transpose), or else any reshape,
+permutation and flips of B's axes (:mod:`.axes_permuted`, solved rather than listed).  Candidates are screened on a
 few hundred sampled positions and the one that holds is checked on every element.  When
 none holds, each fibre along an axis may still hold its B fibre's values: sorted (a sort
 or top-k order), or in an order no map here names (said, with no cause).
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ....numerics.scramble import Stream
-from . import implies
+from . import axes_permuted, implies
 from .form import Form, fails_text
 from .view import HOLDS, View
 
@@ -148,6 +149,8 @@ def find(view: View) -> Form | None:
     if not view.whole or len(view.shape) < 1 or not same_values(view):
         return None
     got = _searched(view)
+    if got is None:
+        got = axes_permuted.find(view)
     return got if got is not None else _within_fibres(view)
 
 
