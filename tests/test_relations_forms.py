@@ -683,3 +683,18 @@ def test_a_float8_cast_is_named_without_a_bfloat16_precision_finding(dtype):
     assert report.findings[0].message.startswith(f"A = B rounded to {dtype}")
     assert all(f.kind != "precision" for f in report.findings)
     assert not any("bfloat16" in c for f in report.findings for c in f.causes)
+
+
+def test_an_activation_swapped_for_another_monotone_one_is_a_function_of_the_other_side():
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(16)) * 2
+    top = _top(F.selu(x).numpy(), F.elu(x).numpy())
+    assert top.message.startswith("A = φ(B) for one smooth function φ") and "increasing" in top.message
+    assert top.causes and "activation swapped" in top.causes[0]
+
+
+@pytest.mark.parametrize("noise", [0.01, 0.3])
+def test_b_plus_a_perturbation_of_its_own_per_element_is_no_function_of_b(noise):
+    g = torch.Generator().manual_seed(17)
+    x = torch.randn(4, 64, generator=g)
+    report = compare_values((x + noise * torch.randn(4, 64, generator=g)).numpy(), x.numpy(), preset="fp32-cpu")
+    assert not any("φ" in f.message for f in report.findings)

@@ -8,14 +8,14 @@ softmax of the other side, elementwise maps
 indices (:mod:`.gather`), row maps on probabilities,
 a top-k filter and a running sum (:mod:`.row_maps`), a masked fill and ties rounded another
 way (:mod:`.partial_maps`), a fixed mix of the last axis's entries (:mod:`.fibre_maps`), and
-group maps (:mod:`.group_maps`).
+group maps (:mod:`.group_maps`), and last any smooth function of B (:mod:`.function_of`).
 """
 
 from __future__ import annotations
 
 from ....report.model import Finding
 from ..pair import Pair
-from . import elementwise_maps, fibre_maps, gather, group_maps, index_maps, partial_maps, row_maps
+from . import elementwise_maps, fibre_maps, function_of, gather, group_maps, index_maps, partial_maps, row_maps
 from .form import Form, finding
 from .view import view_of
 
@@ -29,7 +29,7 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
 FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
             row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties, fibre_maps.fibre_linear,
             group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
-            partial_maps.zero_fill)
+            function_of.find, partial_maps.zero_fill)
 
 
 def search(pair: Pair) -> Form | None:

@@ -236,6 +236,10 @@ CAUSES: list[Cause] = [
           lambda p: "overflow" in p,
           lambda p: f"an overflow in {p['overflow']} on A's side: values past its largest finite value become ±inf "
                     "(a model or one op run in that format, a cast before a large sum or exp)"),
+    Cause("elementwise_map", "A a smooth function of B, the same at every position",
+          lambda p: p.get("map") == "function",
+          lambda p: "an elementwise function that differs on one side: an activation swapped or approximated, or "
+                    "with another parameter (Swish's β, ELU's α, SELU's scale), an elementwise op added or dropped"),
     Cause("elementwise_map", "one side c·tanh(other/c)", lambda p: p.get("map") == "softcap",
           lambda p: f"a logit soft cap (c·tanh(x/c), c = {p['cap']:.6g}) on {p['capped']}'s side only: Gemma 2's "
                     "final_logit_softcapping (30) or attn_logit_softcapping (50), Grok's 30, applied on one side and "
