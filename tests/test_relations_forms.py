@@ -698,3 +698,16 @@ def test_b_plus_a_perturbation_of_its_own_per_element_is_no_function_of_b(noise)
     x = torch.randn(4, 64, generator=g)
     report = compare_values((x + noise * torch.randn(4, 64, generator=g)).numpy(), x.numpy(), preset="fp32-cpu")
     assert not any("φ" in f.message for f in report.findings)
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f2", "i4"])
+def test_a_big_endian_dump_read_as_little_endian_is_bytes_reversed(tmp_path, dtype):
+    b = (torch.randn(4, 64, generator=torch.Generator().manual_seed(18)) * 100).numpy().astype(f"<{dtype}")
+    path = tmp_path / "dump.bin"
+    b.astype(f">{dtype}").tofile(path)  # what a big-endian tool writes
+    a = np.fromfile(path, dtype=f"<{dtype}").reshape(b.shape)  # read without its byte order
+    report = compare_values(a, b)
+    top = report.findings[0]
+    assert top.message.startswith(f"A = B with the {b.itemsize} bytes of each element in reverse order"), top.message
+    assert top.causes and "wrong byte order" in top.causes[0]
+    assert all(not f.causes for f in report.findings if f.kind in ("nan", "inf"))

@@ -113,8 +113,9 @@ def _diagnose(report: Report, depth: float, check_dtype: bool, preset: str | Non
         if everywhere:
             # A form with its causes explains every element: where the failures lie is said,
             # but a region's own causes (a mask at one end, one slice computed differently)
-            # do not follow from it.
-            for f in region_findings:
+            # do not follow from it, nor do the non-finite values' own (a float16 overflow for
+            # NaNs that bytes read in the other order made).
+            for f in region_findings + nonfinite:
                 f.causes = []
         findings += region_findings
         findings += tolerance_findings(report)

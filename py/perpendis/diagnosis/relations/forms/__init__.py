@@ -2,7 +2,8 @@
 fitted and then checked element by element, stated only where they hold on 99 % of the
 elements, each with the causes it implies (``docs/relations.md``, "Forms").
 
-Families, tried in this order (the first that holds is the answer): a parameter-free
+Families, tried in this order (the first that holds is the answer): bytes reversed
+(:mod:`.byte_order`), a parameter-free
 softmax of the other side, elementwise maps
 (:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), slices gathered from other
 indices (:mod:`.gather`), row maps on probabilities,
@@ -15,7 +16,17 @@ from __future__ import annotations
 
 from ....report.model import Finding
 from ..pair import Pair
-from . import elementwise_maps, fibre_maps, function_of, gather, group_maps, index_maps, partial_maps, row_maps
+from . import (
+    byte_order,
+    elementwise_maps,
+    fibre_maps,
+    function_of,
+    gather,
+    group_maps,
+    index_maps,
+    partial_maps,
+    row_maps,
+)
 from .form import Form, finding
 from .view import view_of
 
@@ -26,7 +37,7 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
                    "fill", "ties", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
                    "sample_offset", "group_affine", "normalised_fibres"})
 
-FAMILIES = (row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
+FAMILIES = (byte_order.find, row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
             row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties, fibre_maps.fibre_linear,
             group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
             function_of.find, partial_maps.zero_fill)

@@ -240,6 +240,9 @@ CAUSES: list[Cause] = [
           lambda p: p.get("map") == "function",
           lambda p: "an elementwise function that differs on one side: an activation swapped or approximated, or "
                     "with another parameter (Swish's β, ELU's α, SELU's scale), an elementwise op added or dropped"),
+    Cause("elementwise_map", "each element's bytes reversed", lambda p: p.get("map") == "byteswap",
+          lambda p: "a buffer or file read with the wrong byte order on one side (big-endian data such as '>f4' "
+                    "read as little-endian: np.frombuffer or a raw .bin dump without its dtype's byte order)"),
     Cause("elementwise_map", "one side c·tanh(other/c)", lambda p: p.get("map") == "softcap",
           lambda p: f"a logit soft cap (c·tanh(x/c), c = {p['cap']:.6g}) on {p['capped']}'s side only: Gemma 2's "
                     "final_logit_softcapping (30) or attn_logit_softcapping (50), Grok's 30, applied on one side and "

@@ -37,6 +37,7 @@ class View:
     integer: bool  # both sides hold integers only (an integer dtype, or floats that are)
     whole: bool
     flat_index: np.ndarray | None = None  # the sample's flat indices when not whole
+    raw: tuple[np.ndarray, np.ndarray] | None = None  # each side's element bits as unsigned ints, flat (whole only)
     _cache: dict = field(default_factory=dict)
 
     def close(self, a: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -93,7 +94,17 @@ def view_of(pair: Pair) -> View | None:
     integer = (not fmt.is_float) or bool(
         finite.any() and np.all(a[finite] == np.round(a[finite])) and np.all(b[finite] == np.round(b[finite]))
         and np.max(np.abs(b[finite]), initial=0) < 2.0 ** (fmt.man_bits + 1))
-    v = View(a, b, tuple(pair.shape), float(atol), float(rtol), integer, whole, flat_index)
+    v = View(a, b, tuple(pair.shape), float(atol), float(rtol), integer, whole, flat_index,
+             _raw(a_store, b_store, fmt.width) if whole else None)
     if int(np.count_nonzero(v.differing)) < 2 or v.identity_share >= 1.0:
         return None
     return v
+
+
+def _raw(a_store: np.ndarray, b_store: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both sides' stored bits as unsigned integers of the format's width, for forms on the
+    bytes themselves; None for a width that is not a whole number of bytes over one."""
+    if width not in (16, 32, 64):
+        return None
+    unsigned = np.dtype(f"u{width // 8}")
+    return tuple(np.ascontiguousarray(x).reshape(-1).view(unsigned) for x in (a_store, b_store))  # type: ignore[return-value]
