@@ -42,3 +42,33 @@ def test_a_clip_shows_a_histogram_with_its_bound(ready_page):
     assert first.get_attribute("data-kind") == "clipped"
     assert first.locator(".evidence-picture rect").count() == 24
     assert "ReLU6" in first.locator(".cause-list li").first.inner_text()
+
+
+def test_a_per_channel_quantisation_shows_its_axis_and_a_histogram_in_steps(ready_page):
+    import pytest
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(3)
+    b = torch.randn(16, 32, generator=g) * (torch.rand(16, 1, generator=g) * 3 + 0.01)
+    scale = (b.abs().amax(dim=1) / 127).float()
+    a = torch.fake_quantize_per_channel_affine(b, scale, torch.zeros(16, dtype=torch.int32), 0, -128, 127)
+    first = first_finding(ready_page, a.numpy(), b.numpy())
+    assert first.get_attribute("data-kind") == "grid"
+    causes = first.locator(".cause-list li").all_inner_texts()
+    assert causes and "per-channel quantisation along axis 0" in causes[0]
+    picture = first.locator(".evidence-picture svg")
+    assert picture.count() == 1 and "in steps of their slice's grid" in picture.get_attribute("aria-label")
+
+
+def test_a_depth_to_space_in_the_other_mode_shows_the_solved_reshape(ready_page):
+    y = np.random.default_rng(4).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    crd = y.reshape(1, 4, 2, 2, 4, 4).transpose(0, 1, 4, 2, 5, 3).reshape(1, 4, 8, 8)
+    dcr = y.reshape(1, 2, 2, 4, 4, 4).transpose(0, 3, 4, 1, 5, 2).reshape(1, 4, 8, 8)
+    first = first_finding(ready_page, crd, dcr)
+    assert first.get_attribute("data-kind") == "index_map"
+    assert "A = B.reshape(" in page_text(first) and ".permute(" in page_text(first)
+    causes = first.locator(".cause-list li").all_inner_texts()
+    assert causes and "DepthToSpace mode DCR against CRD" in causes[0]
+
+
+def page_text(node) -> str:
+    return node.inner_text()
