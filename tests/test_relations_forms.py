@@ -711,3 +711,13 @@ def test_a_big_endian_dump_read_as_little_endian_is_bytes_reversed(tmp_path, dty
     assert top.message.startswith(f"A = B with the {b.itemsize} bytes of each element in reverse order"), top.message
     assert top.causes and "wrong byte order" in top.causes[0]
     assert all(not f.causes for f in report.findings if f.kind in ("nan", "inf"))
+
+
+def test_even_integers_against_integers_are_both_on_grids_with_no_quantisation_cause():
+    g = torch.Generator().manual_seed(19)
+    b = torch.randint(-100, 100, (8, 64), generator=g).float()
+    a = 2 * torch.randint(-50, 50, (8, 64), generator=g).float()
+    report = compare_values(a.numpy(), b.numpy(), preset="fp32-cpu")
+    grid = [f for f in report.findings if f.kind == "grid"]
+    assert grid and "and the other side's on one of step 1" in grid[0].message, [f.message for f in report.findings]
+    assert not any("quantisation" in c for f in report.findings for c in f.causes)
