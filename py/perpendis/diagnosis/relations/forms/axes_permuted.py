@@ -25,6 +25,7 @@ MAX_ELEMENTS = 1 << 22
 MAX_DIGITS = 8  # a longer description than this is no simpler than the data
 MAX_TRIES = 64  # decompositions checked against the values
 BASES = 64  # indices each group is walked from
+MAX_WALKS = 256  # groups walked per decomposition search
 
 
 def _positions(view: View) -> tuple[np.ndarray, np.ndarray]:
@@ -49,17 +50,23 @@ def _positions(view: View) -> tuple[np.ndarray, np.ndarray]:
     return pos, sure_b[pos]
 
 
-def _digits(pos: np.ndarray, sure: np.ndarray, stride: int = 1) -> Iterator[list[tuple[int, int]]]:
+def _digits(pos: np.ndarray, sure: np.ndarray, stride: int = 1,
+            budget: list[int] | None = None) -> Iterator[list[tuple[int, int]]]:
     """Each way to write the map as (radix, B stride) groups of A's index digits, innermost
     first, from ``stride`` on.  Every index below ``stride`` has this group's digit and all
     later ones 0, so each is a base to walk the group from: its B stride is the commonest
     step over the bases whose matches are sure, and a step ``j`` holds when most sure bases
     agree.  A step no base can judge does not break the group, so it ends anywhere after
     its last step that holds and at or before its first that fails; each such end dividing
-    what is left is tried."""
+    what is left is tried, within ``budget`` groups walked in all (:data:`MAX_WALKS`): each
+    walk reads O(n) matches, and the tries branch."""
     n = pos.size
     if stride == n:
         yield []
+        return
+    budget = [MAX_WALKS] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
         return
     count = n // stride
     bases = np.arange(min(stride, BASES))
@@ -79,7 +86,7 @@ def _digits(pos: np.ndarray, sure: np.ndarray, stride: int = 1) -> Iterator[list
         held = np.flatnonzero(holds[:end])
         for radix in range(max(int(held[-1]) + 1 if held.size else 2, 2), end + 1):
             if count % radix == 0:
-                for rest in _digits(pos, sure, stride * radix):
+                for rest in _digits(pos, sure, stride * radix, budget):
                     yield [(radix, int(c)), *rest]
 
 
