@@ -156,6 +156,8 @@ def _one_grid(pair: Pair, side: str, steps: Steps) -> Finding:
     x, y = (a, b) if side == "A" else (b, a)
     rounded = _rounding(x, y, step, pair.tolerance)
     levels = _levels(x, step)
+    amounts: dict = {"step": step, "distinct": distinct, "levels": levels, "rounded": rounded is not None}
+    causes = why.grid_causes(step, levels)
     if rounded is not None:
         bounds = _clamped(x, y, step)
         clamp = "" if bounds is None else f" and clamped to [{bounds[0]:.4g}, {bounds[1]:.4g}]"
@@ -167,17 +169,14 @@ def _one_grid(pair: Pair, side: str, steps: Steps) -> Finding:
         # not one side quantised, and no scale to name.
         message = (f"{side}'s values lie on a grid of step {step:.4g} and the other side's on one of step "
                    f"{finer:.4g}, which it is not a rounding of: both sides hold grid values, {side}'s coarser")
-        where = place(f"{side} on a grid of step {step:.4g}", step=step, finer=finer, distinct=distinct,
-                      levels=levels, rounded=False)
-        return Finding("grid", "error", message, where, [], _histogram(side, values))
+        amounts["finer"], causes = finer, []
     else:
         message = (
             f"{side}'s values lie on a coarse grid of step {step:.4g} ({distinct} distinct values in the sample), "
             "the other side's do not: one side was quantised"
         )
-    where = place(f"{side} on a grid of step {step:.4g}", step=step, distinct=distinct, levels=levels,
-                  rounded=rounded is not None)
-    return Finding("grid", "error", message, where, why.grid_causes(step, levels), _histogram(side, values))
+    where = place(f"{side} on a grid of step {step:.4g}", **amounts)
+    return Finding("grid", "error", message, where, causes, _histogram(side, values))
 
 
 def _finer_grid(y: np.ndarray, step: float, u: float) -> float | None:
@@ -215,7 +214,7 @@ def find(pair: Pair) -> list[Finding]:
     """The grid one side lies on: one step over the tensor (tried on slices along the last
     axis), or a step of its own per index of one axis, tried along each axis in turn."""
     last = len(pair.shape) - 1
-    for axis in [last, *range(last)] if last > 0 else [last]:
+    for axis in (last, *range(last)):
         rows = _rows(pair, axis)
         for side in ("A", "B"):
             steps = _steps(rows, side, pair.u)

@@ -35,8 +35,7 @@ def _positions(view: View) -> tuple[np.ndarray, np.ndarray]:
     lists (their 99th-percentile difference), so that noise cannot have swapped it.  The
     pair's tolerance is no measure here: a loose one would leave no match sure."""
     a, b = view.a.ravel(), view.b.ravel()
-    order_a = np.argsort(a, kind="stable")
-    order_b = np.argsort(b, kind="stable")
+    order_a, order_b = view.orders
     pos = np.empty_like(order_a)
     pos[order_a] = order_b
     sorted_b = b[order_b]

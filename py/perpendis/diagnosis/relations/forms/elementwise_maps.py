@@ -9,9 +9,8 @@ fitted and then checked element by element (:meth:`.view.View.close`).
   below (or, in magnitude, under) a threshold that separates the two sets;
 - ``overflow``: A = B except ±inf exactly where |B| passes a threshold (a narrower
   format's overflow edge, when it pins one);
-- ``fill``: A = B except one constant wherever they differ (a masked fill),
-  tried after the row maps (a top-k filter is a fill the rows' order pins);
 - ``absolute``: A = |B| (either way round);
+- ``softcap``: A = c·tanh(B/c) (:mod:`.softcap`);
 - ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
   scales, offsets, affine maps, powers, exp and log, a change of log base, optionally
   followed by a clip to A's held extremes; fitted by least squares on the elements inside
@@ -30,7 +29,6 @@ from .form import Form, fails_text, stated
 from .view import HOLDS, View
 
 MIN_HELD_AT_BOUND = 4  # elements a clip bound must hold to count as one
-MIN_FILLED = 4  # elements, and distinct values of B under them, a fill must cover
 
 
 def wrap(view: View) -> Form | None:

@@ -39,8 +39,9 @@ def find(view: View) -> Form | None:
     finite = np.isfinite(a) & np.isfinite(b)
     if np.count_nonzero(finite) < MIN_ELEMENTS:
         return None
-    order = np.argsort(b[finite], kind="stable")
-    x, y = b[finite][order], a[finite][order]
+    order = view.orders[1]
+    order = order[finite[order]]  # B's ascending order, over the pairs finite on both sides
+    x, y = b[order], a[order]
     if np.unique(x).size < MIN_ELEMENTS:
         return None
     ok = view.close(y[1:-1], _predicted(x, y))

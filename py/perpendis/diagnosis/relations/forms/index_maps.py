@@ -4,9 +4,10 @@ Tried only when the two multisets agree (sorted A within the tolerance of sorted
 :data:`.view.HOLDS` of the elements), then solved as the simplest map that makes them
 agree element by element: the two halves of an axis swapped, a flip, a roll by k, two
 equal-sized axes swapped, or a reshape of B viewed with one axis split in two and two of
-the view's axes swapped (a reshape without its transpose), or else any reshape,
-permutation and flips of B's axes (:mod:`.axes_permuted`, solved rather than listed).  Candidates are screened on a
-few hundred sampled positions and the one that holds is checked on every element.  When
+the view's axes swapped (a reshape without its transpose).  Candidates are screened on a
+few hundred sampled positions and the one that holds is checked on every element; when
+none holds, any reshape, permutation and flips of B's axes are solved for
+(:mod:`.axes_permuted`).  When
 none holds, each fibre along an axis may still hold its B fibre's values: sorted (a sort
 or top-k order), or in an order no map here names (said, with no cause).
 """
@@ -31,7 +32,7 @@ Map = Callable[[tuple[np.ndarray, ...]], tuple[np.ndarray, ...] | np.ndarray]
 
 
 def same_values(view: View) -> bool:
-    a, b = np.sort(view.a.ravel()), np.sort(view.b.ravel())
+    a, b = np.sort(view.a.ravel()), np.sort(view.b.ravel())  # values only: a sort, not an argsort
     return view.share(a, b)[0] >= HOLDS
 
 

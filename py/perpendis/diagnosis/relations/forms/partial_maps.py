@@ -1,16 +1,17 @@
 """Forms where A = B except on some elements, which the exception itself explains: one
 constant written there (a fill), or ties rounded the other way (off-by-ones where one side
-is always even)."""
+is always even).  The fill is tried after the row maps (a top-k filter is a fill the rows'
+order pins), the zero fill after every other family."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import implies
-from .elementwise_maps import MIN_FILLED
 from .form import Form, stated
 from .view import View
 
+MIN_FILLED = 4  # elements, and distinct values of B under them, a fill must cover
 MIN_TIES = 8  # off-by-ones, all even on one side, that show a rounding of ties
 
 

@@ -61,6 +61,12 @@ class View:
         return self.share(self.a, self.b)[0]
 
     @cached_property
+    def orders(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each side's flat indices in ascending order of value (NaNs last, equal values in
+        no set order), sorted once for the forms that pair the two sides' values by rank."""
+        return np.argsort(self.a.ravel()), np.argsort(self.b.ravel())
+
+    @cached_property
     def differing(self) -> np.ndarray:
         """Where A ≠ B beyond the tolerance: what a form must explain."""
         return ~self.close(self.a, self.b)
