@@ -152,7 +152,7 @@ def core_only(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # installed plugins (xdist, ...) are hidden too
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin", "-m",
-         "not browser and not slow", "-rs", *args],
+         "not browser and not slow", "-rfEs", *args],
         capture_output=True, text=True, cwd=TESTS.parent, env=env, timeout=1200,
     )
 
@@ -171,5 +171,7 @@ def test_the_quick_lane_passes_with_only_the_core_installed(tmp_path):
     """A test importing an optional package inside its body skips too, rather than failing on a
     machine that installed only the core (numpy) and pytest."""
     out = core_only(tmp_path)
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+    failed = "\n".join(line for line in out.stdout.splitlines() if line.startswith(("FAILED", "ERROR")))
+    first = out.stdout[out.stdout.find("= FAILURES ="):][:6000]  # the tail is the skip list
+    assert out.returncode == 0, failed + "\n" + first + out.stdout[-2000:] + out.stderr[-2000:]
     assert " passed" in out.stdout.splitlines()[-1] and " skipped" in out.stdout.splitlines()[-1], out.stdout[-2000:]
