@@ -205,6 +205,8 @@ def _slice_finding(
     causes = why.for_slices(kind, pair.shape, axis)
     if kind == "slice_scale" and (sizes := image_sizes(pair.shape, axis, s[hit])):
         causes = [why.COORDINATES.format(sizes=" and ".join(str(v) for v in sizes))]
+    if kind == "slice_affine" and hit.all() and (named := why.named_normalisation(s, c)):
+        causes = [named]
     if kind == "slice_affine" and not holds(a[hit], s[hit, None] * b[hit] + c[hit, None], pair.tolerance):
         # Two constants per slice explain most of any perturbation that later layers spread
         # over features (an input scaled, a LayerNorm's weight doubled mid-graph): such a

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .constants import name_of
 from .elementwise import DESCRIBED, Relation
 
@@ -84,8 +86,14 @@ SHIFTED = [
     "padding on one side only, or different padding",
     "an off-by-one slice or roll",
 ]
-CHANNELS_ROLLED = ("channels in another order: the channel axis rotated by one (RGB against BRG or GBR, a "
-                   "channel slice taken one place off)")
+# A shift by k > 1: positions k apart, never "by one".
+SHIFTED_BY = [
+    "positions offset by {k} (a prefix of {k} tokens on one side only, position ids or a cache offset by {k})",
+    "padding on one side only, or different padding",
+    "a roll by {k} on one side only (torch.roll, np.roll; a cyclic shift such as shifted windows)",
+]
+CHANNELS_ROLLED = ("channels in another order: the channel axis rotated by {k} (RGB against BRG or GBR, a "
+                   "channel slice taken {k} {places} off)")
 # A slice's own statistic subtracted on one side, by statistic.
 SUBTRACTED = {
     "mean": ("a mean subtracted on {side}'s side only (a centring step applied once too often or not at all: "
@@ -224,6 +232,29 @@ def axis_role(shape: tuple[int, ...] | list[int], axis: int) -> str:
     return "other"
 
 
+# Per-channel (mean, std) of the input normalisations models ship with, RGB order.
+NORMALISATIONS = {
+    "ImageNet's": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    "CLIP's": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)),
+}
+
+
+def named_normalisation(scale: np.ndarray, offset: np.ndarray) -> str | None:
+    """The cause when a per-channel A = s·B + c over 3 channels is a known normalisation,
+    (x − mean)/std on A's side (s = 1/std, c = −mean/std) or undone (s = std, c = mean), in
+    RGB or BGR order, each constant to 0.1 %: the fit itself names the constants."""
+    if scale.shape != (3,):
+        return None
+    for name, (mean, std) in NORMALISATIONS.items():
+        for order, rev in (("RGB", False), ("BGR", True)):
+            m, d = (np.asarray(mean)[::-1], np.asarray(std)[::-1]) if rev else (np.asarray(mean), np.asarray(std))
+            for side, (want_s, want_c) in (("A", (1 / d, -m / d)), ("B", (d, m))):
+                if np.allclose(scale, want_s, rtol=1e-3, atol=0) and np.allclose(offset, want_c, rtol=1e-3, atol=1e-4):
+                    return (f"{name} input normalisation (mean {tuple(mean)}, std {tuple(std)}, {order} order) applied "
+                            f"on {side}'s side only: an image normalised twice, or not at all, before the model")
+    return None
+
+
 def for_slices(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
     """Per-slice causes for the axis's role; along an axis of 3 or 4 channels (an image's)
     the input's normalisation constants come first."""
@@ -238,10 +269,11 @@ def for_slices(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list
     return causes
 
 
-def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> list[str]:
-    """The causes of an axis reversed or permuted, by what the axis can be: RGB against BGR
-    only for an axis of 3 or 4 entries in a channel's place (axis 1 of NCHW, the last of
-    HWC); a shuffled batch only for axis 0; a position off by one never for channels."""
+def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int, k: int = 0) -> list[str]:
+    """The causes of an axis reversed, permuted or shifted by ``k``, by what the axis can be:
+    RGB against BGR only for an axis of 3 or 4 entries in a channel's place (axis 1 of NCHW,
+    the last of HWC); a shuffled batch only for axis 0; a position off by one only for a
+    shift of one, and never for channels."""
     n, ndim = shape[axis], len(shape)
     colour_last = n in (3, 4) and ndim >= 3 and axis == ndim - 1  # the channels of an HWC image
     if kind == "reversed":
@@ -251,9 +283,11 @@ def for_reordered(kind: str, shape: tuple[int, ...] | list[int], axis: int) -> l
         if ndim == 2 and axis == 1:
             return [CLASS_ORDER]
         return PERMUTED if axis == 0 else PERMUTED[1:]
+    # Channels have no positions to be off by one.
     if colour_last or axis_role(shape, axis) == "channel":
-        return [CHANNELS_ROLLED]  # channels have no positions to be off by one
-    return SHIFTED
+        k_text = "one" if abs(k) == 1 else str(abs(k))
+        return [CHANNELS_ROLLED.format(k=k_text, places="place" if abs(k) == 1 else "places")]
+    return SHIFTED if abs(k) == 1 else [c.format(k=abs(k)) for c in SHIFTED_BY]
 
 
 def for_clip(bound: float) -> list[str]:

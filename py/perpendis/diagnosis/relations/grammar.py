@@ -185,7 +185,8 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "row_temperature", "scan", "fibre_map", "block_constant",
+_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "rounded_toward_zero", "sign_split",
+             "row_temperature", "scan", "fibre_map", "block_constant",
              "sample_offset", "group_affine", "normalised_fibres"}
 
 
@@ -201,8 +202,8 @@ def _prefer(form: forms.Form, members: list[Finding]) -> bool:
             and members[0].kind.startswith("slice_")):
         return False  # one map per channel: the members' per-slice relation says as much, with its axis
     if (form.params.get("map") == "axes_permuted" and not form.params["moved"] and len(form.params["axes"]) == 1
-            and not index_causes.pairs_swapped(form.params) and members[0].kind == "permuted"):
-        return False  # entries of one axis reordered: the members' permutation lists them, index by index
+            and not index_causes.pairs_swapped(form.params) and members[0].kind in ("permuted", "shifted", "reversed")):
+        return False  # one axis reordered: the members say its rule (a roll, a flip) or list it index by index
     if form.kind in _SPECIFIC or (form.kind == "index_map" and form.params.get("map") in (
             "halves", "reshape", "sorted", "gather", "axes_permuted")):
         # More specific, unless it names no cause where a member does (a per-row affine map

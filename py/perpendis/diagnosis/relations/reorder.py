@@ -5,8 +5,9 @@ An index is *moved* when some other slice of B is at least 8 times closer to A's
 than B's own slice at that index (rounding leaves B's own slice the closest by far; a
 reordering leaves another one at rounding distance).  The axis is reordered when at least
 half its indices move and nine in ten of the matches fit one rule: ``j = n-1-i``
-(reversed), ``j = i + k`` over the overlap, for ``|k|`` up to a quarter of the axis
-(shifted), or a one-to-one map (permuted).
+(reversed), ``j = i + k`` over the overlap, for ``|k|`` up to a quarter of the axis,
+or any k when the roll wraps round, ``j = (i + k) mod n`` (shifted), or a one-to-one map
+(permuted).
 The test runs where B's own slices are not already at rounding distance
 (:func:`~.rounding_model.rounding_bound`), on axes of at most ``ALONG_CAP`` (512) entries; longer
 axes are not tested.
@@ -46,8 +47,12 @@ def _rule(best: np.ndarray, ok: np.ndarray, n: int) -> tuple[str, int] | None:
         enough = inside.sum() >= max(2, RULE_SHARE * (best.size - abs(k)))
         if enough and np.mean(best[inside] == i[inside] + k) >= RULE_SHARE:
             return "shifted", k
-    if best.size == n and len(np.unique(best[ok])) == ok.sum() and ok.mean() >= RULE_SHARE:
-        return "permuted", 0
+    if best.size == n and ok.mean() >= RULE_SHARE:
+        for k in range(2, n - 1):  # a roll that wraps round: every index moved by the same k, mod n
+            if np.mean((best == (i + k) % n)[ok]) >= RULE_SHARE:
+                return "shifted", k if k <= n // 2 else k - n
+        if len(np.unique(best[ok])) == ok.sum():
+            return "permuted", 0
     return None
 
 
@@ -104,7 +109,7 @@ def _axis(pair: Pair, axis: int) -> Finding | None:
         message += ", …" if moved.sum() > 6 else ""
         text, amount = f"axis {axis} permuted", {"permutation": best.tolist()[:ALONG_CAP]}
     where = place(text, axis=axis, axis_size=n, indices=indices, **amount)
-    causes = why.for_reordered(kind, pair.shape, axis)
+    causes = why.for_reordered(kind, pair.shape, axis, k)
     return Finding(kind, "error", f"along axis {axis} ({n} entries), {message}", where, list(causes), evidence)
 
 

@@ -7,8 +7,9 @@ Families, tried in this order (the first that holds is the answer): bytes revers
 softmax of the other side, elementwise maps
 (:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), slices gathered from other
 indices (:mod:`.gather`), row maps on probabilities,
-a top-k filter and a running sum (:mod:`.row_maps`), a masked fill and ties rounded another
-way (:mod:`.partial_maps`), a fixed mix of the last axis's entries (:mod:`.fibre_maps`), and
+a top-k filter and a running sum (:mod:`.row_maps`), a masked fill, ties rounded another
+way, integers rounded toward zero on one side and another slope on one sign of B
+(:mod:`.partial_maps`), a fixed mix of the last axis's entries (:mod:`.fibre_maps`), and
 group maps (:mod:`.group_maps`), and last any smooth function of B (:mod:`.function_of`).
 """
 
@@ -34,11 +35,13 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "fill", "ties", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
+                   "fill", "ties", "rounded_toward_zero", "sign_split",
+                   "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
                    "sample_offset", "group_affine", "normalised_fibres"})
 
 FAMILIES = (byte_order.find, row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find, row_maps.find,
-            row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties, fibre_maps.fibre_linear,
+            row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties, partial_maps.toward_zero,
+            partial_maps.sign_split, fibre_maps.fibre_linear,
             group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
             function_of.find, partial_maps.zero_fill)
 

@@ -108,6 +108,11 @@ def threshold(view: View) -> Form | None:
     bd = view.b[diff]
     if not np.all(np.isfinite(bd)) or not rest.any():
         return None
+    if np.all(bd == bd[0]) and not np.any(view.b[~diff] == bd[0]):
+        # One value of B replaced by one of A's, wherever it stands: no threshold to pin.
+        params = {"value": float(v), "b_value": float(bd[0]), "on": "B"}
+        text = f"A = B except that A = {v:g} exactly where B = {bd[0]:g} ({int(np.count_nonzero(diff))} elements)"
+        return stated(view, "threshold", text, params, np.where(diff, view.a, view.b))
     for name, key in (("B", lambda x: x), ("|B|", np.abs)):
         below, above = float(np.max(key(bd))), float(np.min(key(view.b[rest])))
         if below < above:

@@ -126,6 +126,16 @@ def _offset_only(p: dict) -> bool:
     return p.get("lhs") == p.get("rhs") == "id" and "offset" in p and "scale" not in p and "clip_lo" not in p
 
 
+def _zero_point_128(p: dict) -> bool:
+    """A = B ± 128 between integers, A's range inside uint8's and B's (A − offset) inside int8's, or the reverse."""
+    if not (p.get("integer") and _offset_only(p) and abs(p["offset"]) == 128):
+        return False
+    lo, hi = p.get("range", [math.nan, math.nan])
+    b_lo, b_hi = lo - p["offset"], hi - p["offset"]
+    as_uint8 = (lo >= 0 and hi <= 255 and b_lo >= -128 and b_hi <= 127)
+    return as_uint8 or (lo >= -128 and hi <= 127 and b_lo >= 0 and b_hi <= 255)
+
+
 def _hardsigmoid(p: dict) -> bool:
     s, c = p.get("scale"), p.get("offset")
     return (p.get("clip_lo") in (0, None) and p.get("clip_hi") == 1 and p.get("range", [-1])[0] >= 0
@@ -180,6 +190,11 @@ CAUSES: list[Cause] = [
           and _near(p.get("offset"), 1.0, 1e-6) and p.get("range", [-1, 2])[0] >= 0 and p["range"][1] <= 1,
           lambda p: "a complement, 1 − B: a mask or a probability inverted (a mask meaning keep against one meaning "
                     "drop, the other class's sigmoid, a flag's sense reversed)"),
+    Cause("elementwise_map", "an offset of ±128 between integers, one side in [−128, 127] and the other in [0, 255]",
+          _zero_point_128,
+          lambda p: "int8 against uint8: the same quantised values with a zero point of 128 on one side (asymmetric "
+                    "uint8 against symmetric int8 quantisation, or int8 bytes read as uint8 after flipping the top "
+                    "bit)"),
     Cause("elementwise_map", "an integer offset between integers (indices or ids)",
           lambda p: p.get("integer") and _offset_only(p) and float(p["offset"]).is_integer(),
           lambda p: f"indices or ids offset by {p['offset']:g}: counted from 1 against 0, or a class or token id "
@@ -232,6 +247,11 @@ CAUSES: list[Cause] = [
           lambda p: "subnormal (denormal) values flushed to zero (FTZ/DAZ: torch.set_flush_denormal(True), "
                     "-ffast-math, a kernel's flush mode)" + ("; the log of a flushed probability is −inf"
                                                              if p["value"] == -math.inf else "")),
+    Cause("threshold", "A = a where B = b, on every element, a and b both mask fills (−inf, −1e4, −1e9, a lowest)",
+          lambda p: "b_value" in p and is_mask_fill(p["value"]) and is_mask_fill(p["b_value"]),
+          lambda p: f"a mask filled with {p['value']:g} on A's side and {p['b_value']:g} on B's: masked_fill's value "
+                    "differs (−inf against a large finite negative such as −1e9 or finfo.min); after a softmax both "
+                    "give 0, except in a row masked entirely, where −inf gives NaN"),
     Cause("threshold", "A is ±inf with B's sign exactly where |B| passes a narrower format's overflow edge",
           lambda p: "overflow" in p,
           lambda p: f"an overflow in {p['overflow']} on A's side: values past its largest finite value become ±inf "
@@ -251,6 +271,17 @@ CAUSES: list[Cause] = [
           lambda p: f"ties (x.5) rounded differently: half to even on {p['even_side']}'s side (torch.round, "
                     "np.round, ONNX Round, a float-to-int cast in round-to-nearest-even) against half up or away "
                     "from zero on the other (floor(x + 0.5), C's round(), an image library's resize)"),
+    Cause("rounded_toward_zero", "off-by-ones where one side is always the nearer zero", lambda p: True,
+          lambda p: f"integers rounded toward zero on {p['near_side']}'s side and {p['rule']} on the other: "
+                    + ("C-style (truncating) integer division against Python's floor division //, or a cast to int "
+                       "(which truncates) against floor()" if p["rule"] == "toward −∞" else
+                       "a cast to int (which truncates) against ceil()" if p["rule"] == "toward +∞" else
+                       "a cast to int (which truncates) against a rounding away from zero")),
+    Cause("sign_split", "A = B on B's non-negative side and A = s·B, s ∉ {0, 1}, on its negative side",
+          lambda p: p["side"] == "negative" and p["scale"] > 0,
+          lambda p: f"a negative slope that differs: LeakyReLU's negative_slope or PReLU's weight on A's side is "
+                    f"{p['scale']:.4g} × B's (0.2 against 0.01 gives 20; ONNX's LeakyRelu defaults to alpha 0.01, "
+                    "as PyTorch does, and PReLU's weight starts at 0.25)"),
     Cause("fill", "A's constant is a mask fill (−inf, −1e4, −1e9, a format's lowest value)",
           lambda p: p["mask_fill"],
           lambda p: f"a mask applied on A's side only, or over other positions (masked_fill with {p['value']:g}, "

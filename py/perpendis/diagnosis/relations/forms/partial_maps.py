@@ -1,7 +1,9 @@
 """Forms where A = B except on some elements, which the exception itself explains: one
-constant written there (a fill), or ties rounded the other way (off-by-ones where one side
-is always even).  The fill is tried after the row maps (a top-k filter is a fill the rows'
-order pins), the zero fill after every other family."""
+constant written there (a fill), ties rounded the other way (off-by-ones where one side
+is always even), integers rounded toward zero on one side only (off-by-ones where one side
+is always nearer zero), or another slope on one sign of B (a leaky activation's).  The
+fill is tried after the row maps (a top-k filter is a fill the rows' order pins), the zero
+fill after every other family."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import numpy as np
 
 from . import implies
 from .form import Form, stated
-from .view import View
+from .view import HOLDS, View
 
 MIN_FILLED = 4  # elements, and distinct values of B under them, a fill must cover
-MIN_TIES = 8  # off-by-ones, all even on one side, that show a rounding of ties
+MIN_TIES = 8  # off-by-ones, all even (or all nearer zero) on one side, that show a rounding rule
+MIN_SIGNED = 8  # elements of one sign of B that a slope of their own must explain
 
 
 def fill(view: View) -> Form | None:
@@ -40,20 +43,74 @@ def _filled(view: View, zero: bool) -> Form | None:
     return stated(view, "fill", text, params, np.where(diff, view.a, view.b))
 
 
+def _off_by_ones(view: View) -> np.ndarray | None:
+    """Where integers A and B differ, when they do on at least :data:`MIN_TIES` elements
+    and by exactly one on every one: the pattern a rounding rule leaves."""
+    if not view.integer:
+        return None
+    diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
+    if np.count_nonzero(diff) < MIN_TIES or not np.all(np.abs(view.a[diff] - view.b[diff]) == 1):
+        return None
+    return diff
+
+
 def ties(view: View) -> Form | None:
     """Integers that differ by exactly one, and one side even on every element where they
     do: ties (x.5) rounded to even on that side and another way on the other.  Random
     off-by-ones would leave that side even on about half of them (odds 2^-n for all n)."""
-    if not view.integer:
+    diff = _off_by_ones(view)
+    if diff is None:
         return None
-    diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
     n = int(np.count_nonzero(diff))
-    if n < MIN_TIES or not np.all(np.abs(view.a[diff] - view.b[diff]) == 1):
-        return None
     for side, x in (("A", view.a), ("B", view.b)):
         if np.all(x[diff] % 2 == 0):
             other = "B" if side == "A" else "A"
             text = (f"A and B differ by exactly 1 on {n} elements and {side} is even on every one of them: "
                     f"ties rounded to even on {side}'s side and up or away from zero on {other}'s")
             return stated(view, "ties", text, {"even_side": side, "elements": n}, np.where(diff, view.a, view.b))
+    return None
+
+
+def toward_zero(view: View) -> Form | None:
+    """Integers that differ by exactly one, one side nearer zero on every element where
+    they do: that side rounded toward zero (trunc, C's integer division, a cast to int),
+    the other toward −∞ (floor, Python's ``//``) where all of them are negative, toward +∞
+    (ceil) where all are positive, away from zero where they are mixed.  Random
+    off-by-ones would leave each side nearer zero on about half of them."""
+    diff = _off_by_ones(view)
+    if diff is None:
+        return None
+    n = int(np.count_nonzero(diff))
+    a, b = view.a[diff], view.b[diff]
+    for side, near, far in (("A", a, b), ("B", b, a)):
+        if not np.all(np.abs(near) < np.abs(far)):
+            continue
+        rule = "toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0) else "away from zero"
+        other = "B" if side == "A" else "A"
+        text = (f"A and B differ by exactly 1 on {n} elements and {side} is the nearer zero on every one of them: "
+                f"{side} rounded toward zero (trunc), {other} {rule}")
+        params = {"near_side": side, "rule": rule.split(" (")[0], "elements": n}
+        return stated(view, "rounded_toward_zero", text, params, np.where(diff, view.a, view.b))
+    return None
+
+
+def sign_split(view: View) -> Form | None:
+    """A = B on one sign of B and A = s·B on the other (s ≠ 0, 1): a piecewise-linear map
+    whose slope on that side differs, as a leaky activation's negative slope does.  Tried
+    after the elementwise maps, which state a scale holding on both signs, a ReLU (s = 0)
+    and an absolute value (s = −1)."""
+    if view.integer:
+        return None
+    diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
+    if np.count_nonzero(diff) < MIN_SIGNED:
+        return None
+    for side, on, cond in (("negative", view.b < 0, "B < 0"), ("positive", view.b > 0, "B > 0")):
+        if np.mean(on[diff]) < HOLDS:
+            continue
+        s = float(np.median(view.a[diff & on] / view.b[diff & on]))
+        if not np.isfinite(s) or s == 0 or abs(s - 1) < 0.01:  # a slope within 1 % of B's is no other slope
+            return None
+        keep = "B ≥ 0" if side == "negative" else "B ≤ 0"
+        text = f"A = B where {keep} and A = {s:.6g}·B where {cond}: another slope on B's {side} side"
+        return stated(view, "sign_split", text, {"scale": s, "side": side}, np.where(on, s * view.b, view.b))
     return None

@@ -1,0 +1,148 @@
+"""Relations that hold on part of the pair, each made by the real torch call that makes the
+bug: a leaky slope changed (``partial_maps.sign_split``), integers truncated against floored
+(``partial_maps.toward_zero``), a mask filled with another value (the threshold form's
+value swap), a roll that wraps round (``reorder``), and the constants a fit pins (a zero
+point of 128, ImageNet's normalisation).  Each is checked for its cause, and a control
+that only looks alike is checked for its absence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from perpendis.engine.compare import compare_values
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _report(a, b, preset="fp32-cpu"):
+    a, b = (x.numpy() if hasattr(x, "numpy") else x for x in (a, b))
+    return compare_values(a, b, preset=preset)
+
+
+def _top(a, b, preset="fp32-cpu"):
+    report = _report(a, b, preset)
+    assert report.verdict == "investigate"
+    return report.findings[0]
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize(("slope_a", "slope_b"), [(0.2, 0.01), (0.25, 0.01), (0.01, 0.1)])
+def test_a_leaky_relu_slope_changed_is_another_slope_on_the_negative_side(slope_a, slope_b):
+    x = _randn(8, 64) * 3
+    top = _top(F.leaky_relu(x, slope_a), F.leaky_relu(x, slope_b))
+    ratio = slope_a / slope_b
+    assert top.kind == "sign_split", top.message
+    assert f"A = {ratio:.6g}·B where B < 0" in top.message
+    assert len(top.causes) == 1 and "negative_slope" in top.causes[0] and f"{ratio:.4g} ×" in top.causes[0]
+
+
+def test_prelu_weights_against_leaky_relu_are_the_same_form():
+    x = _randn(4, 16, 8, 8)
+    prelu = F.prelu(x, torch.tensor([0.25]))
+    top = _top(prelu, F.leaky_relu(x, 0.01))
+    assert top.kind == "sign_split" and "A = 25·B where B < 0" in top.message
+
+
+def test_a_slope_that_differs_on_each_side_is_not_one_sided():
+    """Both signs changed (A = 2·B for B > 0, 0.5·B below): no single side explains it, so
+    no negative-slope cause is offered."""
+    x = _randn(8, 64)
+    a = torch.where(x > 0, 2 * x, 0.5 * x)
+    top = _top(a, x)
+    assert top.kind != "sign_split"
+    assert not any("negative_slope" in c for c in top.causes)
+
+
+def test_rounding_noise_on_the_negative_side_only_is_no_other_slope():
+    """A float32 run against its float64 reference, perturbed at 1e-6 on negatives only:
+    the ratio is 1 to 1e-6, which no leaky slope is."""
+    x = _randn(8, 64, seed=3).double()
+    a = torch.where(x < 0, x * (1 + 1e-6 * _randn(8, 64, seed=4).double()), x)
+    report = _report(a.float(), x.float())
+    assert not any(f.kind == "sign_split" for f in report.findings)
+
+
+def test_c_style_integer_division_against_floor_division_is_rounded_toward_zero():
+    n = torch.randint(-500, 500, (256,), generator=torch.Generator().manual_seed(1))
+    top = _top(torch.div(n, 7, rounding_mode="trunc"), torch.div(n, 7, rounding_mode="floor"), preset=None)
+    assert top.kind == "rounded_toward_zero"
+    assert "A rounded toward zero (trunc), B toward −∞ (floor)" in top.message
+    assert "floor division" in top.causes[0]
+
+
+def test_a_cast_to_int_against_ceil_is_toward_plus_infinity():
+    g = torch.Generator().manual_seed(2)  # half of them whole numbers, which both sides keep
+    x = torch.randint(0, 40, (200,), generator=g) + (torch.rand(200, generator=g) < 0.5) * torch.rand(200, generator=g)
+    top = _top(x.ceil().to(torch.int32), x.to(torch.int32), preset=None)
+    assert top.kind == "rounded_toward_zero" and "B rounded toward zero (trunc), A toward +∞ (ceil)" in top.message
+
+
+def test_random_off_by_ones_are_not_a_rounding_direction():
+    rng = np.random.default_rng(5)
+    b = rng.integers(-100, 100, 512)
+    a = b + np.where(rng.random(512) < 0.1, rng.choice([-1, 1], 512), 0)
+    report = _report(a, b, preset=None)
+    assert not any(f.kind == "rounded_toward_zero" for f in report.findings)
+
+
+def test_a_mask_filled_with_minus_inf_against_minus_1e9_names_both_values():
+    scores = _randn(2, 4, 16, 16)
+    causal = torch.triu(torch.ones(16, 16, dtype=torch.bool), 1)
+    report = _report(scores.masked_fill(causal, float("-inf")), scores.masked_fill(causal, -1e9))
+    swap = next(f for f in report.findings if f.kind == "threshold")
+    assert "A = -inf exactly where B = -1e+09 (960 elements)" in swap.message
+    assert len(swap.causes) == 1 and "masked_fill's value differs" in swap.causes[0]
+
+
+def test_one_value_replaced_by_another_that_is_no_mask_fill_gets_no_mask_cause():
+    b = torch.randint(0, 10, (64, 64), generator=torch.Generator().manual_seed(6)).float()
+    a = torch.where(b == 3, torch.tensor(7.0), b)
+    report = _report(a, b)
+    swap = next(f for f in report.findings if f.kind == "threshold")
+    assert "A = 7 exactly where B = 3" in swap.message and swap.causes == []
+
+
+@pytest.mark.parametrize(("shape", "shift", "axis"), [((5, 40), 2, 0), ((7, 30), -3, 0), ((6, 9), 4, 1)])
+def test_a_roll_that_wraps_round_is_a_roll_by_its_own_amount(shape, shift, axis):
+    b = _randn(*shape)
+    top = _top(torch.roll(b, shift, axis), b)
+    assert top.kind == "shifted" and f"torch.roll(B, {shift})" in top.message
+    assert not any("offset by one" in c for c in top.causes)
+    assert any(f"by {abs(shift)}" in c for c in top.causes)
+
+
+def test_int8_against_uint8_codes_name_the_zero_point_first():
+    w = _randn(6, 64) / 0.05
+    signed = torch.clamp(torch.round(w), -128, 127)
+    top = _top(signed + 128, signed)
+    assert top.kind == "offset" and "zero point of 128" in top.causes[0]
+
+
+def test_ids_offset_by_128_outside_the_int8_range_get_no_zero_point():
+    ids = torch.randint(0, 30000, (4, 64), generator=torch.Generator().manual_seed(7)).float()
+    top = _top(ids + 128, ids)
+    assert not any("zero point" in c for c in top.causes)
+
+
+@pytest.mark.parametrize("normalised", ["A", "B"])
+def test_imagenet_normalisation_on_one_side_is_named_with_its_constants(normalised):
+    image = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(8))
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    done = (image - mean) / std
+    a, b = (done, image) if normalised == "A" else (image, done)
+    top = _top(a, b)
+    assert top.kind == "slice_affine"
+    assert top.causes == [c for c in top.causes if "ImageNet" in c] and len(top.causes) == 1
+    assert f"on {normalised}'s side only" in top.causes[0]
+
+
+def test_another_per_channel_affine_map_keeps_the_unnamed_causes():
+    image = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(9))
+    a = image * torch.tensor([2.0, 3.0, 4.0]).view(1, 3, 1, 1) + torch.tensor([0.1, -0.2, 0.3]).view(1, 3, 1, 1)
+    top = _top(a, image)
+    assert top.kind == "slice_affine" and not any("ImageNet" in c for c in top.causes)
