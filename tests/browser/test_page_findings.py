@@ -70,5 +70,16 @@ def test_a_depth_to_space_in_the_other_mode_shows_the_solved_reshape(ready_page)
     assert causes and "DepthToSpace mode DCR against CRD" in causes[0]
 
 
+def test_a_leaky_slope_changed_shows_the_one_sided_relation_and_its_ratio(ready_page):
+    x = (np.random.default_rng(5).standard_normal((8, 32)) * 3).astype(np.float32)
+    leaky = np.where(x > 0, x, np.float32(0.2) * x).astype(np.float32)
+    reference = np.where(x > 0, x, np.float32(0.01) * x).astype(np.float32)
+    first = first_finding(ready_page, leaky, reference)
+    assert first.get_attribute("data-kind") == "sign_split"
+    assert "A = 20·B where B < 0" in page_text(first)
+    causes = first.locator(".cause-list li").all_inner_texts()
+    assert len(causes) == 1 and "negative_slope" in causes[0] and "20 ×" in causes[0]
+
+
 def page_text(node) -> str:
     return node.inner_text()
