@@ -148,5 +148,6 @@ def test_a_softmax_over_another_axis_says_which_axes():
     a = (ea / ea.sum(axis=2, keepdims=True)).astype(np.float32)
     b = (eb / eb.sum(axis=1, keepdims=True)).astype(np.float32)
     top = compare_values(a, b).findings[0]
-    assert top.kind == "normalisation" and top.where["relation"]["params"] == {"a_axis": 2, "b_axis": 1}
+    assert top.kind == "normalisation"
+    assert top.where["relation"]["params"] == {"a_axis": 2, "b_axis": 1, "norm": "sum to 1"}
     assert "wrong axis" in top.causes[0]

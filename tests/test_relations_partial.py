@@ -1,9 +1,13 @@
-"""Relations that hold on part of the pair, each made by the real torch call that makes the
-bug: a leaky slope changed (``partial_maps.sign_split``), integers truncated against floored
-(``partial_maps.toward_zero``), a mask filled with another value (the threshold form's
-value swap), a roll that wraps round (``reorder``), and the constants a fit pins (a zero
-point of 128, ImageNet's normalisation).  Each is checked for its cause, and a control
-that only looks alike is checked for its absence."""
+"""Relations found by the forms added for bug kinds no battery had shown, each made by the
+real torch call that makes the bug: a leaky slope changed (``partial_maps.sign_split``),
+integers truncated against floored (``partial_maps.toward_zero``), a mask filled with
+another value (the threshold form's value swap), a mask inverted
+(``partial_maps.disjoint_supports``), a roll that wraps round (``reorder``), an L2
+normalisation over another axis (``normalise``), integers through a float
+(``elementwise_maps.through_float``), KV heads repeated two ways (``index_maps``), a loss
+summed against averaged (``few_values``), and the constants a fit pins (a zero point of
+128, ImageNet's normalisation).  Each is checked for its cause, and a control that only
+looks alike is checked for its absence."""
 
 from __future__ import annotations
 
@@ -146,3 +150,77 @@ def test_another_per_channel_affine_map_keeps_the_unnamed_causes():
     a = image * torch.tensor([2.0, 3.0, 4.0]).view(1, 3, 1, 1) + torch.tensor([0.1, -0.2, 0.3]).view(1, 3, 1, 1)
     top = _top(a, image)
     assert top.kind == "slice_affine" and not any("ImageNet" in c for c in top.causes)
+
+
+def test_two_softmaxes_under_a_mask_and_its_inverse_keep_complementary_elements():
+    scores = _randn(2, 8, 8, seed=10)
+    keep = torch.rand(2, 1, 8, generator=torch.Generator().manual_seed(11)) > 0.3
+    a = torch.softmax(scores.masked_fill(keep, -1e9), -1)
+    b = torch.softmax(scores.masked_fill(~keep, -1e9), -1)
+    report = _report(a, b)
+    top = report.findings[0]
+    assert top.kind == "disjoint_supports" and "sense inverted" in top.causes[0]
+    assert not any("softplus" in c for f in report.findings for c in f.causes)  # the variant map is refuted
+
+
+def test_one_hots_of_other_classes_are_not_complementary_masks():
+    classes = torch.randint(0, 10, (64,), generator=torch.Generator().manual_seed(12))
+    a, b = F.one_hot(classes, 10).float(), F.one_hot((classes + 3) % 10, 10).float()
+    assert not any(f.kind == "disjoint_supports" for f in _report(a, b).findings)
+
+
+def test_a_zero_fill_is_no_split_of_the_elements():
+    b = _randn(8, 64, seed=13)
+    a = b.clone()
+    a[:, :8] = 0
+    assert not any(f.kind == "disjoint_supports" for f in _report(a, b).findings)
+
+
+def test_an_l2_normalisation_over_another_axis_says_both_axes():
+    p = _randn(3, 16, seed=14)
+    top = _top(F.normalize(p, dim=0), F.normalize(p, dim=1))
+    assert top.kind == "normalisation" and "have L2 norm 1 along its own axis only" in top.message
+    assert top.where["relation"]["params"] == {"a_axis": 0, "b_axis": 1, "norm": "have L2 norm 1"}
+
+
+def test_ids_past_two_to_the_24_through_float32_lose_their_low_bits():
+    ids = torch.randint(2**24, 2**26, (64,), generator=torch.Generator().manual_seed(15))
+    top = _top(ids.float().long(), ids, preset=None)
+    assert "A = B rounded to float32 (which holds every integer only up to 16,777,216)" in top.message
+    assert "integers passed through float32" in top.causes[0]
+
+
+def test_ids_through_float16_are_named_with_the_narrower_format():
+    ids = torch.randint(2048, 30000, (64,), generator=torch.Generator().manual_seed(16))
+    top = _top(ids, ids.half().long(), preset=None)
+    assert "B = A rounded to float16" in top.message and "2,048" in top.causes[0]
+
+
+@pytest.mark.parametrize("tiled_side", ["A", "B"])
+def test_kv_heads_repeated_against_interleaved_name_repeat_kv(tiled_side):
+    kv = _randn(2, 2, 8, 16, seed=17)
+    tiled, interleaved = kv.repeat(1, 4, 1, 1), kv.repeat_interleave(4, dim=1)
+    a, b = (tiled, interleaved) if tiled_side == "A" else (interleaved, tiled)
+    top = _top(a, b)
+    assert top.kind == "index_map" and "repeat_interleave" in top.causes[0]
+
+
+def test_heads_merged_without_a_transpose_do_not_name_a_repeat():
+    x = _randn(2, 4, 8, 16, seed=18)  # (batch, heads, time, dim): no head repeated
+    top = _top(x.reshape(2, 8, 64), x.transpose(1, 2).reshape(2, 8, 64))
+    assert top.kind == "index_map" and not any("repeat" in c for c in top.causes)
+
+
+def test_a_summed_loss_against_a_mean_loss_names_the_batch_size():
+    per_sample = _randn(64, seed=19).pow(2)
+    top = _top(per_sample.sum().reshape(()), per_sample.mean().reshape(()))
+    assert top.kind == "scale" and "A = 64·B on its one value" in top.message
+    assert any("a sum against a mean over 64 values" in c for c in top.causes)
+
+
+def test_a_loss_changed_by_label_smoothing_names_no_ratio():
+    logits = _randn(4, 10, seed=20)
+    target = torch.arange(4)
+    report = _report(F.cross_entropy(logits, target, label_smoothing=0.3).reshape(()),
+                     F.cross_entropy(logits, target).reshape(()))
+    assert report.verdict == "investigate" and not any(f.kind == "scale" for f in report.findings)

@@ -169,6 +169,21 @@ def _inverse(name: str, y: np.ndarray) -> np.ndarray:
     return np.where(inside, x, np.nan)
 
 
+def _below_branch_fits(s: Sample, params: dict, y: np.ndarray, x: np.ndarray, unexplained: np.ndarray) -> bool:
+    """Whether the elements a variant ``f_a(f_b⁻¹(x))`` cannot invert, where ``x`` lies under
+    ``f_b``'s steep branch, hold values ``f_a`` takes on the inputs below it.  They are not
+    judged, but they still bound ``y``: under ReLU(softplus⁻¹(x)) an ``x`` near 0 has ``y``
+    = 0, and a ``y`` of 0.2 there (a mask inverted between two softmaxes) refutes the map."""
+    fy, fx = _branch(str(params["instead_of"]))
+    low = unexplained & (x <= fy[0])
+    if not low.any():
+        return True
+    below = ACTIVATIONS[str(params["activation"])](_GRID[: int(np.searchsorted(_GRID, fx[0], side="right"))])
+    room = s.allowed(y, x)[low]
+    inside = (y[low] >= float(np.min(below)) - room) & (y[low] <= float(np.max(below)) + room)
+    return float(np.mean(inside)) >= HOLD_SHARE
+
+
 def _candidates() -> list[tuple[str, str, dict[str, object], Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]]:
     """(kind, map text with X for the argument, params, x -> (prediction, slope)) of every
     parameter-free map, the most specific first."""
@@ -262,6 +277,8 @@ def _first_holding(s: Sample, y: np.ndarray, x: np.ndarray, unexplained: np.ndar
     with np.errstate(all="ignore"):
         for kind, text, params, f in CANDIDATES:
             pred, slope = f(x)
+            if kind == "activation_variant" and not _below_branch_fits(s, params, y, x, unexplained):
+                continue
             got = _judge(s, y, x, pred, slope, unexplained)
             if got is not None:
                 return kind, text, params, got[1], got[0]

@@ -185,7 +185,7 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "rounded_toward_zero", "sign_split",
+_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "rounded_toward_zero", "sign_split", "disjoint_supports",
              "row_temperature", "scan", "fibre_map", "block_constant",
              "sample_offset", "group_affine", "normalised_fibres"}
 

@@ -7,8 +7,9 @@ variance 1, epsilon below the rounding); then, composed with one gain (and bias)
 of that axis, a layer norm or RMS norm with its elementwise affine (a LayerNorm applied
 twice, or kept on one side only).  Each is computed from the other side's fibre
 and must match to the rounding allowed (8·u·depth of the fibre's scale) on 99 % of the
-sampled fibres.  Failing that, a side whose fibres all sum to 1 along one axis while the
-other's do along another is a softmax over a different axis.
+sampled fibres.  Failing that, a side whose fibres all sum to 1 (or all have L2 norm 1)
+along one axis while the other's do along another is a softmax (an L2 normalisation) over
+a different axis.
 """
 
 from __future__ import annotations
@@ -155,6 +156,12 @@ def _sums_to_one(x: np.ndarray, bound: float) -> bool:
     return bool(np.all(x >= 0) and np.mean(np.abs(x.sum(axis=1) - 1) <= bound * np.sqrt(x.shape[1])) >= HOLD_SHARE)
 
 
+def _unit_norm(x: np.ndarray, bound: float) -> bool:
+    """Whether the fibres (rows) of ``x`` have L2 norm 1 to a reduction's rounding: an
+    L2 normalisation (``F.normalize``) along that axis."""
+    return bool(np.mean(np.abs(np.sqrt(np.sum(x * x, axis=1)) - 1) <= bound * np.sqrt(x.shape[1])) >= HOLD_SHARE)
+
+
 def find(pair: Pair) -> list[Finding]:
     """The normalisation relation that holds, as a finding, or none."""
     if not pair.in_memory or not pair.fmt.is_float or not pair.shape:
@@ -186,13 +193,15 @@ def find(pair: Pair) -> list[Finding]:
     for axis, (a, b) in fibres.items():
         if not _holds(a, b, bound) and (found := _gained_finding(pair, axis, a, b, bound)) is not None:
             return [found]
-    sums_a = [k for k, (a, _) in fibres.items() if _sums_to_one(a, bound)]
-    sums_b = [k for k, (_, b) in fibres.items() if _sums_to_one(b, bound)]
-    if len(sums_a) == 1 and len(sums_b) == 1 and sums_a != sums_b:
-        ia, ib = sums_a[0], sums_b[0]
-        text = f"A is normalised along axis {ia} and B along axis {ib}"
-        where = place(f"axis {ia} against axis {ib}", axis=ia, axis_size=pair.shape[ia])
-        where["relation"] = {"kind": "normalisation_axis", "text": text, "params": {"a_axis": ia, "b_axis": ib}}
-        message = f"{text}: each side's fibres sum to 1 along its own axis only"
-        return [Finding("normalisation", "error", message, where, list(why.NORMALISATION["axis"]))]
+    for norm, test in (("sum to 1", _sums_to_one), ("have L2 norm 1", _unit_norm)):
+        on_a = [k for k, (a, _) in fibres.items() if test(a, bound)]
+        on_b = [k for k, (_, b) in fibres.items() if test(b, bound)]
+        if len(on_a) == 1 and len(on_b) == 1 and on_a != on_b:
+            ia, ib = on_a[0], on_b[0]
+            text = f"A is normalised along axis {ia} and B along axis {ib}"
+            where = place(f"axis {ia} against axis {ib}", axis=ia, axis_size=pair.shape[ia])
+            where["relation"] = {"kind": "normalisation_axis", "text": text,
+                                 "params": {"a_axis": ia, "b_axis": ib, "norm": norm}}
+            message = f"{text}: each side's fibres {norm} along its own axis only"
+            return [Finding("normalisation", "error", message, where, list(why.NORMALISATION["axis"]))]
     return []

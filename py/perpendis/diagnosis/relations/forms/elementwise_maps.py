@@ -9,6 +9,8 @@ fitted and then checked element by element (:meth:`.view.View.close`).
   below (or, in magnitude, under) a threshold that separates the two sets;
 - ``overflow``: A = B except ±inf exactly where |B| passes a threshold (a narrower
   format's overflow edge, when it pins one);
+- ``through_float``: integers A = B rounded to bfloat16, float16 or float32 (ids or counts
+  past the format's exact range cast to it and back);
 - ``absolute``: A = |B| (either way round);
 - ``softcap``: A = c·tanh(B/c) (:mod:`.softcap`);
 - ``elementwise_map``: φ(A) = s·ψ(B) + c with φ, ψ each the identity or a logarithm, so
@@ -24,6 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ....numerics.bits import FORMATS, from_float64, to_float64
 from . import edges, implies, softcap
 from .form import Form, fails_text, stated
 from .view import HOLDS, View
@@ -168,6 +171,27 @@ def _spread(mask: np.ndarray) -> bool:
             if np.mean(np.any(mask, axis=other)) < 0.5:
                 return False
     return True
+
+
+def through_float(view: View) -> Form | None:
+    """Integers A = B rounded to a float format (or B = A rounded), the narrowest that
+    holds: such a format holds every integer only up to 2^(mantissa bits + 1), so larger
+    ids or counts lose their low bits when cast to it and back."""
+    if not view.integer or not np.any(view.differing):
+        return None
+    for name in ("bfloat16", "float16", "float32"):
+        fmt = FORMATS[name]
+        for flip in (False, True):
+            with np.errstate(over="ignore", invalid="ignore"):
+                t = to_float64(from_float64(view.a if flip else view.b, fmt), fmt)
+            names = ("B", "A") if flip else ("A", "B")
+            exact = 2 ** (fmt.man_bits + 1)
+            params = {"map": "through_float", "format": name, "exact_to": exact, "reversed": flip}
+            text = f"{names[0]} = {names[1]} rounded to {name} (which holds every integer only up to {exact:,})"
+            got = stated(view, "elementwise_map", text, params, view.b if flip else t, lhs=t if flip else None)
+            if got is not None:
+                return got
+    return None
 
 
 def absolute(view: View) -> Form | None:
@@ -347,7 +371,7 @@ def fitted_map(view: View) -> Form | None:
     return None
 
 
-FORMS = (wrap, saturated, threshold, overflow, absolute, softcap.find, fitted_map)
+FORMS = (wrap, through_float, saturated, threshold, overflow, absolute, softcap.find, fitted_map)
 
 
 def find(view: View) -> Form | None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .cause import Cause
 from .index_causes import INDEX_CAUSES
+from .partial_causes import PARTIAL_CAUSES
 
 _HEADS = (8, 16, 32, 48, 64, 80, 96, 128, 256)
 CLIP_TEMPERATURE = 1 / 0.07  # CLIP's initial logit scale, exp(ln(1/0.07))
@@ -260,6 +261,11 @@ CAUSES: list[Cause] = [
           lambda p: p.get("map") == "function",
           lambda p: "an elementwise function that differs on one side: an activation swapped or approximated, or "
                     "with another parameter (Swish's β, ELU's α, SELU's scale), an elementwise op added or dropped"),
+    Cause("elementwise_map", "integers rounded to a float format's grid past its exact range",
+          lambda p: p.get("map") == "through_float",
+          lambda p: f"integers passed through {p['format']} and back: it holds every integer only up to "
+                    f"{p['exact_to']:,}, so larger ids, indices or counts lose their low bits (an int64 input cast to "
+                    "float in an export, a Cast before a Gather, indices computed in floating point)"),
     Cause("elementwise_map", "each element's bytes reversed", lambda p: p.get("map") == "byteswap",
           lambda p: "a buffer or file read with the wrong byte order on one side (big-endian data such as '>f4' "
                     "read as little-endian: np.frombuffer or a raw .bin dump without its dtype's byte order)"),
@@ -267,25 +273,6 @@ CAUSES: list[Cause] = [
           lambda p: f"a logit soft cap (c·tanh(x/c), c = {p['cap']:.6g}) on {p['capped']}'s side only: Gemma 2's "
                     "final_logit_softcapping (30) or attn_logit_softcapping (50), Grok's 30, applied on one side and "
                     "dropped on the other (an attention kernel or an export without it)"),
-    Cause("ties", "off-by-ones where one side is always even", lambda p: True,
-          lambda p: f"ties (x.5) rounded differently: half to even on {p['even_side']}'s side (torch.round, "
-                    "np.round, ONNX Round, a float-to-int cast in round-to-nearest-even) against half up or away "
-                    "from zero on the other (floor(x + 0.5), C's round(), an image library's resize)"),
-    Cause("rounded_toward_zero", "off-by-ones where one side is always the nearer zero", lambda p: True,
-          lambda p: f"integers rounded toward zero on {p['near_side']}'s side and {p['rule']} on the other: "
-                    + ("C-style (truncating) integer division against Python's floor division //, or a cast to int "
-                       "(which truncates) against floor()" if p["rule"] == "toward −∞" else
-                       "a cast to int (which truncates) against ceil()" if p["rule"] == "toward +∞" else
-                       "a cast to int (which truncates) against a rounding away from zero")),
-    Cause("sign_split", "A = B on B's non-negative side and A = s·B, s ∉ {0, 1}, on its negative side",
-          lambda p: p["side"] == "negative" and p["scale"] > 0,
-          lambda p: f"a negative slope that differs: LeakyReLU's negative_slope or PReLU's weight on A's side is "
-                    f"{p['scale']:.4g} × B's (0.2 against 0.01 gives 20; ONNX's LeakyRelu defaults to alpha 0.01, "
-                    "as PyTorch does, and PReLU's weight starts at 0.25)"),
-    Cause("fill", "A's constant is a mask fill (−inf, −1e4, −1e9, a format's lowest value)",
-          lambda p: p["mask_fill"],
-          lambda p: f"a mask applied on A's side only, or over other positions (masked_fill with {p['value']:g}, "
-                    "an attention or padding mask)"),
     Cause("row_temperature", "a temperature τ = √d for an attention head size d",
           lambda p: _sqrt_head(p["tau"]) is not None and abs(p["tau"]) > 1,
           lambda p: f"attention scores not scaled by 1/√d (d = {_sqrt_head(p['tau'])}): the softmax is sharper "
@@ -366,6 +353,7 @@ CAUSES: list[Cause] = [
           lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
                     "GroupNorm over different dims)"),
     *INDEX_CAUSES,
+    *PARTIAL_CAUSES,
 ]
 
 

@@ -38,6 +38,11 @@ INDEX_CAUSES: list[Cause] = [
           lambda p: p.get("map") == "halves" and p["axis"] != 0 and not _last(p),
           lambda p: f"two halves of axis {p['axis']} concatenated in the other order (torch.cat([x1, x2]) "
                     "against torch.cat([x2, x1]))"),
+    Cause("index_map", "a reshape of a view whose axes were swapped, B one value along a swapped axis",
+          lambda p: p.get("map") == "reshape" and p.get("repeated"),
+          lambda p: "entries repeated two ways: tiled (torch.repeat, expand then reshape) on one side and "
+                    "interleaved (repeat_interleave) on the other, e.g. grouped-query attention's key/value heads "
+                    "expanded to the query heads in the other order (repeat_kv)"),
     Cause("index_map", "a reshape of a view whose axes were swapped", lambda p: p.get("map") == "reshape",
           lambda p: "a reshape (view) where a transpose/permute was needed first, or the reverse: e.g. attention "
                     "heads merged by reshape(b, t, h·d) without transpose(1, 2)"),

@@ -172,8 +172,17 @@ def _searched(view: View) -> Form | None:
         share = float(np.mean(ok))
         if share < HOLDS:
             continue
+        if params["map"] == "reshape":
+            params = {**params, "repeated": _repeated(view.b, params["view"], params["axes"])}
         return Form("index_map", text, params, share, int(ok.size), fails_text(view, ok),
                     implies.causes("index_map", {**params, "shape": list(view.shape)}))
     return None
+
+
+def _repeated(b: np.ndarray, view_shape: list[int], axes: list[int]) -> bool:
+    """Whether B, viewed as ``view_shape``, is one value along either swapped axis: its
+    entries repeated in blocks (repeat_interleave), which the swap reads as tiled (repeat)."""
+    bv = b.reshape(view_shape)
+    return any(bv.shape[k] > 1 and bool(np.all(bv == bv.take([0], axis=k))) for k in axes)
 
 

@@ -114,3 +114,23 @@ def sign_split(view: View) -> Form | None:
         text = f"A = B where {keep} and A = {s:.6g}·B where {cond}: another slope on B's {side} side"
         return stated(view, "sign_split", text, {"scale": s, "side": side}, np.where(on, s * view.b, view.b))
     return None
+
+
+MIN_SUPPORT = 0.05  # share of the elements each side must be non-zero on, for supports to be compared
+MIN_UNION = 0.9  # and both together: a mask splits every element between them (one-hots do not)
+
+
+def disjoint_supports(view: View) -> Form | None:
+    """A zero wherever B is not, and B zero wherever A is not, each non-zero on at least
+    :data:`MIN_SUPPORT` of the elements and both on :data:`MIN_UNION`: the two sides split
+    the elements between them, as a boolean mask with its sense inverted does (keep
+    against drop).  Two one-hots of different classes are disjoint too, but cover little."""
+    nz_a, nz_b = view.a != 0, view.b != 0
+    if min(float(np.mean(nz_a)), float(np.mean(nz_b))) < MIN_SUPPORT or np.mean(nz_a | nz_b) < MIN_UNION:
+        return None
+    apart = ~(nz_a & nz_b)
+    if np.mean(apart) < HOLDS:
+        return None  # non-zero on both sides somewhere: where A = B there, that is a zero fill, not a split
+    text = (f"A is zero wherever B is not, and B wherever A is not: the two sides keep complementary elements "
+            f"({int(np.count_nonzero(nz_a))} and {int(np.count_nonzero(nz_b))} of {view.a.size})")
+    return stated(view, "disjoint_supports", text, {}, np.where(apart, view.a, view.b))

@@ -78,6 +78,22 @@ def view_of(pair: Pair) -> View | None:
     of its differences, which cannot show an index map or a group)."""
     if not pair.in_memory or pair.n_elements < MIN_ELEMENTS:
         return None
+    v = _view(pair)
+    if v is None or int(np.count_nonzero(v.differing)) < 2 or v.identity_share >= 1.0:
+        return None
+    return v
+
+
+def few_view(pair: Pair) -> View | None:
+    """The view of a pair of fewer than :data:`MIN_ELEMENTS` values (a loss, a metric), when
+    one of them differs: only a form for a few values (:mod:`.few_values`) reads it."""
+    if not pair.in_memory or pair.n_elements >= MIN_ELEMENTS:
+        return None
+    v = _view(pair)
+    return v if v is not None and v.differing.any() else None
+
+
+def _view(pair: Pair) -> View | None:
     fmt = pair.fmt
     a_store, b_store = np.asarray(pair.a_store), np.asarray(pair.b_store)
     whole = pair.n_elements <= FULL_CAP
@@ -100,11 +116,8 @@ def view_of(pair: Pair) -> View | None:
     integer = (not fmt.is_float) or bool(
         finite.any() and np.all(a[finite] == np.round(a[finite])) and np.all(b[finite] == np.round(b[finite]))
         and np.max(np.abs(b[finite]), initial=0) < 2.0 ** (fmt.man_bits + 1))
-    v = View(a, b, tuple(pair.shape), float(atol), float(rtol), integer, whole, flat_index,
-             _raw(a_store, b_store, fmt.width) if whole else None)
-    if int(np.count_nonzero(v.differing)) < 2 or v.identity_share >= 1.0:
-        return None
-    return v
+    return View(a, b, tuple(pair.shape), float(atol), float(rtol), integer, whole, flat_index,
+                _raw(a_store, b_store, fmt.width) if whole else None)
 
 
 def _raw(a_store: np.ndarray, b_store: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray] | None:
