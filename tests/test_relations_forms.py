@@ -187,10 +187,13 @@ def test_rounded_integers_are_not_called_bfloat16():
     assert not any("bfloat16" in f.message or any("bfloat16" in c for c in f.causes) for f in report.findings)
 
 
-def test_an_offset_on_the_failing_elements_only_implies_no_bias():
+def test_floor_against_round_is_a_rounding_direction_and_implies_no_bias():
+    """An offset of 1 on the failing elements only, A always the lower: A floors where B
+    rounds, which that direction implies; no bias does."""
     v = torch.randn(4, 50, generator=_g(3)) * 10
     top = _top(v.floor().numpy(), v.round().numpy())
-    assert "on the failing elements only" in top.message and top.causes == []
+    assert top.kind == "rounded_down" and "A is the lower on every one" in top.message
+    assert len(top.causes) == 1 and "floor()" in top.causes[0] and "bias" not in top.causes[0]
 
 
 def test_an_absolute_value_dropped_is_said_either_way_round():

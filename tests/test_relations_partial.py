@@ -224,3 +224,33 @@ def test_a_loss_changed_by_label_smoothing_names_no_ratio():
     report = _report(F.cross_entropy(logits, target, label_smoothing=0.3).reshape(()),
                      F.cross_entropy(logits, target).reshape(()))
     assert report.verdict == "investigate" and not any(f.kind == "scale" for f in report.findings)
+
+
+def test_a_quantiser_that_floors_against_one_that_rounds_is_rounded_down_on_its_grid():
+    w = _randn(8, 64, seed=21)
+    top = _top(torch.floor(w / 0.05) * 0.05, torch.round(w / 0.05) * 0.05)
+    assert top.kind == "rounded_down" and "one step of a grid of 0.05" in top.message
+    assert "A rounded down (floor)" in top.message and "quantiser that floors" in top.causes[0]
+
+
+def test_ties_on_a_quantisation_grid_are_ties_of_that_grid():
+    codes = torch.randint(-40, 40, (256,), generator=torch.Generator().manual_seed(22)).float()
+    x = (codes + 0.5) * 0.25  # every value a tie between two steps of 0.25
+    top = _top(torch.round(x / 0.25) * 0.25, torch.floor(x / 0.25 + 0.5) * 0.25)
+    assert top.kind == "ties" and "an even multiple of the step" in top.message
+
+
+def test_a_tenth_keeps_the_plain_multiplication_beside_a_mean_over_ten():
+    v = _randn(3, 4, 16, seed=23)
+    top = _top(v * 0.1, v)
+    assert top.kind == "scale"
+    assert any("a sum against a mean over 10 values" in c for c in top.causes)
+    assert any("a multiplication by 0.1 on one side only" in c for c in top.causes)
+
+
+def test_all_zeros_against_float16_subnormals_are_no_square_of_them():
+    """B² of a float16 subnormal underflows to 0, so 'A = B²' would fit an A of zeros: a
+    map that predicts one value where A is one value explains nothing."""
+    t = (_randn(256, seed=24) * 1e-5).half()
+    report = _report(torch.zeros_like(t), t, preset=None)
+    assert not any("B²" in f.message for f in report.findings)

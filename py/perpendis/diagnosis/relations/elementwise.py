@@ -123,8 +123,8 @@ def _judge(s: Sample, y: np.ndarray, x: np.ndarray, pred: np.ndarray, slope: np.
     ok = np.isfinite(pred)
     judged = unexplained & ok
     n = int(judged.sum())
-    if n < MIN_HELD or n < JUDGED_SHARE * int(unexplained.sum()):
-        return None
+    if n < MIN_HELD or n < JUDGED_SHARE * int(unexplained.sum()) or np.ptp(y[judged]) == 0:
+        return None  # y one value wherever judged (all zero): any map that collapses there fits it
     allowed = s.allowed(y, x, slope)
     left = np.abs(y - pred)[judged] / allowed[judged]
     if np.mean(left <= 1.0) < HOLD_SHARE or np.mean(np.abs(y - pred)[ok] <= allowed[ok]) < HOLD_SHARE:

@@ -37,7 +37,7 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "fill", "ties", "rounded_toward_zero", "sign_split", "disjoint_supports",
+                   "fill", "ties", "rounded_toward_zero", "rounded_down", "sign_split", "disjoint_supports",
                    "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
                    "sample_offset", "group_affine", "normalised_fibres"})
 

@@ -373,7 +373,10 @@ def causes(kind: str, params: dict) -> list[str]:
             out.append(c.text(params))
             if kind in ("row_temperature",):
                 break  # the specific temperature first; the generic only when none is specific
-    if not out and kind == SCALE_FALLBACK.kind and SCALE_FALLBACK.test(params):
+    # A whole factor's sum-against-mean is a reading the output cannot confirm (the reduced
+    # axis is gone), so the plain multiplication stays beside it.
+    if (all(c.startswith("a sum against a mean") for c in out) and kind == SCALE_FALLBACK.kind
+            and SCALE_FALLBACK.test(params)):
         out.append(SCALE_FALLBACK.text(params))
     if kind == "group_affine" and params.get("zeroed"):
         return out[:1]  # groups kept or zeroed: a mask, whatever else their slopes would say

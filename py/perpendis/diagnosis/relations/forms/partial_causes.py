@@ -17,6 +17,12 @@ PARTIAL_CAUSES: list[Cause] = [
                        "(which truncates) against floor()" if p["rule"] == "toward −∞" else
                        "a cast to int (which truncates) against ceil()" if p["rule"] == "toward +∞" else
                        "a cast to int (which truncates) against a rounding away from zero")),
+    Cause("rounded_down", "off-by-one steps where one side is always the lower", lambda p: True,
+          lambda p: f"values rounded down (floor, toward −∞) on {p['low_side']}'s side where the other rounds to "
+                    "nearest or up"
+                    + (": a quantiser that floors (x // s, an arithmetic shift right, a cast after no + 0.5) against "
+                       f"one that rounds, on a grid of {p['step']:g}" if p["step"] != 1 else
+                       ": floor() or an arithmetic shift right against round(), a cast to int after adding no 0.5")),
     Cause("sign_split", "A = B on B's non-negative side and A = s·B, s ∉ {0, 1}, on its negative side",
           lambda p: p["side"] == "negative" and p["scale"] > 0,
           lambda p: f"a negative slope that differs: LeakyReLU's negative_slope or PReLU's weight on A's side is "

@@ -43,54 +43,82 @@ def _filled(view: View, zero: bool) -> Form | None:
     return stated(view, "fill", text, params, np.where(diff, view.a, view.b))
 
 
-def _off_by_ones(view: View) -> np.ndarray | None:
-    """Where integers A and B differ, when they do on at least :data:`MIN_TIES` elements
-    and by exactly one on every one: the pattern a rounding rule leaves."""
-    if not view.integer:
-        return None
+ON_GRID = 1e-3  # distance, in steps, of a value from the step grid it is read on
+
+
+def _steps(view: View) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """(where A and B differ, A and B in steps, the step) when they differ by exactly one
+    step on at least :data:`MIN_TIES` elements and both lie on that step's grid: integers
+    (step 1) or values quantised to a grid: the pattern a rounding rule leaves."""
     diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
-    if np.count_nonzero(diff) < MIN_TIES or not np.all(np.abs(view.a[diff] - view.b[diff]) == 1):
+    if np.count_nonzero(diff) < MIN_TIES:
         return None
-    return diff
+    d = np.abs(view.a[diff] - view.b[diff])
+    step = 1.0 if view.integer else float(np.median(d))
+    if step == 0 or not np.all(np.abs(d - step) <= ON_GRID * step):
+        return None
+    finite = np.isfinite(view.a) & np.isfinite(view.b)
+    ka, kb = (np.where(finite, x, 0.0) / step for x in (view.a, view.b))
+    if not view.integer and not all(np.all(np.abs(k - np.round(k)) <= ON_GRID) for k in (ka, kb)):
+        return None
+    return diff, np.round(ka), np.round(kb), step
+
+
+def _by_one(n: int, step: float) -> str:
+    return f"A and B differ by exactly {'1' if step == 1 else f'one step of a grid of {step:g}'} on {n} elements"
 
 
 def ties(view: View) -> Form | None:
-    """Integers that differ by exactly one, and one side even on every element where they
-    do: ties (x.5) rounded to even on that side and another way on the other.  Random
-    off-by-ones would leave that side even on about half of them (odds 2^-n for all n)."""
-    diff = _off_by_ones(view)
-    if diff is None:
+    """Values that differ by exactly one step, and one side an even number of steps on
+    every element where they do: ties (x.5) rounded to even on that side and another way on
+    the other.  Random off-by-ones would leave that side even on about half of them (odds
+    2^-n for all n)."""
+    got = _steps(view)
+    if got is None:
         return None
+    diff, ka, kb, step = got
     n = int(np.count_nonzero(diff))
-    for side, x in (("A", view.a), ("B", view.b)):
-        if np.all(x[diff] % 2 == 0):
+    for side, k in (("A", ka), ("B", kb)):
+        if np.all(k[diff] % 2 == 0):
             other = "B" if side == "A" else "A"
-            text = (f"A and B differ by exactly 1 on {n} elements and {side} is even on every one of them: "
-                    f"ties rounded to even on {side}'s side and up or away from zero on {other}'s")
-            return stated(view, "ties", text, {"even_side": side, "elements": n}, np.where(diff, view.a, view.b))
+            even = "even" if step == 1 else "an even multiple of the step"
+            text = (f"{_by_one(n, step)} and {side} is {even} on every one of them: ties rounded to even on "
+                    f"{side}'s side and up or away from zero on {other}'s")
+            params = {"even_side": side, "elements": n, "step": step}
+            return stated(view, "ties", text, params, np.where(diff, view.a, view.b))
     return None
 
 
 def toward_zero(view: View) -> Form | None:
-    """Integers that differ by exactly one, one side nearer zero on every element where
+    """Values that differ by exactly one step, one side nearer zero on every element where
     they do: that side rounded toward zero (trunc, C's integer division, a cast to int),
     the other toward −∞ (floor, Python's ``//``) where all of them are negative, toward +∞
-    (ceil) where all are positive, away from zero where they are mixed.  Random
-    off-by-ones would leave each side nearer zero on about half of them."""
-    diff = _off_by_ones(view)
-    if diff is None:
+    (ceil) where all are positive, away from zero where they are mixed.  Failing that, one
+    side the lower on every one: that side rounded down (floor) where the other rounds to
+    nearest or up.  Random off-by-ones would leave each side nearer zero, or lower, on
+    about half of them."""
+    got = _steps(view)
+    if got is None:
         return None
+    diff, ka, kb, step = got
     n = int(np.count_nonzero(diff))
-    a, b = view.a[diff], view.b[diff]
+    a, b = ka[diff], kb[diff]
     for side, near, far in (("A", a, b), ("B", b, a)):
-        if not np.all(np.abs(near) < np.abs(far)):
-            continue
-        rule = "toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0) else "away from zero"
         other = "B" if side == "A" else "A"
-        text = (f"A and B differ by exactly 1 on {n} elements and {side} is the nearer zero on every one of them: "
-                f"{side} rounded toward zero (trunc), {other} {rule}")
-        params = {"near_side": side, "rule": rule.split(" (")[0], "elements": n}
-        return stated(view, "rounded_toward_zero", text, params, np.where(diff, view.a, view.b))
+        if np.all(np.abs(near) < np.abs(far)):
+            rule = ("toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0)
+                    else "away from zero")
+            text = f"{_by_one(n, step)} and {side} is the nearer zero on every one of them: {side} rounded toward " \
+                   f"zero (trunc), {other} {rule}"
+            params = {"near_side": side, "rule": rule.split(" (")[0], "elements": n, "step": step}
+            return stated(view, "rounded_toward_zero", text, params, np.where(diff, view.a, view.b))
+    for side, low, high in (("A", a, b), ("B", b, a)):
+        if np.all(low < high):
+            other = "B" if side == "A" else "A"
+            text = (f"{_by_one(n, step)} and {side} is the lower on every one of them: {side} rounded down "
+                    f"(floor) where {other} rounds to nearest or up")
+            params = {"low_side": side, "elements": n, "step": step}
+            return stated(view, "rounded_down", text, params, np.where(diff, view.a, view.b))
     return None
 
 
