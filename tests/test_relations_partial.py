@@ -254,3 +254,37 @@ def test_all_zeros_against_float16_subnormals_are_no_square_of_them():
     t = (_randn(256, seed=24) * 1e-5).half()
     report = _report(torch.zeros_like(t), t, preset=None)
     assert not any("B²" in f.message for f in report.findings)
+
+
+def _scores(seed: int, t: int = 12):
+    return _randn(2, 4, t, t, seed=seed)
+
+
+def test_attention_probabilities_without_the_causal_mask_name_the_mask():
+    scores = _scores(25)
+    causal = torch.triu(torch.ones(12, 12, dtype=torch.bool), 1)
+    top = _top(torch.softmax(scores, -1), torch.softmax(scores.masked_fill(causal, float("-inf")), -1))
+    assert top.kind == "causal_mask" and "B = 0 exactly on the upper triangle j > i" in top.message
+    assert "within the tolerance" not in top.message
+    assert top.causes and "causal mask applied on B's side only" in top.causes[0]
+
+
+def test_scores_masked_with_a_diagonal_offset_name_the_offset():
+    scores = _scores(26)
+    shifted = torch.triu(torch.ones(12, 12, dtype=torch.bool), 3)  # a cache of 2 more positions
+    top = _top(scores.masked_fill(shifted, float("-inf")), scores)
+    assert top.kind == "causal_mask" and "j > i + 2" in top.message and "offset by +2" in top.causes[0]
+
+
+def test_the_same_causal_mask_on_both_sides_is_no_one_sided_mask():
+    scores = _scores(27)
+    causal = torch.triu(torch.ones(12, 12, dtype=torch.bool), 1)
+    a = torch.softmax(scores.masked_fill(causal, float("-inf")), -1)
+    b = torch.softmax((scores * 1.5).masked_fill(causal, float("-inf")), -1)
+    assert not any(f.kind == "causal_mask" for f in _report(a, b).findings)
+
+
+def test_per_image_mean_subtraction_against_a_fixed_mean_is_named():
+    image = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(28))
+    top = _top(image - image.mean((2, 3), keepdim=True), image - 0.5)
+    assert top.kind == "group_affine" and "a mean subtracted per group on A's side only" in top.causes[0]

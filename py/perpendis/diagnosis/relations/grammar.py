@@ -185,9 +185,9 @@ def run(pair: Pair) -> list[Finding]:
 
 
 # Forms no member states: when one holds, it is the more specific answer.
-_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "ties", "rounded_toward_zero", "rounded_down", "sign_split",
-             "disjoint_supports", "row_temperature", "scan", "fibre_map", "block_constant", "sample_offset",
-             "group_affine", "normalised_fibres"}
+_SPECIFIC = {"wrap", "saturated", "threshold", "fill", "causal_mask", "ties", "rounded_toward_zero", "rounded_down",
+             "sign_split", "disjoint_supports", "row_temperature", "scan", "fibre_map", "block_constant",
+             "sample_offset", "group_affine", "normalised_fibres"}
 
 
 _FITTED_KINDS = {"row_scale", "scale", "offset", "affine", "row_offset"}

@@ -6,12 +6,12 @@ Families, tried in this order (the first that holds is the answer): bytes revers
 (:mod:`.byte_order`), a parameter-free softmax of the other side, elementwise maps
 (:mod:`.elementwise_maps`), index maps (:mod:`.index_maps`), slices gathered from other
 indices (:mod:`.gather`), row maps on probabilities, a top-k filter and a running sum
-(:mod:`.row_maps`), a masked fill, ties rounded another way, integers rounded toward zero
-on one side, another slope on one sign of B and complementary supports
-(:mod:`.partial_maps`), a fixed mix of the last axis's entries (:mod:`.fibre_maps`), group
-maps (:mod:`.group_maps`), and last any smooth function of B (:mod:`.function_of`).  A
-pair of a few values (a loss) is read by one form only: a whole ratio between them
-(:mod:`.few_values`).
+(:mod:`.row_maps`), a causal mask on one side (:mod:`.triangle`), a masked fill, ties
+rounded another way, integers rounded toward zero or down on one side, another slope on
+one sign of B and complementary supports (:mod:`.partial_maps`), a fixed mix of the last
+axis's entries (:mod:`.fibre_maps`), group maps (:mod:`.group_maps`), and last any
+smooth function of B (:mod:`.function_of`).  A pair of a few values (a loss) is read by
+one form only: a whole ratio between them (:mod:`.few_values`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from . import (
     index_maps,
     partial_maps,
     row_maps,
+    triangle,
 )
 from .form import Form, finding
 from .view import few_view, view_of
@@ -37,12 +38,12 @@ __all__ = ["KINDS", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
-                   "fill", "ties", "rounded_toward_zero", "rounded_down", "sign_split", "disjoint_supports",
-                   "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
+                   "fill", "causal_mask", "ties", "rounded_toward_zero", "rounded_down", "sign_split",
+                   "disjoint_supports", "row_softmax", "row_temperature", "scan", "fibre_map", "block_constant",
                    "sample_offset", "group_affine", "normalised_fibres"})
 
 FAMILIES = (byte_order.find, row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find,
-            row_maps.find, row_maps.top_k, row_maps.cumulative, partial_maps.fill, partial_maps.ties,
+            row_maps.find, row_maps.top_k, row_maps.cumulative, triangle.causal, partial_maps.fill, partial_maps.ties,
             partial_maps.toward_zero, partial_maps.sign_split, partial_maps.disjoint_supports, fibre_maps.fibre_linear,
             group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
             function_of.find, partial_maps.zero_fill)

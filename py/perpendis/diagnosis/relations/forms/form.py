@@ -12,6 +12,10 @@ from ....report.model import Finding, place
 from . import implies
 from .view import HOLDS, View
 
+# Kinds that state a structure of the values (where each side is zero or masked), not
+# A = T(B) to a tolerance: their message says where, with no tolerance attached.
+STRUCTURES = frozenset({"causal_mask", "disjoint_supports"})
+
 
 @dataclass(frozen=True)
 class Form:
@@ -51,7 +55,7 @@ def fails_text(view: View, ok: np.ndarray) -> str | None:
 def finding(form: Form) -> Finding:
     """The report finding of a form: the relation first, then how far it holds."""
     held = "on every element" if form.share >= 1.0 else f"on {form.share:.2%} of {form.judged} elements"
-    message = f"{form.text}, within the tolerance {held}"
+    message = form.text if form.kind in STRUCTURES else f"{form.text}, within the tolerance {held}"
     if form.fails:
         message += f" ({form.fails})"
     amounts = {k: v for k, v in form.params.items() if isinstance(v, int | float) and not isinstance(v, bool)

@@ -349,6 +349,12 @@ CAUSES: list[Cause] = [
           and p.get("ndim") in (4, 5) and not p.get("unit_norm_a") and not p.get("unit_norm_b"),
           lambda p: "a per-channel gate of each sample that differs (a squeeze-and-excitation or attention gate: "
                     "its activation, hardsigmoid against sigmoid, or its weights)"),
+    Cause("group_affine", "slope 1 in every group, one side's groups centred (mean 0) and the other's not",
+          lambda p: "slope_range" in p and abs(p["slope_range"][0] - 1) <= 1e-3
+          and abs(p["slope_range"][1] - 1) <= 1e-3 and p.get("centred_a") != p.get("centred_b"),
+          lambda p: f"a mean subtracted per group on {'A' if p.get('centred_a') else 'B'}'s side only: each "
+                    "group's own mean (per-image or per-sample centring, an InstanceNorm or GroupNorm without its "
+                    "scaling) against a fixed mean, or none"),
     Cause("group_affine", "one slope and offset per sample", lambda p: p.get("per") == "sample",
           lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
                     "GroupNorm over different dims)"),

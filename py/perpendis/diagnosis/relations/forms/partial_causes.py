@@ -23,6 +23,12 @@ PARTIAL_CAUSES: list[Cause] = [
                     + (": a quantiser that floors (x // s, an arithmetic shift right, a cast after no + 0.5) against "
                        f"one that rounds, on a grid of {p['step']:g}" if p["step"] != 1 else
                        ": floor() or an arithmetic shift right against round(), a cast to int after adding no 0.5")),
+    Cause("causal_mask", "one side's mask value exactly on the upper triangle of the last two axes, every slice",
+          lambda p: True,
+          lambda p: f"a causal mask applied on {p['side']}'s side only: the attention mask or is_causal dropped, or "
+                    "added, in the export"
+                    + (f" (its diagonal offset by {p['offset']:+d}: a mask built for a KV cache or a prefix of "
+                       "another length)" if p["offset"] else "")),
     Cause("sign_split", "A = B on B's non-negative side and A = s·B, s ∉ {0, 1}, on its negative side",
           lambda p: p["side"] == "negative" and p["scale"] > 0,
           lambda p: f"a negative slope that differs: LeakyReLU's negative_slope or PReLU's weight on A's side is "
