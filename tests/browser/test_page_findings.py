@@ -81,5 +81,20 @@ def test_a_leaky_slope_changed_shows_the_one_sided_relation_and_its_ratio(ready_
     assert len(causes) == 1 and "negative_slope" in causes[0] and "20 ×" in causes[0]
 
 
+def test_attention_probabilities_without_their_causal_mask_show_the_mask(ready_page):
+    scores = np.random.default_rng(6).standard_normal((2, 10, 10)).astype(np.float32)
+    masked = np.where(np.triu(np.ones((10, 10), bool), 1), np.float32(-np.inf), scores)
+
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+    first = first_finding(ready_page, softmax(scores), softmax(masked))
+    assert first.get_attribute("data-kind") == "causal_mask"
+    assert "B = 0 exactly on the upper triangle j > i of its last two axes" in page_text(first)
+    causes = first.locator(".cause-list li").all_inner_texts()
+    assert len(causes) == 1 and "causal mask applied on B's side only" in causes[0]
+
+
 def page_text(node) -> str:
     return node.inner_text()
