@@ -288,3 +288,11 @@ def test_per_image_mean_subtraction_against_a_fixed_mean_is_named():
     image = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(28))
     top = _top(image - image.mean((2, 3), keepdim=True), image - 0.5)
     assert top.kind == "group_affine" and "a mean subtracted per group on A's side only" in top.causes[0]
+
+
+def test_exp_without_the_softmax_sum_is_a_division_by_the_sum_missing():
+    h = _randn(2, 6, 10, seed=29)
+    top = _top(torch.exp(h), torch.softmax(h, -1))
+    assert top.kind == "normalisation" and "B = A / ΣA along axis 2" in top.message
+    assert len(top.causes) == 1 and "softmax's normalisation missing" in top.causes[0]
+    assert not any("epsilon" in c for c in top.causes)

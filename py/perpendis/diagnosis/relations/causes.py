@@ -150,6 +150,9 @@ NORMALISATION = {
                 "appending or dropping the final Softmax)"],
     "log_softmax": ["log_softmax on one side and raw logits on the other (a loss-ready output exported)"],
     "L2 normalisation": ["an L2 normalisation on one side only (F.normalize in an embedding head)"],
+    "sum normalisation": ["a division by each fibre's sum on one side only: a softmax's normalisation missing (exp "
+                          "without the sum: unnormalised attention weights or scores), or probabilities renormalised "
+                          "after a mask or a top-k"],
     "layer norm": ["a normalisation applied on one side only (a final LayerNorm kept or dropped)",
                    "the same normalisation with another epsilon (a norm of a normalised row moves it only "
                    "through ε)"],

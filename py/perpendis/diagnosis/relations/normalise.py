@@ -2,7 +2,8 @@
 normalised, each along its own axis?
 
 Members, each tried along every axis whose whole fibres the pair's view holds (up to
-1024 elements): softmax, log-softmax, L2 normalisation, and a plain layer norm (mean 0,
+1024 elements): softmax, log-softmax, L2 normalisation, a division by the fibre's sum (of
+non-negative fibres), and a plain layer norm (mean 0,
 variance 1, epsilon below the rounding); then, composed with one gain (and bias) per index
 of that axis, a layer norm or RMS norm with its elementwise affine (a LayerNorm applied
 twice, or kept on one side only).  Each is computed from the other side's fibre
@@ -53,8 +54,15 @@ def _rms_norm(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps)
 
 
+def _sum_normalised(x: np.ndarray) -> np.ndarray:
+    """Non-negative fibres divided by their sum (NaN for fibres with a negative value)."""
+    total = x.sum(axis=1, keepdims=True)
+    ok = np.all(x >= 0, axis=1, keepdims=True) & (total > 0)
+    return np.where(ok, x / np.where(total > 0, total, 1.0), np.nan)
+
+
 MAPS: dict[str, Fn] = {"softmax": _softmax, "log_softmax": _log_softmax, "L2 normalisation": _l2,
-                       "layer norm": _layer_norm}
+                       "sum normalisation": _sum_normalised, "layer norm": _layer_norm}
 # Normalisations composed with one gain (and, for a layer norm, one bias) per index of the
 # normalised axis: LayerNorm's and RMSNorm's elementwise affine, fitted by least squares
 # per index over the sampled fibres.
@@ -176,7 +184,8 @@ def find(pair: Pair) -> list[Finding]:
             for y, x, ys, xs in ((a, b, "A", "B"), (b, a, "B", "A")):
                 with np.errstate(all="ignore"):
                     if _holds(y, f(x), bound):
-                        text = f"{ys} = {name}({xs}) along axis {axis}"
+                        text = (f"{ys} = {xs} / Σ{xs} along axis {axis}" if name == "sum normalisation"
+                                else f"{ys} = {name}({xs}) along axis {axis}")
                         where = place(f"every fibre along axis {axis}", axis=axis, axis_size=pair.shape[axis])
                         where["relation"] = {"kind": "normalisation", "text": text,
                                              "params": {"map": name, "axis": axis}}
