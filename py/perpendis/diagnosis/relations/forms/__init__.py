@@ -43,10 +43,11 @@ KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "satu
                    "sample_offset", "group_affine", "normalised_fibres"})
 
 FAMILIES = (byte_order.find, row_maps.softmax_of, elementwise_maps.find, index_maps.find, gather.find,
-            row_maps.find, row_maps.top_k, row_maps.cumulative, triangle.causal, partial_maps.fill, partial_maps.ties,
-            partial_maps.toward_zero, partial_maps.sign_split, partial_maps.disjoint_supports, fibre_maps.fibre_linear,
-            group_maps.block_constant, group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres,
-            function_of.find, partial_maps.zero_fill)
+            row_maps.find, row_maps.top_k, row_maps.cumulative, triangle.causal, partial_maps.fill,
+            partial_maps.ties, partial_maps.toward_zero, partial_maps.rounded_down, partial_maps.sign_split,
+            partial_maps.disjoint_supports, fibre_maps.fibre_linear, group_maps.block_constant,
+            group_maps.sample_offset, group_maps.group_affine, group_maps.normalised_fibres, function_of.find,
+            partial_maps.zero_fill)
 
 
 def search(pair: Pair) -> Form | None:

@@ -1,9 +1,10 @@
 """Forms where A = B except on some elements, which the exception itself explains: one
-constant written there (a fill), ties rounded the other way (off-by-ones where one side
-is always even), integers rounded toward zero on one side only (off-by-ones where one side
-is always nearer zero), or another slope on one sign of B (a leaky activation's).  The
-fill is tried after the row maps (a top-k filter is a fill the rows' order pins), the zero
-fill after every other family."""
+constant written there (a fill); off-by-one steps (of integers, or of a quantisation grid)
+with a rule in them: one side always even (ties rounded another way), always nearer zero
+(truncation), or always the lower (rounding down); another slope on one sign of B (a leaky
+activation's); and each side zero where the other is not (a mask inverted).  The fill is
+tried after the row maps (a top-k filter is a fill the rows' order pins), the zero fill
+after every other family."""
 
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ def _steps(view: View) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | Non
     """(where A and B differ, A and B in steps, the step) when they differ by exactly one
     step on at least :data:`MIN_TIES` elements and both lie on that step's grid: integers
     (step 1) or values quantised to a grid: the pattern a rounding rule leaves."""
-    diff = view.differing & np.isfinite(view.a) & np.isfinite(view.b)
+    finite = np.isfinite(view.a) & np.isfinite(view.b)
+    diff = view.differing & finite
     if np.count_nonzero(diff) < MIN_TIES:
         return None
     d = np.abs(view.a[diff] - view.b[diff])
     step = 1.0 if view.integer else float(np.median(d))
     if step == 0 or not np.all(np.abs(d - step) <= ON_GRID * step):
         return None
-    finite = np.isfinite(view.a) & np.isfinite(view.b)
     ka, kb = (np.where(finite, x, 0.0) / step for x in (view.a, view.b))
     if not view.integer and not all(np.all(np.abs(k - np.round(k)) <= ON_GRID) for k in (ka, kb)):
         return None
@@ -93,26 +94,36 @@ def toward_zero(view: View) -> Form | None:
     """Values that differ by exactly one step, one side nearer zero on every element where
     they do: that side rounded toward zero (trunc, C's integer division, a cast to int),
     the other toward −∞ (floor, Python's ``//``) where all of them are negative, toward +∞
-    (ceil) where all are positive, away from zero where they are mixed.  Failing that, one
-    side the lower on every one: that side rounded down (floor) where the other rounds to
-    nearest or up.  Random off-by-ones would leave each side nearer zero, or lower, on
-    about half of them."""
+    (ceil) where all are positive, away from zero where they are mixed.  Random
+    off-by-ones would leave each side nearer zero on about half of them."""
     got = _steps(view)
     if got is None:
         return None
     diff, ka, kb, step = got
     n = int(np.count_nonzero(diff))
-    a, b = ka[diff], kb[diff]
-    for side, near, far in (("A", a, b), ("B", b, a)):
-        other = "B" if side == "A" else "A"
+    for side, near, far in (("A", ka[diff], kb[diff]), ("B", kb[diff], ka[diff])):
         if np.all(np.abs(near) < np.abs(far)):
+            other = "B" if side == "A" else "A"
             rule = ("toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0)
                     else "away from zero")
-            text = f"{_by_one(n, step)} and {side} is the nearer zero on every one of them: {side} rounded toward " \
-                   f"zero (trunc), {other} {rule}"
+            text = (f"{_by_one(n, step)} and {side} is the nearer zero on every one of them: {side} rounded toward "
+                    f"zero (trunc), {other} {rule}")
             params = {"near_side": side, "rule": rule.split(" (")[0], "elements": n, "step": step}
             return stated(view, "rounded_toward_zero", text, params, np.where(diff, view.a, view.b))
-    for side, low, high in (("A", a, b), ("B", b, a)):
+    return None
+
+
+def rounded_down(view: View) -> Form | None:
+    """Values that differ by exactly one step, one side the lower on every element where
+    they do, neither side always nearer zero (:func:`toward_zero`, tried first): that side
+    rounded down (floor, an arithmetic shift right) where the other rounds to nearest or
+    up.  Random off-by-ones would leave each side the lower on about half of them."""
+    got = _steps(view)
+    if got is None:
+        return None
+    diff, ka, kb, step = got
+    n = int(np.count_nonzero(diff))
+    for side, low, high in (("A", ka[diff], kb[diff]), ("B", kb[diff], ka[diff])):
         if np.all(low < high):
             other = "B" if side == "A" else "A"
             text = (f"{_by_one(n, step)} and {side} is the lower on every one of them: {side} rounded down "
