@@ -296,3 +296,26 @@ def test_exp_without_the_softmax_sum_is_a_division_by_the_sum_missing():
     assert top.kind == "normalisation" and "B = A / ΣA along axis 2" in top.message
     assert len(top.causes) == 1 and "softmax's normalisation missing" in top.causes[0]
     assert not any("epsilon" in c for c in top.causes)
+
+
+def test_a_mask_added_as_zeros_and_ones_is_no_exp_of_the_masked_scores():
+    """B's −1e9 fills made its RMS 7.5e8, and a rounding bound of that size let 'A = exp(B)'
+    hold on the ordinary values: B's scale is now read without its mask fills."""
+    scores = _randn(2, 8, 8, seed=30)
+    keep = (torch.rand(2, 1, 8, generator=torch.Generator().manual_seed(31)) > 0.3).float()
+    report = _report(scores + keep, scores + (1 - keep) * -1e9)
+    assert report.verdict == "investigate"
+    assert not any("exp(B)" in f.message or any("exp or log" in c for c in f.causes) for f in report.findings)
+
+
+def test_embeddings_scaled_by_the_root_of_their_width_name_d_model():
+    e = _randn(2, 6, 512, seed=32)
+    top = _top(e * 512 ** 0.5, e)
+    assert top.kind == "scale" and "√512" in top.causes[0] and "d_model" in top.causes[0]
+
+
+def test_a_head_size_scale_keeps_the_attention_cause():
+    s = _randn(2, 4, 8, 64, seed=33)
+    top = _top(s / 8, s)
+    assert any("1/√d scaling (d = 64" in c for c in top.causes)
+    assert not any("d_model" in c for c in top.causes)

@@ -10,15 +10,27 @@ that differ, which may be one region: the message says so and never "everywhere"
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...report.model import Finding, place
 from . import causes, region
 from .elementwise import Relation, Sample, search
+from .forms.implies import mask_fills
 from .pair import Pair
+
+OUTLIER = 1e4  # values this many times B's median magnitude (mask fills such as −1e9) set no scale
 
 
 def sample_of(pair: Pair) -> Sample:
+    """The sample the elementwise search judges, with B's scale taken without its mask
+    fills: a −1e9 in a masked score would make B's RMS 5e8, and a rounding bound of that
+    size admits any map on the ordinary values."""
     a, b = pair.values()
-    return Sample(a, b, pair.u, pair.depth, pair.b_rms)
+    finite = b[np.isfinite(b)]
+    finite = np.abs(finite[~mask_fills(finite)])
+    ordinary = finite[finite <= OUTLIER * float(np.median(finite))] if finite.size else finite
+    scale = float(np.sqrt(np.mean(ordinary * ordinary))) if ordinary.size else pair.b_rms
+    return Sample(a, b, pair.u, pair.depth, min(scale, pair.b_rms) if scale > 0 else pair.b_rms)
 
 
 def finding(rel: Relation, pair: Pair) -> Finding:

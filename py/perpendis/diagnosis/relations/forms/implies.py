@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .cause import Cause
+from .group_causes import GROUP_CAUSES
 from .index_causes import INDEX_CAUSES
 from .partial_causes import PARTIAL_CAUSES
 
@@ -19,10 +20,19 @@ _HEADS = (8, 16, 32, 48, 64, 80, 96, 128, 256)
 CLIP_TEMPERATURE = 1 / 0.07  # CLIP's initial logit scale, exp(ln(1/0.07))
 
 
+MASK_LOWS = np.array([-1e4, -1e9, float(np.finfo(np.float32).min), float(np.finfo(np.float16).min)])
+
+
+def mask_fills(x: np.ndarray) -> np.ndarray:
+    """Where ``x`` holds a value masks fill with: −inf, −1e4, −1e9, or float32's or float16's lowest."""
+    x = np.asarray(x, dtype=np.float64)
+    near = np.abs(x[..., None] - MASK_LOWS) <= 1e-4 * np.abs(MASK_LOWS)
+    return (x == -math.inf) | near.any(axis=-1)
+
+
 def is_mask_fill(v: float) -> bool:
-    """Whether ``v`` is a value masks fill with: −inf, −1e4, −1e9, or float32's or float16's lowest."""
-    lows = (-1e4, -1e9, float(np.finfo(np.float32).min), float(np.finfo(np.float16).min))
-    return v == -math.inf or any(_near(v, x) for x in lows)
+    """:func:`mask_fills` of one value."""
+    return bool(mask_fills(np.array(v)))
 
 
 def _near(x: float | None, y: float, rel: float = 1e-4) -> bool:
@@ -43,6 +53,13 @@ def _sqrt_head(s: float) -> int | None:
         if _near(abs(s), math.sqrt(d), 1e-4) or _near(abs(s), 1 / math.sqrt(d), 1e-4):
             return d
     return None
+
+
+def _sqrt_size(p: dict) -> int | None:
+    """n when |s| is √n or 1/√n for n > 1 the size of one of the pair's axes."""
+    s = p.get("scale")
+    return next((n for n in p.get("sizes", ()) if n > 1 and s is not None and (
+        _near(abs(s), math.sqrt(n), 1e-5) or _near(abs(s), 1 / math.sqrt(n), 1e-5))), None)
 
 
 def _up(n: int) -> float:
@@ -154,6 +171,11 @@ CAUSES: list[Cause] = [
     Cause("elementwise_map", "a scale of √d or 1/√d for an attention head size d",
           lambda p: _scale_only(p) and _sqrt_head(p["scale"]) is not None,
           lambda p: f"a 1/√d scaling (d = {_sqrt_head(p['scale'])}, an attention head size) missing or applied twice"),
+    Cause("elementwise_map", "a scale of √n or 1/√n for n the size of one of the pair's axes, not a head size",
+          lambda p: _scale_only(p) and _sqrt_head(p["scale"]) is None and _sqrt_size(p) is not None,
+          lambda p: f"a scaling by √{_sqrt_size(p)} (the size of one of the pair's axes) on one side only: "
+                    "embeddings multiplied by √d_model (Gemma's and T5's embedding normaliser, the Transformer's "
+                    f"embedding scale), or a 1/√d attention or norm scale over d = {_sqrt_size(p)}"),
     Cause("elementwise_map", "a scale of ln 10, 1/ln 10, ln 2 or 1/ln 2",
           lambda p: _scale_only(p) and any(_near(abs(p["scale"]), x, 1e-4) for x in
                                              (math.log(10), 1 / math.log(10), math.log(2), 1 / math.log(2))),
@@ -314,50 +336,7 @@ CAUSES: list[Cause] = [
     Cause("block_constant", "A constant over blocks where B varies", lambda p: True,
           lambda p: "nearest-neighbour upsampling (Resize mode 'nearest', F.interpolate(mode='nearest'), "
                     "repeat_interleave) where the other side interpolates (bilinear)"),
-    Cause("group_affine", "every group either A = B or A = 0", lambda p: bool(p.get("zeroed")),
-          lambda p: "a mask applied on one side only: whole groups set to 0 (padding positions zeroed by an "
-                    "attention or padding mask, a head or channel dropped)"),
-    Cause("group_affine", "A = s·B in every group and every group of A (or of B) has L2 norm 1",
-          lambda p: p.get("scale_only") and (p.get("unit_norm_a") or p.get("unit_norm_b")),
-          lambda p: f"an L2 normalisation (F.normalize, x / ‖x‖) on {'A' if p.get('unit_norm_a') else 'B'}'s side "
-                    "only, over each group's elements (an embedding or a feature normalised on one side)"),
-    Cause("group_affine", "both sides' groups centred with variance at most 1 (normalised, with an epsilon), and "
-          "A = s·B in each with every s to one side of 1",
-          lambda p: p.get("scale_only") and p.get("centred_a") and p.get("centred_b") and (
-              (p.get("variance_at_most_1_b") and p["slope_range"][1] < 1)
-              or (p.get("variance_at_most_1_a") and p["slope_range"][0] > 1)),
-          lambda p: f"the same normalisation with a larger epsilon on {'A' if p['slope_range'][1] < 1 else 'B'}'s "
-                    "side: x / √(var + ε) shrinks a group by √(var / (var + ε)), most where its variance is small"),
-    Cause("group_affine", "one slope and offset per (sample, group of consecutive channels)",
-          lambda p: p.get("per") in ("sample_group", "sample_channel") and p.get("groups_of", 1) > 1
-          and not (p["slope_range"][0] >= 0.99 and p["slope_range"][1] <= 1.01),
-          lambda p: "a GroupNorm whose group count differs: statistics per group of "
-                    f"{p['groups_of']} channels on one side, other groups on the other"),
-    Cause("group_affine", "one slope and offset per pixel (fibre along one axis), varying",
-          lambda p: p.get("per") == "fibre",
-          lambda p: f"a normalisation over other axes: statistics over axis {p['axis']} per position on one side, "
-                    "over more axes per sample on the other (a channels-first LayerNorm against GroupNorm(1, C); "
-                    "per pixel against per sample)"),
-    Cause("group_affine", "one slope and offset per (sample, channel), no run of channels sharing one, varying",
-          lambda p: p.get("per") == "sample_channel" and p.get("groups_of", 1) == 1 and not p.get("scale_only")
-          and p.get("ndim") in (4, 5) and not (p["slope_range"][0] >= 0.99 and p["slope_range"][1] <= 1.01),
-          lambda p: "a normalisation whose statistics are taken per (sample, channel) on one side and over more "
-                    "on the other (InstanceNorm, or GroupNorm with a group per channel, against LayerNorm over C·H·W "
-                    "or GroupNorm(1, C))"),
-    Cause("group_affine", "A = s·B per (sample, channel), no offset, s varying: a gate per channel of each sample",
-          lambda p: p.get("per") == "sample_channel" and p.get("groups_of", 1) == 1 and p.get("scale_only")
-          and p.get("ndim") in (4, 5) and not p.get("unit_norm_a") and not p.get("unit_norm_b"),
-          lambda p: "a per-channel gate of each sample that differs (a squeeze-and-excitation or attention gate: "
-                    "its activation, hardsigmoid against sigmoid, or its weights)"),
-    Cause("group_affine", "slope 1 in every group, one side's groups centred (mean 0) and the other's not",
-          lambda p: "slope_range" in p and abs(p["slope_range"][0] - 1) <= 1e-3
-          and abs(p["slope_range"][1] - 1) <= 1e-3 and p.get("centred_a") != p.get("centred_b"),
-          lambda p: f"a mean subtracted per group on {'A' if p.get('centred_a') else 'B'}'s side only: each "
-                    "group's own mean (per-image or per-sample centring, an InstanceNorm or GroupNorm without its "
-                    "scaling) against a fixed mean, or none"),
-    Cause("group_affine", "one slope and offset per sample", lambda p: p.get("per") == "sample",
-          lambda p: "a normalisation whose statistics are taken per sample over other axes (a LayerNorm or "
-                    "GroupNorm over different dims)"),
+    *GROUP_CAUSES,
     *INDEX_CAUSES,
     *PARTIAL_CAUSES,
 ]
