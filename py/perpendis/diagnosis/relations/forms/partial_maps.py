@@ -8,6 +8,8 @@ after every other family."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from . import implies
@@ -69,25 +71,39 @@ def _by_one(n: int, step: float) -> str:
     return f"A and B differ by exactly {'1' if step == 1 else f'one step of a grid of {step:g}'} on {n} elements"
 
 
-def ties(view: View) -> Form | None:
-    """Values that differ by exactly one step, and one side an even number of steps on
-    every element where they do: ties (x.5) rounded to even on that side and another way on
-    the other.  Random off-by-ones would leave that side even on about half of them (odds
-    2^-n for all n)."""
+Said = tuple[str, str, dict] | None  # a rounding rule's (kind, text, params), when it holds
+
+
+def _one_sided(view: View, rule: Callable[[str, str, np.ndarray, np.ndarray, str, float], Said]) -> Form | None:
+    """The first side of which ``rule`` holds on every element where A and B differ by one
+    step (:func:`_steps`), stated as A = B except there."""
     got = _steps(view)
     if got is None:
         return None
     diff, ka, kb, step = got
     n = int(np.count_nonzero(diff))
-    for side, k in (("A", ka), ("B", kb)):
-        if np.all(k[diff] % 2 == 0):
-            other = "B" if side == "A" else "A"
-            even = "even" if step == 1 else "an even multiple of the step"
-            text = (f"{_by_one(n, step)} and {side} is {even} on every one of them: ties rounded to even on "
-                    f"{side}'s side and up or away from zero on {other}'s")
-            params = {"even_side": side, "elements": n, "step": step}
-            return stated(view, "ties", text, params, np.where(diff, view.a, view.b))
+    for side, other, mine, theirs in (("A", "B", ka[diff], kb[diff]), ("B", "A", kb[diff], ka[diff])):
+        said = rule(side, other, mine, theirs, _by_one(n, step), step)
+        if said is not None:
+            kind, text, params = said
+            return stated(view, kind, text, {**params, "elements": n, "step": step}, np.where(diff, view.a, view.b))
     return None
+
+
+def ties(view: View) -> Form | None:
+    """Values that differ by exactly one step, and one side an even number of steps on
+    every element where they do: ties (x.5) rounded to even on that side and another way on
+    the other.  Random off-by-ones would leave that side even on about half of them (odds
+    2^-n for all n)."""
+    return _one_sided(view, _even)
+
+
+def _even(side: str, other: str, mine: np.ndarray, theirs: np.ndarray, by_one: str, step: float) -> Said:
+    if not np.all(mine % 2 == 0):
+        return None
+    even = "even" if step == 1 else "an even multiple of the step"
+    return ("ties", f"{by_one} and {side} is {even} on every one of them: ties rounded to even on {side}'s side "
+            f"and up or away from zero on {other}'s", {"even_side": side})
 
 
 def toward_zero(view: View) -> Form | None:
@@ -96,21 +112,15 @@ def toward_zero(view: View) -> Form | None:
     the other toward −∞ (floor, Python's ``//``) where all of them are negative, toward +∞
     (ceil) where all are positive, away from zero where they are mixed.  Random
     off-by-ones would leave each side nearer zero on about half of them."""
-    got = _steps(view)
-    if got is None:
+    return _one_sided(view, _nearer_zero)
+
+
+def _nearer_zero(side: str, other: str, near: np.ndarray, far: np.ndarray, by_one: str, step: float) -> Said:
+    if not np.all(np.abs(near) < np.abs(far)):
         return None
-    diff, ka, kb, step = got
-    n = int(np.count_nonzero(diff))
-    for side, near, far in (("A", ka[diff], kb[diff]), ("B", kb[diff], ka[diff])):
-        if np.all(np.abs(near) < np.abs(far)):
-            other = "B" if side == "A" else "A"
-            rule = ("toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0)
-                    else "away from zero")
-            text = (f"{_by_one(n, step)} and {side} is the nearer zero on every one of them: {side} rounded toward "
-                    f"zero (trunc), {other} {rule}")
-            params = {"near_side": side, "rule": rule.split(" (")[0], "elements": n, "step": step}
-            return stated(view, "rounded_toward_zero", text, params, np.where(diff, view.a, view.b))
-    return None
+    rule = "toward −∞ (floor)" if np.all(far < 0) else "toward +∞ (ceil)" if np.all(far > 0) else "away from zero"
+    return ("rounded_toward_zero", f"{by_one} and {side} is the nearer zero on every one of them: {side} rounded "
+            f"toward zero (trunc), {other} {rule}", {"near_side": side, "rule": rule.split(" (")[0]})
 
 
 def rounded_down(view: View) -> Form | None:
@@ -118,19 +128,14 @@ def rounded_down(view: View) -> Form | None:
     they do, neither side always nearer zero (:func:`toward_zero`, tried first): that side
     rounded down (floor, an arithmetic shift right) where the other rounds to nearest or
     up.  Random off-by-ones would leave each side the lower on about half of them."""
-    got = _steps(view)
-    if got is None:
+    return _one_sided(view, _lower)
+
+
+def _lower(side: str, other: str, low: np.ndarray, high: np.ndarray, by_one: str, step: float) -> Said:
+    if not np.all(low < high):
         return None
-    diff, ka, kb, step = got
-    n = int(np.count_nonzero(diff))
-    for side, low, high in (("A", ka[diff], kb[diff]), ("B", kb[diff], ka[diff])):
-        if np.all(low < high):
-            other = "B" if side == "A" else "A"
-            text = (f"{_by_one(n, step)} and {side} is the lower on every one of them: {side} rounded down "
-                    f"(floor) where {other} rounds to nearest or up")
-            params = {"low_side": side, "elements": n, "step": step}
-            return stated(view, "rounded_down", text, params, np.where(diff, view.a, view.b))
-    return None
+    return ("rounded_down", f"{by_one} and {side} is the lower on every one of them: {side} rounded down (floor) "
+            f"where {other} rounds to nearest or up", {"low_side": side})
 
 
 def sign_split(view: View) -> Form | None:
