@@ -319,3 +319,36 @@ def test_a_head_size_scale_keeps_the_attention_cause():
     top = _top(s / 8, s)
     assert any("1/√d scaling (d = 64" in c for c in top.causes)
     assert not any("d_model" in c for c in top.causes)
+
+
+def _printed(a, b):
+    """Both sides as their REPL text reads back (``repr``, a few digits): what the page gets."""
+    from perpendis.engine.compare import compare as compare_tensors
+    from perpendis.inputs.parse import parse_text
+
+    (pa,), (pb,) = parse_text(repr(a)), parse_text(repr(b))
+    assert not (pa.lossless and pb.lossless)  # the test is of a print that lost digits
+    return compare_tensors(pa, pb)
+
+
+def test_complementary_masks_pasted_as_torch_repr_text_are_still_found():
+    scores = _randn(2, 8, 8, seed=34)
+    keep = torch.rand(2, 1, 8, generator=torch.Generator().manual_seed(35)) > 0.3
+    report = _printed(torch.softmax(scores.masked_fill(keep, -1e9), -1),
+                      torch.softmax(scores.masked_fill(~keep, -1e9), -1))
+    assert report.findings[0].kind == "disjoint_supports"
+
+
+def test_a_causal_mask_pasted_as_torch_repr_text_is_still_found():
+    scores = _scores(36, t=8)  # 512 values: torch prints them whole
+    causal = torch.triu(torch.ones(8, 8, dtype=torch.bool), 1)
+    report = _printed(torch.softmax(scores, -1), torch.softmax(scores.masked_fill(causal, float("-inf")), -1))
+    assert report.findings[0].kind == "causal_mask"
+
+
+def test_a_fitted_form_is_not_stated_from_a_print_of_four_digits():
+    """A leaky slope of 20 printed by torch at 4 decimals: the fitted forms need the stored
+    bits, so the one-sided slope is not claimed from the print."""
+    x = _randn(8, 32, seed=37) * 3
+    report = _printed(F.leaky_relu(x, 0.2), F.leaky_relu(x, 0.01))
+    assert not any(f.kind == "sign_split" for f in report.findings)

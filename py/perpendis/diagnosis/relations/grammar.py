@@ -174,11 +174,11 @@ FITTED = [m for m in MEMBERS if not m.exact and m.find is not None]
 
 
 def run(pair: Pair) -> list[Finding]:
-    """The members' answer or the form search's, whichever says more (:func:`_prefer`)."""
+    """The members' answer or the form search's, whichever says more (:func:`_prefer`).
+    Values printed at a few digits get only the structural forms: a fitted map needs the
+    stored bits, where each side is zero or masked does not."""
     members = run_members(pair)
-    if pair.printed and pair.fmt.is_float:
-        return members
-    form = forms.search(pair)
+    form = forms.search(pair, forms.STRUCTURAL if pair.printed and pair.fmt.is_float else forms.FAMILIES)
     if form is None:
         return members
     return [forms.finding(form)] if _prefer(form, members) else members

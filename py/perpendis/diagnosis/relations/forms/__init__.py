@@ -34,7 +34,7 @@ from . import (
 from .form import Form, finding
 from .view import few_view, view_of
 
-__all__ = ["KINDS", "Form", "find", "finding", "search"]
+__all__ = ["KINDS", "STRUCTURAL", "Form", "find", "finding", "search"]
 
 # Every kind a form's finding can carry (``scale``/``offset``/``affine`` for a plain linear map).
 KINDS = frozenset({"elementwise_map", "scale", "offset", "affine", "wrap", "saturated", "threshold", "index_map",
@@ -50,13 +50,18 @@ FAMILIES = (byte_order.find, row_maps.softmax_of, elementwise_maps.find, index_m
             partial_maps.zero_fill)
 
 
-def search(pair: Pair) -> Form | None:
-    """The first form that holds for ``pair``, or None."""
+# The families that read only where each side is zero or holds a mask value: what a
+# print at a few digits keeps exactly, so they hold on printed values as on stored ones.
+STRUCTURAL = (triangle.causal, partial_maps.disjoint_supports)
+
+
+def search(pair: Pair, families: tuple = FAMILIES) -> Form | None:
+    """The first form of ``families`` that holds for ``pair``, or None."""
     view = view_of(pair)
     if view is None:
-        few = few_view(pair)
+        few = few_view(pair) if families is FAMILIES else None
         return None if few is None else few_values.ratio(few)
-    for family in FAMILIES:
+    for family in families:
         got = family(view)
         if got is not None:
             return got
