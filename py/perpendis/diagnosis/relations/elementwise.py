@@ -174,14 +174,22 @@ def _below_branch_fits(s: Sample, params: dict, y: np.ndarray, x: np.ndarray, un
     ``f_b``'s steep branch, hold values ``f_a`` takes on the inputs below it.  They are not
     judged, but they still bound ``y``: under ReLU(softplus⁻¹(x)) an ``x`` near 0 has ``y``
     = 0, and a ``y`` of 0.2 there (a mask inverted between two softmaxes) refutes the map."""
-    fy, fx = _branch(str(params["instead_of"]))
-    low = unexplained & (x <= fy[0])
+    low = unexplained & (x <= _branch(str(params["instead_of"]))[0][0])
     if not low.any():
         return True
-    below = ACTIVATIONS[str(params["activation"])](_GRID[: int(np.searchsorted(_GRID, fx[0], side="right"))])
+    lo, hi = _below_branch(str(params["activation"]), str(params["instead_of"]))
     room = s.allowed(y, x)[low]
-    inside = (y[low] >= float(np.min(below)) - room) & (y[low] <= float(np.max(below)) + room)
+    inside = (y[low] >= lo - room) & (y[low] <= hi + room)
     return float(np.mean(inside)) >= HOLD_SHARE
+
+
+@cache
+def _below_branch(a_name: str, b_name: str) -> tuple[float, float]:
+    """The range ``f_a`` takes on the inputs below ``f_b``'s steep branch: one per pair of
+    activations, computed once (GELU's erf is a Python call per grid point)."""
+    start = _branch(b_name)[1][0]
+    below = ACTIVATIONS[a_name](_GRID[: int(np.searchsorted(_GRID, start, side="right"))])
+    return float(np.min(below)), float(np.max(below))
 
 
 def _candidates() -> list[tuple[str, str, dict[str, object], Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]]]:

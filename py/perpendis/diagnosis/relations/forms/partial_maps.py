@@ -52,7 +52,12 @@ ON_GRID = 1e-3  # distance, in steps, of a value from the step grid it is read o
 def _steps(view: View) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """(where A and B differ, A and B in steps, the step) when they differ by exactly one
     step on at least :data:`MIN_TIES` elements and both lie on that step's grid: integers
-    (step 1) or values quantised to a grid: the pattern a rounding rule leaves."""
+    (step 1) or values quantised to a grid: the pattern a rounding rule leaves.  Read once
+    per view, for the three rules that test it."""
+    return view.memo("steps", _read_steps)
+
+
+def _read_steps(view: View) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     finite = np.isfinite(view.a) & np.isfinite(view.b)
     diff = view.differing & finite
     if np.count_nonzero(diff) < MIN_TIES:

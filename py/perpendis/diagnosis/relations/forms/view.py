@@ -10,8 +10,10 @@ and a form is stated only when it holds on :data:`HOLDS` of the elements it can 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,12 @@ class View:
     flat_index: np.ndarray | None = None  # the sample's flat indices when not whole
     raw: tuple[np.ndarray, np.ndarray] | None = None  # each side's element bits as unsigned ints, flat (whole only)
     _cache: dict = field(default_factory=dict)
+
+    def memo(self, key: str, compute: Callable[[View], Any]) -> Any:
+        """``compute(self)``, computed once per view: for a reading several forms test."""
+        if key not in self._cache:
+            self._cache[key] = compute(self)
+        return self._cache[key]
 
     def close(self, a: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Element by element: A within the tolerance of T(B), infinities and NaNs equal
